@@ -1,0 +1,20 @@
+"""Ergon's definition compiler: YAML/JSON → checked IR → executable Plan.
+
+Pure Python over plain data: this package never imports prefect, sqlmodel or litellm, so a
+definition author's CI can check definitions in a fraction of a second.
+
+Public API::
+
+    ws = load_workspace(["definitions"])     # every definition in a folder
+    report = check_workspace(ws)            # all diagnostics at once
+    plan = compile_plan(ws, "contract_review")   # raises CompileError if the definition has errors
+"""
+
+from compiler.check import check_workspace
+from compiler.errors import CODES, CompileError, Diagnostic, Report
+from compiler.workspace import Workspace, load_workspace, workspace_from_texts
+
+__all__ = [
+    "CODES", "CompileError", "Diagnostic", "Report", "Workspace",
+    "check_workspace", "load_workspace", "workspace_from_texts",
+]

@@ -1,0 +1,536 @@
+"""The intermediate representation: frozen pydantic models of every definition kind.
+
+The IR is what a definition *says*, checked for shape only: unknown keys, wrong types and
+missing fields are rejected here (``extra="forbid"``); everything that needs more than one
+field at a time (graph shape, references, data flow) is a pass in ``compiler.passes``.
+
+Node bodies are a union tagged by ``type``. A process is a state machine (``transitions``);
+a pipeline is a DAG (``needs``/``when``) over the same node bodies. The Vertesia process JSON
+document (``format_version: 1``) is accepted verbatim: that is why field names follow the seed
+(``process``, ``initial``, ``context.schema``) rather than our own taste.
+
+Every field has a description: ``ergon schema`` publishes them as JSON Schema so that editors
+complete and check definitions.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, NewType, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+NodeId = NewType("NodeId", str)
+#: A JSON Logic rule (https://jsonlogic.com), evaluated against the run's context.
+JsonLogic = Any
+#: A JSON Schema document.
+JsonSchema = dict[str, Any]
+
+
+class IRModel(BaseModel):
+    """Base of every IR model: immutable, strict about unknown keys, aliases accepted."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Shared pieces
+
+
+class RetryPolicy(IRModel):
+    """How a node visit is retried when it fails (maps onto Prefect task retries)."""
+
+    retries: int = Field(0, ge=0, le=50, description="How many times to retry after the first attempt.")
+    delay_seconds: float = Field(1.0, ge=0, description="Delay before the first retry.")
+    backoff: float = Field(2.0, ge=1, description="Multiplier applied to the delay on each further retry (exponential backoff).")
+    max_delay_seconds: float = Field(300.0, ge=0, description="Upper bound of any single retry delay.")
+    jitter: float = Field(0.0, ge=0, le=1, description="Random jitter as a fraction of the delay (0 = none).")
+    timeout_seconds: float | None = Field(None, gt=0, description="Fail an attempt that runs longer than this.")
+    retry_on: list[str] = Field(
+        default_factory=list,
+        description="Retry only on these error kinds (exception class names such as `TimeoutError`, "
+        "or `timeout`, `rate_limit`, `server_error`). Empty = retry on any error.",
+    )
+
+
+class Budget(IRModel):
+    """Token and cost ceilings; a run or node that would exceed them is stopped."""
+
+    max_tokens: int | None = Field(None, gt=0, description="Maximum total tokens (in + out).")
+    max_cost_usd: float | None = Field(None, gt=0, description="Maximum cost in US dollars.")
+
+
+class NodeMetadata(BaseModel):
+    """Presentation only: never changes behaviour. Unknown keys are kept (authors' own notes)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    phase: str | None = Field(None, description="Stage of the work (intake, review, approval...).")
+    lane: str | None = Field(None, description="Responsible actor or system (legal, ai_assistant...).")
+    order: float | None = Field(None, description="Stable sort key inside the lane.")
+    position: dict[str, float] | None = Field(None, description="Optional explicit board position {x, y}.")
+    supervisor: dict[str, Any] | None = Field(None, description="Supervisor override policy (allow_transition_override, allow_skip).")
+
+
+class Transition(IRModel):
+    """An exit of a process node."""
+
+    to: str = Field(description="Id of the target node.")
+    trigger: Literal["auto", "agent", "user"] = Field(
+        "auto",
+        description="`auto`: the engine picks the first transition whose guard passes; `agent`: the "
+        "agent picks among these via `_next_node`; `user`: a person picks.",
+    )
+    guard: JsonLogic | None = Field(None, description="JSON Logic rule over the context; the transition is taken only if it is true.")
+    label: str | None = Field(None, description="Business name of this exit, shown on the graph edge.")
+
+
+class ContextSpec(IRModel):
+    """The typed state of a run."""
+
+    schema_: JsonSchema = Field(
+        default_factory=lambda: {"type": "object", "properties": {}},
+        alias="schema",
+        description="JSON Schema of the context. Every field a node writes must be a property here. "
+        "`required` properties are the run's inputs.",
+    )
+    initial: dict[str, Any] = Field(default_factory=dict, description="Initial values merged under the run's inputs.")
+
+
+# --------------------------------------------------------------------------------------------
+# Node bodies
+
+
+class NodeBase(IRModel):
+    """Fields every node accepts."""
+
+    title: str | None = Field(None, description="Short display name.")
+    description: str | None = Field(None, description="Developer-facing notes.")
+    human_description: str | None = Field(None, description="One or two plain-language sentences shown to people watching a run.")
+    metadata: NodeMetadata | None = Field(None, description="Board layout (phase, lane, order); never changes behaviour.")
+    writes: list[str] = Field(default_factory=list, description="Context fields this node may write. Anything else it tries to write is rejected.")
+    transitions: list[Transition] = Field(default_factory=list, description="Process only: exits of this node, tried in order.")
+    needs: list[str] = Field(default_factory=list, description="Pipeline only: nodes that must be done before this one starts.")
+    when: JsonLogic | None = Field(None, description="Pipeline only: JSON Logic rule; when false the node and everything needing it is skipped.")
+    retry: RetryPolicy | None = Field(None, description="Retry policy for a failing visit.")
+    skippable: bool = Field(False, description="A supervisor may skip this node (`skip_node`).")
+
+
+class ToolConfig(IRModel):
+    """Fixed configuration of a tool node."""
+
+    context_update: dict[str, Any] | None = Field(None, description="A fixed update applied to the context (no tool is called).")
+
+
+class ToolNode(NodeBase):
+    """A deterministic step: a fixed `config.context_update`, or a registered tool called with `input`."""
+
+    type: Literal["tool"]
+    tool: str | None = Field(None, description="Name of a registered tool to call.")
+    config: ToolConfig | None = Field(None, description="Fixed configuration (`context_update`).")
+    input: dict[str, Any] | None = Field(None, description="Arguments: a mapping of values and `{{ }}` templates rendered against the context.")
+    output: str | None = Field(None, description="Write the tool's whole result into this context field (otherwise a dict result is merged per `writes`).")
+
+
+class InteractionNode(NodeBase):
+    """One LLM call through a named interaction; the result schema is derived from `writes`."""
+
+    type: Literal["interaction"]
+    interaction: str = Field(description="Name of an `interaction` definition (or a built-in `sys:*`).")
+    input: dict[str, Any] | None = Field(None, description="Input of the interaction: a mapping of values and templates.")
+    environment: str | None = Field(None, description="Environment to run on (overrides the interaction's).")
+    model: str | None = Field(None, description="litellm model string (overrides the interaction's).")
+    budget: Budget | None = Field(None, description="Token/cost ceiling for this node.")
+
+
+class AgentNode(NodeBase):
+    """A tool-using LLM worker that returns one JSON object matching the derived result schema."""
+
+    type: Literal["agent"]
+    prompt: str | None = Field(None, description="Jinja2 prompt rendered against the context.")
+    tools: list[str] = Field(
+        default_factory=list,
+        description="Tools the agent may call. Bare names replace the default set; `+name` adds, `-name` removes.",
+    )
+    interaction: str | None = Field(None, description="Override the default `sys:ProcessAgentNode` interaction.")
+    input: dict[str, Any] | None = Field(None, description="Extra input for a custom interaction.")
+    environment: str | None = Field(None, description="Environment to run on.")
+    model: str | None = Field(None, description="litellm model string.")
+    max_iterations: int = Field(20, ge=1, le=200, description="Maximum tool-loop iterations.")
+    budget: Budget | None = Field(None, description="Token/cost ceiling for this node.")
+    ask_user: str | None = Field(None, description="Assignee of tasks created by the `ask_user` tool (`group:<name>` or a user id).")
+
+
+class ConditionBranch(IRModel):
+    """One arm of a condition node."""
+
+    to: str = Field(description="Id of the target node.")
+    when: JsonLogic | None = Field(None, description="JSON Logic rule; the first passing arm wins.")
+    default: bool = Field(False, description="The fallback arm taken when no `when` passes. Required on one arm.")
+    label: str | None = Field(None, description="Business name of this exit.")
+
+
+class ConditionNode(NodeBase):
+    """Pure routing: the first branch whose `when` passes, else the `default: true` branch."""
+
+    type: Literal["condition"]
+    branches: list[ConditionBranch] = Field(description="Arms, evaluated in order.")
+
+
+class CollectSpec(IRModel):
+    """Envelope collection of fan-out results."""
+
+    into: str = Field(description="Context field that receives the list of envelopes.")
+    include: list[
+        Literal[
+            "status", "index", "item_id", "item", "output", "context_update", "error", "child_run_id",
+            "child_workflow_id", "child_workflow_run_id", "branch_id", "branch_title",
+        ]
+    ] = Field(default_factory=lambda: ["status", "index", "item_id", "output", "error"], description="Envelope fields to keep.")
+
+
+class ForeachNode(NodeBase):
+    """Runs a leaf body once per item of a context array, at most `max_concurrency` at a time."""
+
+    type: Literal["foreach"]
+    foreach: str = Field(description="Context path to an array (at most 1000 items).")
+    as_: str = Field("item", alias="as", description="Name under which each item is visible to the child body.")
+    item_id: str | None = Field(None, description="Template for a stable per-item id, e.g. `{{invoice.id}}`.")
+    max_concurrency: int | None = Field(None, description="Cap on items in flight (1-1000). Unset = all at once.")
+    node: Node = Field(description="The child body: `tool`, `interaction`, `agent` or `process`, without routing.")
+    collect: str | CollectSpec | None = Field(None, description="Context field for the per-item outputs (string), or an envelope spec.")
+    failure_policy: Literal["fail_fast", "collect_errors"] = Field("fail_fast", description="Stop at the first failed item, or keep going and collect errors.")
+
+
+class BranchArm(IRModel):
+    """One named branch of a branch node."""
+
+    id: str = Field(description="Branch id, unique within the node.")
+    title: str | None = Field(None, description="Display name.")
+    node: Node = Field(description="The branch body: `tool`, `interaction`, `agent` or `process`, without routing.")
+
+
+class BranchNode(NodeBase):
+    """Fixed named branches, all run in parallel, joined, results collected."""
+
+    type: Literal["branch"]
+    join: Literal["all"] = Field("all", description="Join policy: wait for all branches.")
+    branches: list[BranchArm] = Field(description="The branches.")
+    collect: str | CollectSpec | None = Field(None, description="Context field for the per-branch results, or an envelope spec.")
+    failure_policy: Literal["fail_fast", "collect_errors"] = Field("fail_fast", description="Fail the node when a branch fails, or collect errors.")
+
+
+class Returns(IRModel):
+    """What a sub-process hands back."""
+
+    from_: str | None = Field(None, alias="from", description="Path in the child's final state, e.g. `context.decision`.")
+    context: list[str] | None = Field(None, description="Child context fields to return (when one path is not enough).")
+
+
+class ProcessNode(NodeBase):
+    """Runs another definition as a subflow and waits for it."""
+
+    type: Literal["process"]
+    process: str | None = Field(None, description="Name of the child definition.")
+    process_version: int | None = Field(None, ge=1, description="Published version to pin (default: latest).")
+    process_definition: ProcessDef | None = Field(None, description="An inline child definition.")
+    run_type: Literal["programmatic", "supervised"] = Field("programmatic", description="Child run type.")
+    input: dict[str, Any] | None = Field(None, description="Templates merged over the child's initial context.")
+    returns: Returns | None = Field(None, description="What to take from the finished child.")
+
+
+class TaskField(IRModel):
+    """A field of a human task's answer form."""
+
+    name: str = Field(description="Field name; copied into the context field of the same name if listed in `writes`.")
+    type: Literal["select", "text", "string", "boolean", "number", "integer"] = Field(description="Input type.")
+    required: bool = Field(False, description="An answer without it is refused.")
+    options: list[str | int | float | bool] | None = Field(None, description="Allowed values of a `select`.")
+    label: str | None = Field(None, description="Label shown to the approver.")
+    description: str | None = Field(None, description="Help text.")
+    default: Any = Field(None, description="Pre-filled value.")
+
+
+class TaskSpec(IRModel):
+    """What the approver sees."""
+
+    title: str = Field(description="Title; `{{ }}` placeholders are rendered from the context at creation and stored rendered.")
+    description: str | None = Field(None, description="Body (markdown); rendered like the title.")
+    assignee: str | None = Field(None, description="`group:<name>` or a user id; unset = anyone.")
+    fields: list[TaskField] = Field(default_factory=list, description="The answer form.")
+    four_eyes: bool = Field(False, description="The person who started the run may not answer.")
+
+
+class HumanTaskNode(NodeBase):
+    """Pauses the run until a person answers; the answer is copied into the context per `writes`."""
+
+    type: Literal["human_task"]
+    task: TaskSpec = Field(description="The task to create.")
+    timeout: str | float | None = Field(None, description="Expire after this long (seconds, or `30m`, `2h`, `3d`).")
+    on_timeout: str | None = Field(None, description="Node to go to when the task expires (otherwise the run fails).")
+
+
+class FinalNode(NodeBase):
+    """Terminal node; its id is the run's outcome."""
+
+    type: Literal["final"]
+
+
+Node = Annotated[
+    Union[ToolNode, InteractionNode, AgentNode, ConditionNode, ForeachNode, BranchNode, ProcessNode, HumanTaskNode, FinalNode],
+    Field(discriminator="type"),
+]
+NODE_TYPES: tuple[str, ...] = (
+    "tool", "interaction", "agent", "condition", "foreach", "branch", "process", "human_task", "final",
+)
+#: Bodies allowed inside foreach/branch (authoring rule 11).
+LEAF_TYPES: frozenset[str] = frozenset({"tool", "interaction", "agent", "process"})
+
+
+# --------------------------------------------------------------------------------------------
+# Triggers (started by schedules, webhooks, or other runs)
+
+
+class TriggerBase(IRModel):
+    input: dict[str, Any] = Field(default_factory=dict, description="Input parameters the run starts with.")
+    as_user: str | None = Field(None, description="Identity the run acts for (who created the trigger).")
+    retry: RetryPolicy | None = Field(None, description="Retry a failed triggered run (backoff); the schedule stays enabled.")
+    enabled: bool = Field(True, description="Start disabled with `false`.")
+
+
+class CronTrigger(TriggerBase):
+    type: Literal["cron"]
+    cron: str = Field(description="5-field cron expression.")
+    timezone: str = Field("UTC", description="IANA time zone.")
+
+
+class IntervalTrigger(TriggerBase):
+    type: Literal["interval"]
+    every: float | str = Field(description="Seconds, or `30s`, `5m`, `1h`.")
+
+
+class WebhookTrigger(TriggerBase):
+    type: Literal["webhook"]
+    path: str = Field(description="URL path under the webhook server, e.g. `/hooks/invoice`.")
+    secret: str = Field(description="Name of the Ergon secret holding the HMAC-SHA256 key.")
+
+
+class OnCompleteTrigger(TriggerBase):
+    type: Literal["on_complete"]
+    definition: str = Field(description="Start when this definition completes.")
+    outcomes: list[str] | None = Field(None, description="Only for these outcomes (final node ids).")
+    map: dict[str, str] = Field(default_factory=dict, description="Input field ← template over the finished run's context.")
+
+
+Trigger = Annotated[Union[CronTrigger, IntervalTrigger, WebhookTrigger, OnCompleteTrigger], Field(discriminator="type")]
+
+
+# --------------------------------------------------------------------------------------------
+# Definition kinds
+
+
+class ProcessDef(IRModel):
+    """A state machine (the Vertesia process document, `format_version: 1`)."""
+
+    kind: Literal["process"] = Field("process", description="Optional for processes.")
+    format_version: int = Field(description="Must be 1.")
+    process: str = Field(description="The process name (unique in `definitions/`).")
+    description: str | None = Field(None, description="What the process does.")
+    initial: str = Field(description="Id of the first node.")
+    context: ContextSpec = Field(default_factory=ContextSpec, description="Typed state.")
+    nodes: dict[str, Node] = Field(description="Nodes by id.")
+    metadata: dict[str, Any] | None = Field(None, description="Presentation and supervisor policy.")
+    triggers: list[Trigger] = Field(default_factory=list, description="Schedules, webhooks and on-complete triggers.")
+    budget: Budget | None = Field(None, description="Token/cost ceiling for the whole run.")
+    environment: str | None = Field(None, description="Default environment of LLM nodes.")
+    status: str | None = Field(None, description="Server-owned in Vertesia; accepted and ignored.")
+    version: int | None = Field(None, description="Server-owned in Vertesia; accepted and ignored.")
+
+    @property
+    def name(self) -> str:
+        return self.process
+
+
+class PipelineDef(IRModel):
+    """A DAG: nodes run as soon as their `needs` are done; independent nodes run in parallel."""
+
+    kind: Literal["pipeline"]
+    name: str = Field(description="Pipeline name (unique in `definitions/`).")
+    description: str | None = Field(None, description="What the pipeline does.")
+    context: ContextSpec = Field(default_factory=ContextSpec, description="Typed state.")
+    nodes: dict[str, Node] = Field(description="Nodes by id; order them with `needs`.")
+    metadata: dict[str, Any] | None = Field(None, description="Presentation.")
+    triggers: list[Trigger] = Field(default_factory=list, description="Schedules, webhooks and on-complete triggers.")
+    budget: Budget | None = Field(None, description="Token/cost ceiling for the whole run.")
+    environment: str | None = Field(None, description="Default environment of LLM nodes.")
+
+
+class PromptSegment(IRModel):
+    """One ordered segment of an interaction's prompt."""
+
+    role: Literal["safety", "system", "user", "assistant"] = Field(description="Segment role; safety segments render first.")
+    template: str = Field(description="Jinja2 template (`{{var}}` as in the seeds).")
+    name: str | None = Field(None, description="Optional segment name.")
+
+
+class ModelParameters(BaseModel):
+    """Model call parameters passed through to litellm (unknown keys are passed as they are)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    temperature: float | None = Field(None, ge=0, le=2)
+    max_tokens: int | None = Field(None, gt=0)
+    top_p: float | None = Field(None, ge=0, le=1)
+
+
+class InteractionDef(IRModel):
+    """One LLM call: ordered prompt segments, input schema, result schema, model."""
+
+    kind: Literal["interaction"]
+    name: str = Field(description="Interaction name.")
+    description: str | None = Field(None, description="What it does.")
+    prompts: list[PromptSegment] = Field(description="Ordered prompt segments.")
+    input_schema: JsonSchema | None = Field(None, description="JSON Schema of the input; validated before any call.")
+    result_schema: JsonSchema | None = Field(None, description="JSON Schema of the structured result.")
+    environment: str | None = Field(None, description="Environment name.")
+    model: str | None = Field(None, description="litellm model string.")
+    parameters: ModelParameters | None = Field(None, description="Model parameters.")
+    repair_turns: int = Field(1, ge=0, le=5, description="Repair turns on invalid structured output.")
+    test_data: dict[str, Any] | list[dict[str, Any]] | None = Field(None, description="Sample input(s) for the playground.")
+
+
+class TemplateStep(IRModel):
+    """One step of a multi-step agent template."""
+
+    key: str = Field(description="Step key, unique in the template.")
+    name: str | None = Field(None, description="Display name.")
+    description: str | None = Field(None, description="What the step does.")
+    parent: str | None = Field(None, description="Key of the step whose output this one reads (none = the template input).")
+    prompt: str = Field(description="Jinja2 prompt; sees the template input and the parent's output.")
+    output_key: str = Field(description="Context field receiving this step's output.")
+    output_form: str = Field(description="Form defining the output's shape.")
+    tools_allowed: list[str] = Field(default_factory=list, description="Tools the step may use (empty = defaults).")
+    retry_policy: RetryPolicy | None = Field(None, description="Retry policy.")
+    model: str | None = Field(None, description="litellm model string.")
+    environment: str | None = Field(None, description="Environment name.")
+
+
+class TemplateDef(IRModel):
+    """A multi-step agent template over forms; lowered to a pipeline."""
+
+    kind: Literal["template"]
+    name: str = Field(description="Template name.")
+    description: str | None = Field(None, description="What it does.")
+    input_form: str = Field(description="Form defining the template's input.")
+    steps: list[TemplateStep] = Field(description="Steps; `parent` links form the dependency chain.")
+    output_type: Literal["artifact", "submission_update", "report"] = Field("artifact", description="What the run produces.")
+    triggers: list[Trigger] = Field(default_factory=list, description="Triggers.")
+
+
+class WorkflowStep(IRModel):
+    """One step of the Vertesia workflow DSL."""
+
+    type: Literal["activity", "workflow"] = Field("activity", description="An activity (registered tool) or a child workflow.")
+    name: str = Field(description="Activity name, or the child workflow's name.")
+    id: str | None = Field(None, description="Step id (default: the name, suffixed when repeated).")
+    title: str | None = Field(None, description="Display name.")
+    params: dict[str, Any] = Field(default_factory=dict, description="Parameters; `${var}` references are resolved.")
+    condition: dict[str, Any] | None = Field(None, description="`{path: {$eq: value}}` or `{$eq: {path: value}}`; the step is skipped when false.")
+    output: str | None = Field(None, description="Variable receiving the step's result.")
+    import_: list[str] = Field(default_factory=list, alias="import", description="Workflow vars made visible to the step.")
+    fetch: dict[str, Any] | None = Field(None, description="Data to fetch before the step (type, source, query, select, limit, on_not_found).")
+    projection: dict[str, list[str]] | None = Field(None, description="`$include` / `$exclude` field lists applied to the result.")
+    async_: bool = Field(False, alias="async", description="Child workflow: do not wait for it before the next step.")
+
+
+class WorkflowDef(IRModel):
+    """The Vertesia workflow DSL; lowered to a pipeline."""
+
+    kind: Literal["workflow"]
+    name: str = Field(description="Workflow name.")
+    description: str | None = Field(None, description="What it does.")
+    vars: dict[str, Any] = Field(default_factory=dict, description="Variables (literal values; `${}` references allowed).")
+    input_schema: JsonSchema | None = Field(None, description="JSON Schema of the run's input variables.")
+    steps: list[WorkflowStep] = Field(description="Steps, in order.")
+    triggers: list[Trigger] = Field(default_factory=list, description="Triggers.")
+
+
+class FormField(IRModel):
+    """A typed form field."""
+
+    name: str = Field(description="Field name.")
+    type: Literal["string", "text", "number", "integer", "boolean", "date", "select", "document"] = Field(description="Field type.")
+    label: str | None = Field(None, description="Label.")
+    description: str | None = Field(None, description="Help text.")
+    required: bool = Field(False, description="Required field.")
+    options: list[str] | None = Field(None, description="Choices of a `select`.")
+
+
+class FormGroup(IRModel):
+    """A group of fields; a repeating group holds a list of entries."""
+
+    name: str = Field(description="Group name.")
+    label: str | None = Field(None, description="Label.")
+    repeat: bool = Field(False, description="The group may occur several times (a list).")
+    required: bool = Field(False, description="The group must be present.")
+    fields: list[FormField] = Field(description="Fields.")
+
+
+class FormDef(IRModel):
+    """Groups of typed fields; compiles to a JSON Schema."""
+
+    kind: Literal["form"]
+    name: str = Field(description="Form name.")
+    description: str | None = Field(None, description="What it captures.")
+    groups: list[FormGroup] = Field(description="Field groups.")
+
+
+class ModelEntry(IRModel):
+    """One model of an environment."""
+
+    model: str = Field(description="litellm model string, e.g. `openai/gpt-4o-mini`.")
+    name: str | None = Field(None, description="Alias of this entry (default: the model string).")
+    api_base: str | None = Field(None, description="Endpoint URL (OpenAI-compatible servers).")
+    api_key: str | None = Field(None, description="`secret:NAME` (an Ergon secret) or `env:VAR`; never a literal key.")
+    parameters: ModelParameters | None = Field(None, description="Default parameters.")
+    input_cost_per_token: float | None = Field(None, ge=0, description="Price for models litellm does not price.")
+    output_cost_per_token: float | None = Field(None, ge=0, description="Price for models litellm does not price.")
+    weight: float = Field(1.0, gt=0, description="Share of traffic under load balancing.")
+    rpm: int | None = Field(None, gt=0, description="Requests-per-minute limit.")
+
+
+class EnvironmentDef(IRModel):
+    """Named model configurations with failover and load balancing."""
+
+    kind: Literal["environment"]
+    name: str = Field(description="Environment name.")
+    description: str | None = Field(None, description="What it is for.")
+    models: list[ModelEntry] = Field(min_length=1, description="Models, in failover order.")
+    strategy: Literal["failover", "load_balance"] = Field("failover", description="Try in order, or spread load by weight.")
+    retries: int = Field(2, ge=0, le=10, description="Retries of 429/5xx on one model before the next.")
+    timeout_seconds: float = Field(120, gt=0, description="Per-call timeout.")
+
+
+Definition = Union[ProcessDef, PipelineDef, InteractionDef, TemplateDef, WorkflowDef, FormDef, EnvironmentDef]
+
+#: kind name → model class; `process` documents may omit `kind`.
+KINDS: dict[str, type[IRModel]] = {
+    "process": ProcessDef,
+    "pipeline": PipelineDef,
+    "interaction": InteractionDef,
+    "template": TemplateDef,
+    "workflow": WorkflowDef,
+    "form": FormDef,
+    "environment": EnvironmentDef,
+}
+
+for _model in (ForeachNode, BranchArm, BranchNode, ProcessNode, ProcessDef, PipelineDef):
+    _model.model_rebuild()
+
+
+def definition_name(defn: IRModel) -> str:
+    """The name under which a definition is referenced."""
+    return defn.process if isinstance(defn, ProcessDef) else defn.name  # type: ignore[attr-defined]
+
+
+def kind_of(defn: IRModel) -> str:
+    return defn.kind  # type: ignore[attr-defined]

@@ -1,0 +1,193 @@
+"""Raw tree → frozen IR. Shape errors become findings located by the source map.
+
+Pydantic does the validation; this module only decides the kind and translates pydantic's
+errors into our codes, with hints that name the valid choices ("did you mean `transitions`?",
+"valid types are ..."). To find the valid keys at an error's location we walk the IR classes
+along the error path (following the ``type`` tag of node unions through the data).
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from compiler.errors import DocPath, Finding, choices_hint
+from compiler.ir import KINDS, NODE_TYPES, IRModel
+
+_TAGGED_UNIONS: dict[str, tuple[str, ...]] = {"type": NODE_TYPES}
+
+
+def detect_kind(data: dict) -> tuple[str | None, Finding | None]:
+    """The definition kind: ``kind:``, or a Vertesia process document by its ``format_version``."""
+    kind = data.get("kind")
+    if kind is None:
+        if "format_version" in data or "process" in data:
+            return "process", None
+        return None, Finding(
+            "unknown-kind", (), "the document has no `kind`",
+            hint=f"add `kind:` with one of {', '.join(f'`{k}`' for k in KINDS)} "
+            "(a process document may omit it and carry `format_version: 1`)",
+        )
+    if kind not in KINDS:
+        return None, Finding("unknown-kind", ("kind",), f"unknown kind `{kind}`", hint=choices_hint(str(kind), KINDS, what="kinds"))
+    return kind, None
+
+
+def parse_definition(data: dict) -> tuple[IRModel | None, list[Finding]]:
+    """Validate raw data into the IR of its kind. Returns (definition or None, findings)."""
+    kind, problem = detect_kind(data)
+    if problem:
+        return None, [problem]
+    model = KINDS[kind]  # type: ignore[index]
+    findings: list[Finding] = []
+    if kind == "process" and data.get("format_version", 1) != 1:
+        findings.append(
+            Finding("format-version", ("format_version",), f"format_version {data.get('format_version')!r} is not supported",
+                    hint="set `format_version: 1` (the only version of the process document)")
+        )
+    try:
+        return model.model_validate(data), findings
+    except ValidationError as exc:
+        findings.extend(_translate(exc, model, data))
+        return None, findings
+
+
+def _translate(exc: ValidationError, model: type[BaseModel], data: Any) -> list[Finding]:
+    out: list[Finding] = []
+    seen: set[tuple[DocPath, str]] = set()
+    for err in exc.errors(include_url=False):
+        loc = _clean_loc(err["loc"], data)
+        finding = _finding_for(err, loc, model, data)
+        key = (finding.path, finding.code)
+        if key in seen:  # union members often repeat the same complaint
+            continue
+        seen.add(key)
+        out.append(finding)
+    return out
+
+
+def _clean_loc(loc: tuple, data: Any) -> DocPath:
+    """Drop pydantic's union-member segments (e.g. ``'tool'`` tags, ``'str'``) that are not in the data."""
+    path: list[str | int] = []
+    node = data
+    for seg in loc:
+        if isinstance(node, dict) and seg in node:
+            path.append(seg)
+            node = node[seg]
+        elif isinstance(node, list) and isinstance(seg, int) and 0 <= seg < len(node):
+            path.append(seg)
+            node = node[seg]
+        elif isinstance(node, dict) and isinstance(seg, str) and not _is_union_tag(seg):
+            path.append(seg)  # a missing or extra key: keep it, the source map falls back to the parent
+            node = None
+        # else: a union member name or tag value: not part of the document
+    return tuple(path)
+
+
+def _is_union_tag(seg: str) -> bool:
+    return seg in NODE_TYPES or seg in ("cron", "interval", "webhook", "on_complete") or seg.startswith(
+        ("str", "int", "float", "bool", "list[", "dict[", "function-", "json-or-python", "none", "CollectSpec", "literal[")
+    )
+
+
+def _finding_for(err: dict, loc: DocPath, model: type[BaseModel], data: Any) -> Finding:
+    etype = err["type"]
+    msg = err["msg"]
+    where = loc[-1] if loc else None
+    if etype == "extra_forbidden":
+        allowed = _allowed_keys(model, data, loc[:-1])
+        return Finding("unknown-key", loc, f"unknown key `{where}`", hint=choices_hint(str(where), allowed, what="valid keys") if allowed else None)
+    if etype == "missing":
+        return Finding("missing-field", loc, f"missing required field `{where}`", hint=_field_doc(model, data, loc))
+    if etype in ("union_tag_invalid", "union_tag_not_found"):
+        ctx = err.get("ctx", {})
+        tag = ctx.get("tag", "")
+        expected = [t.strip().strip("'") for t in str(ctx.get("expected_tags", "")).split(",") if t.strip()]
+        if etype == "union_tag_not_found":
+            return Finding("missing-field", (*loc, "type"), "missing `type`", hint=f"valid types are {', '.join(f'`{t}`' for t in expected)}")
+        return Finding("bad-value", (*loc, "type"), f"unknown type `{tag}`", hint=choices_hint(str(tag), expected, what="valid types"))
+    if etype in ("literal_error", "enum"):
+        expected = err.get("ctx", {}).get("expected", "")
+        return Finding("bad-value", loc, f"{msg} (got {err.get('input')!r})", hint=f"valid values are {expected}")
+    if etype in ("greater_than", "greater_than_equal", "less_than", "less_than_equal", "too_short", "too_long"):
+        return Finding("bad-value", loc, msg)
+    return Finding("wrong-type", loc, f"{msg} (got {_short(err.get('input'))})")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _unwrap(annotation: Any) -> list[Any]:
+    """The concrete classes an annotation may hold (through Optional, list, dict, Annotated, Union)."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _unwrap(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        out: list[Any] = []
+        for arg in typing.get_args(annotation):
+            out.extend(_unwrap(arg))
+        return out
+    if origin in (list, tuple, set, frozenset):
+        return [("list", _unwrap(typing.get_args(annotation)[0]))]
+    if origin is dict:
+        return [("dict", _unwrap(typing.get_args(annotation)[1]))]
+    return [annotation]
+
+
+def _model_at(model: type[BaseModel], data: Any, path: DocPath) -> type[BaseModel] | None:
+    """The IR class describing the mapping at ``path`` (None when it is free-form)."""
+    candidates: list[Any] = [model]
+    node = data
+    for seg in path:
+        nxt: list[Any] = []
+        for cand in candidates:
+            if isinstance(cand, tuple):  # ("list"|"dict", inner)
+                nxt.extend(cand[1])
+            elif isinstance(cand, type) and issubclass(cand, BaseModel):
+                field = _field_by_name(cand, seg)
+                if field is not None:
+                    nxt.extend(_unwrap(field.annotation))
+        node = node.get(seg) if isinstance(node, dict) else (node[seg] if isinstance(node, list) and isinstance(seg, int) and seg < len(node) else None)
+        candidates = _narrow(nxt, node)
+    models = [c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)]
+    return models[0] if models else None
+
+
+def _narrow(candidates: list[Any], node: Any) -> list[Any]:
+    """Pick the member of a tagged union that the data's `type` names."""
+    models = [c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)]
+    if isinstance(node, dict) and len(models) > 1 and "type" in node:
+        for m in models:
+            f = m.model_fields.get("type")
+            if f is not None and node["type"] in typing.get_args(f.annotation):
+                return [m]
+    return candidates
+
+
+def _field_by_name(model: type[BaseModel], name: Any) -> Any:
+    for fname, field in model.model_fields.items():
+        if name == (field.alias or fname):
+            return field
+    return None
+
+
+def _allowed_keys(model: type[BaseModel], data: Any, path: DocPath) -> list[str]:
+    target = _model_at(model, data, path)
+    if target is None:
+        return []
+    return [field.alias or name for name, field in target.model_fields.items()]
+
+
+def _field_doc(model: type[BaseModel], data: Any, loc: DocPath) -> str | None:
+    target = _model_at(model, data, loc[:-1])
+    if target is None:
+        return None
+    field = _field_by_name(target, loc[-1])
+    if field is None or not field.description:
+        return None
+    return f"`{loc[-1]}`: {field.description}"

@@ -1,0 +1,27 @@
+"""The checks, one module per concern, run in this order by ``compiler.check``.
+
+Each module exposes ``check(unit, ws) -> Iterable[Finding]``. A pass must never raise on user
+input: whatever it cannot make sense of, an earlier pass (or the parser) has already reported.
+"""
+
+from compiler.passes import (
+    authoring,
+    definite_assignment,
+    graph_shape,
+    guards,
+    lowered_kinds,
+    references,
+    templates,
+    write_races,
+)
+
+PASSES = (
+    graph_shape.check,
+    authoring.check,
+    references.check,
+    templates.check,
+    guards.check,
+    definite_assignment.check,
+    write_races.check,
+    lowered_kinds.check,
+)

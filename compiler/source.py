@@ -1,0 +1,199 @@
+"""Loading YAML/JSON with positions: the raw tree and a SourceMap (path → line:column).
+
+PyYAML's composer gives every node a start mark; we build plain Python data from the node tree
+ourselves so that each mapping key and value, and each list item, gets its position recorded
+under its document path. Two departures from stock PyYAML, both deliberate:
+
+* **Duplicate keys are an error** (PyYAML silently keeps the last one), reported at the second
+  occurrence with the line of the first.
+* **Booleans follow YAML 1.2** (``true``/``false`` only): YAML 1.1 turns ``on``, ``yes``, ``no``
+  into booleans, which silently breaks keys such as ``on:`` and enum values such as ``no``.
+
+JSON is a subset of YAML 1.2, so ``.json`` files go through the same loader and get positions too.
+The libyaml-backed loader is used when available (it is several times faster).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from compiler.errors import DocPath, Finding, PathSeg
+
+try:  # the C loader is much faster; pure Python is the fallback
+    _BaseLoader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - libyaml missing
+    _BaseLoader = yaml.SafeLoader
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """Safe loader with YAML 1.2 booleans."""
+
+
+# Replace the YAML 1.1 bool resolver (yes/no/on/off/y/n) with YAML 1.2's.
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool",
+    re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+    list("tTfF"),
+)
+
+Position = tuple[int, int]  # 1-based line, 1-based column
+
+
+@dataclass
+class SourceMap:
+    """Where each element of a document sits in its file.
+
+    ``values[path]`` is the position of the value at ``path``; ``keys[path]`` the position of the
+    mapping key that introduces it. Block scalars (``|``/``>``) are recorded in ``block`` so that
+    a line inside a multi-line template can be mapped to its file line.
+    """
+
+    file: str
+    values: dict[DocPath, Position] = field(default_factory=dict)
+    keys: dict[DocPath, Position] = field(default_factory=dict)
+    block: set[DocPath] = field(default_factory=set)
+
+    def locate(self, path: DocPath, *, key: bool = False) -> Position:
+        """Position of ``path``, or of its nearest enclosing element that exists."""
+        probe = tuple(path)
+        while True:
+            table = self.keys if key and probe in self.keys else self.values
+            if probe in table:
+                return table[probe]
+            if not probe:
+                return (1, 1)
+            probe = probe[:-1]
+            key = False
+
+    def template_line(self, path: DocPath, line_in_template: int) -> Position:
+        """File position of line ``line_in_template`` (1-based) of the string at ``path``."""
+        line, col = self.locate(path)
+        if path in self.block:  # the text starts on the line after the `|` indicator
+            return (line + line_in_template, col)
+        return (line + line_in_template - 1, col)
+
+
+@dataclass
+class LoadedDocument:
+    """One file's raw data and source map, or the findings that stopped it from loading."""
+
+    file: str
+    data: Any = None
+    source: SourceMap | None = None
+    findings: list[Finding] = field(default_factory=list)
+
+
+def _mark(node: yaml.Node) -> Position:
+    return (node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+class _Builder:
+    """Turns a composed node tree into plain data, recording positions as it goes."""
+
+    def __init__(self, loader: _Loader, source: SourceMap):
+        self.loader = loader
+        self.source = source
+        self.findings: list[Finding] = []
+
+    def build(self, node: yaml.Node, path: DocPath) -> Any:
+        self.source.values[path] = _mark(node)
+        if isinstance(node, yaml.MappingNode):
+            return self._mapping(node, path)
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
+        if isinstance(node, yaml.ScalarNode) and node.style in ("|", ">"):
+            self.source.block.add(path)
+        return self.loader.construct_object(node, deep=True)
+
+    def _mapping(self, node: yaml.MappingNode, path: DocPath) -> dict:
+        self.loader.flatten_mapping(node)  # resolves `<<` merge keys
+        out: dict[Any, Any] = {}
+        first_seen: dict[Any, Position] = {}
+        for key_node, value_node in node.value:
+            key = self.loader.construct_object(key_node, deep=True)
+            if not isinstance(key, (str, int, float, bool)) or key is None:
+                self.findings.append(Finding("wrong-type", path, f"mapping keys must be strings, got {key!r}"))
+                continue
+            if isinstance(key, bool):  # YAML 1.2 `true:` as a key: keep the text the author wrote
+                key = key_node.value
+            seg: PathSeg = key if isinstance(key, str) else str(key)
+            if seg in out:
+                line = first_seen[seg][0]
+                self.source.keys.setdefault((*path, f"{seg}#dup"), _mark(key_node))
+                self.findings.append(
+                    Finding(
+                        "duplicate-key", (*path, f"{seg}#dup"),
+                        f"duplicate key `{seg}` (first defined on line {line})",
+                        hint="remove one of the two entries; YAML would silently keep only the last",
+                    )
+                )
+                continue
+            first_seen[seg] = _mark(key_node)
+            self.source.keys[(*path, seg)] = _mark(key_node)
+            out[seg] = self.build(value_node, (*path, seg))
+        return out
+
+
+def load_text(text: str, file: str) -> LoadedDocument:
+    """Parse one YAML/JSON document, keeping positions. Never raises on bad input."""
+    doc = LoadedDocument(file=file, source=SourceMap(file=file))
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            doc.findings.append(Finding("not-a-mapping", (), "the file is empty"))
+            return doc
+        builder = _Builder(loader, doc.source)
+        doc.data = builder.build(node, ())
+        doc.findings.extend(builder.findings)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "invalid YAML"
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        doc.source.values[()] = (line, col)
+        doc.findings.append(Finding("yaml-syntax", (), f"{problem}", hint=_syntax_hint(problem)))
+        doc.data = None
+    except yaml.YAMLError as exc:  # e.g. several documents in one file
+        doc.findings.append(Finding("yaml-syntax", (), str(exc).splitlines()[0]))
+        doc.data = None
+    finally:
+        loader.dispose()
+    if doc.data is not None and not isinstance(doc.data, dict):
+        doc.findings.append(Finding("not-a-mapping", (), "a definition must be a mapping at the top level"))
+        doc.data = None
+    return doc
+
+
+def load_file(path: str | Path) -> LoadedDocument:
+    """Read and parse a definition file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        doc = LoadedDocument(file=str(path), source=SourceMap(file=str(path)))
+        doc.findings.append(Finding("yaml-syntax", (), f"cannot read the file: {exc}"))
+        return doc
+    return load_text(text, str(path))
+
+
+def _syntax_hint(problem: str) -> str | None:
+    if "tab" in problem:
+        return "indent with spaces, not tabs"
+    if "mapping values are not allowed" in problem:
+        return "quote strings that contain `: ` (for example templates), or indent the nested mapping"
+    if "found character '%'" in problem or "found character '@'" in problem:
+        return "quote values that start with `%` or `@`"
+    if "found undefined alias" in problem or "expected <block end>" in problem:
+        return "check the indentation of this line against the lines above it"
+    if "{" in problem:
+        return "a value starting with `{{` must be quoted in YAML"
+    return None

@@ -1,0 +1,118 @@
+"""What the compiler knows about tools, without importing any of them.
+
+The tool registry proper lives in ``flows`` (it imports and calls tools). The compiler only
+needs names, so it reads them statically:
+
+* the built-in tools below;
+* Python tools in ``<definitions>/tools/*.py``: functions decorated with ``@tool`` (read with
+  :mod:`ast`, never imported, so checking a definition never runs user code);
+* an optional manifest ``<definitions>/tools/manifest.yaml`` listing tool names provided
+  elsewhere (HTTP tool servers): ``tools: [{name: ..., description: ...}]``.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+#: Tools every run has. Agent nodes get DEFAULT_AGENT_TOOLS unless `tools:` says otherwise.
+BUILTIN_TOOLS: dict[str, str] = {
+    "think": "Write down reasoning; no side effect.",
+    "plan": "Record a step-by-step plan for the task.",
+    "update_plan": "Update the recorded plan.",
+    "write_artifact": "Store a run artifact (markdown, json, table, chart, file).",
+    "read_artifact": "Read a run artifact.",
+    "list_artifacts": "List the run's artifacts.",
+    "fetch_document": "Read a document from the local document store.",
+    "search_documents": "Search the local document store.",
+    "create_document": "Create a document in the local document store.",
+    "http_request": "HTTP request to a public address (private addresses refused).",
+    "ask_user": "Ask a person a question (creates a human task).",
+    "set_context": "Tool nodes only: apply `{updates: {...}}` to the context.",
+    "noop": "Do nothing and return an empty result (useful in tests and benchmarks).",
+    "log": "Log a message into the run record.",
+    "sleep": "Wait a number of seconds.",
+}
+
+DEFAULT_AGENT_TOOLS: tuple[str, ...] = (
+    "think", "plan", "update_plan", "write_artifact", "read_artifact", "list_artifacts",
+)
+
+#: Supervisor-only tools that worker agents never get (seed: agent nodes).
+PROCESS_CONTROL_TOOLS: frozenset[str] = frozenset(
+    {"set_context", "transition_to", "skip_node", "continue_process", "retry_node", "fail_process"}
+)
+
+#: Built-in interactions (the seed's `sys:*` names).
+BUILTIN_INTERACTIONS: frozenset[str] = frozenset({"sys:ProcessAgentNode", "sys:GeneralAgent"})
+
+
+@dataclass
+class ToolCatalogue:
+    """Tool names known to the compiler, with where each came from."""
+
+    tools: dict[str, str] = field(default_factory=lambda: {n: "builtin" for n in BUILTIN_TOOLS})
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.tools
+
+    def names(self) -> list[str]:
+        return sorted(self.tools)
+
+    def add_folder(self, folder: Path) -> None:
+        """Add the tools of ``folder`` (``*.py`` with ``@tool`` functions, ``manifest.yaml``)."""
+        if not folder.is_dir():
+            return
+        for py in sorted(folder.glob("*.py")):
+            for name in python_tool_names(py):
+                self.tools.setdefault(name, str(py))
+        manifest = folder / "manifest.yaml"
+        if manifest.is_file():
+            data = yaml.safe_load(manifest.read_text(encoding="utf-8")) or {}
+            for entry in data.get("tools", []) or []:
+                name = entry.get("name") if isinstance(entry, dict) else entry
+                if isinstance(name, str):
+                    self.tools.setdefault(name, str(manifest))
+
+
+def python_tool_names(path: Path) -> list[str]:
+    """Names of functions decorated ``@tool`` / ``@tool(...)`` / ``@x.tool`` in a Python file."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (SyntaxError, OSError, UnicodeDecodeError):
+        return []
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for deco in node.decorator_list:
+            target = deco.func if isinstance(deco, ast.Call) else deco
+            ident = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
+            if ident == "tool":
+                explicit = None
+                if isinstance(deco, ast.Call):
+                    for kw in deco.keywords:
+                        if kw.arg == "name" and isinstance(kw.value, ast.Constant):
+                            explicit = kw.value.value
+                    if deco.args and isinstance(deco.args[0], ast.Constant):
+                        explicit = deco.args[0].value
+                names.append(explicit or node.name)
+    return names
+
+
+def resolve_agent_tools(spec: list[str]) -> tuple[list[str], list[str]]:
+    """Apply the tools grammar: bare names replace the defaults, `+x` adds, `-x` removes.
+
+    Returns (resolved tool list, names as written without their +/- prefix).
+    """
+    bare = [t for t in spec if not t.startswith(("+", "-"))]
+    tools = list(bare) if bare else list(DEFAULT_AGENT_TOOLS)
+    for t in spec:
+        if t.startswith("+") and t[1:] not in tools:
+            tools.append(t[1:])
+        elif t.startswith("-") and t[1:] in tools:
+            tools.remove(t[1:])
+    return tools, [t.lstrip("+-") for t in spec]
