@@ -1,0 +1,151 @@
+"""Commands about definitions: `check`, `schema`, `compile`, `graph`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Literal
+
+from cyclopts import Parameter
+from rich.console import Console
+
+from flows.cli import app
+
+DEFAULT_DIR = "definitions"
+console = Console(highlight=False, soft_wrap=True)
+
+
+def _context_dirs(paths: tuple[str, ...]) -> list[str]:
+    """When single files are checked, their folders (and `definitions/`) give them context."""
+    dirs = {str(Path(p).parent) for p in paths if Path(p).is_file()}
+    if Path(DEFAULT_DIR).is_dir():
+        dirs.add(DEFAULT_DIR)
+    return sorted(dirs)
+
+
+@app.command
+def check(*paths: str, json_: Annotated[bool, Parameter(name="--json")] = False) -> int:
+    """Check definitions and print every problem at once.
+
+    Parameters
+    ----------
+    paths
+        Files or folders to check (default: `definitions/`).
+    json_
+        Print the diagnostics as one JSON array.
+    """
+    from compiler import check_workspace, load_workspace
+
+    targets = paths or (DEFAULT_DIR,)
+    missing = [p for p in targets if not Path(p).exists()]
+    if missing:
+        console.print(f"[red]error:[/] no such file or folder: {', '.join(missing)}")
+        return 2
+    ws = load_workspace(targets, context_dirs=_context_dirs(targets))
+    report = check_workspace(ws)
+    if json_:
+        print(json.dumps([d.as_dict() for d in report.diagnostics], indent=2))
+    else:
+        for d in report.diagnostics:
+            print(d.format())
+        checked = len(ws.reported_units())
+        errors = len(report.errors)
+        summary = f"{checked} definition(s) checked, {errors} error(s)"
+        console.print(f"[red]{summary}[/]" if errors else f"[green]{summary}[/]", file=sys.stderr if errors else None)
+    return 1 if report.errors else 0
+
+
+@app.command
+def schema(kind: Annotated[str | None, Parameter(name="--kind")] = None) -> int:
+    """Print the JSON Schema of the definition kinds (for editors' YAML language servers).
+
+    Parameters
+    ----------
+    kind
+        One kind (process, pipeline, interaction, template, workflow, form, environment);
+        default: one schema accepting any kind.
+    """
+    from compiler.schema_export import definition_schema
+
+    try:
+        print(json.dumps(definition_schema(kind), indent=2))
+    except KeyError as exc:
+        console.print(f"[red]error:[/] {exc.args[0]}")
+        return 2
+    return 0
+
+
+def _plan_or_report(name: str, folder: str):
+    from compiler import CompileError, compile_plan, load_workspace
+
+    target = Path(name)
+    ws = load_workspace([target] if target.is_file() else [folder], context_dirs=_context_dirs((name,)))
+    key = name
+    if target.is_file():
+        unit = next(u for u in ws.units if Path(u.file).resolve() == target.resolve())
+        key = unit.name or name
+    try:
+        return compile_plan(ws, key), 0
+    except CompileError as exc:
+        for d in exc.diagnostics:
+            print(d.format())
+        return None, 1
+    except KeyError as exc:
+        console.print(f"[red]error:[/] {exc.args[0]}")
+        return None, 2
+
+
+@app.command(name="compile")
+def compile_(
+    name: str,
+    *,
+    json_: Annotated[bool, Parameter(name="--json")] = False,
+    definitions: Annotated[str, Parameter(name="--definitions")] = DEFAULT_DIR,
+) -> int:
+    """Compile a definition into its executable Plan and print it.
+
+    Parameters
+    ----------
+    name
+        Definition name, or a path to a definition file.
+    json_
+        Print the Plan as JSON (default: a readable summary).
+    definitions
+        The definitions folder.
+    """
+    plan, code = _plan_or_report(name, definitions)
+    if plan is None:
+        return code
+    if json_:
+        print(json.dumps(plan.to_json(), indent=2, sort_keys=False))
+    else:
+        console.print(plan.summary())
+    return 0
+
+
+@app.command
+def graph(
+    name: str,
+    *,
+    format: Literal["mermaid", "dot"] = "mermaid",
+    definitions: Annotated[str, Parameter(name="--definitions")] = DEFAULT_DIR,
+) -> int:
+    """Draw a definition as a Mermaid or Graphviz DOT graph (lanes/phases, guard labels).
+
+    Parameters
+    ----------
+    name
+        Definition name, or a path to a definition file.
+    format
+        `mermaid` or `dot`.
+    definitions
+        The definitions folder.
+    """
+    from compiler.render import render_dot, render_mermaid
+
+    plan, code = _plan_or_report(name, definitions)
+    if plan is None:
+        return code
+    print(render_mermaid(plan) if format == "mermaid" else render_dot(plan))
+    return 0
