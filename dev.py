@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Set up and run Ergon with nothing but python3: `python3 dev.py demo` / `python3 dev.py test`.
+
+* ``setup``  creates ``.venv`` and installs the project with its test extras (re-run only when
+  ``pyproject.toml`` changed), plus, when running as root on Debian, the OS packages the full
+  test suite drives (chromium for the dashboard's browser tests, PostgreSQL for the cluster test).
+* ``demo``   sets up, checks every definition, and runs the demo definition on the embedded
+  default (local SQLite store, local Prefect server, offline model).
+* ``test``   sets up and runs the whole test suite; extra arguments go to pytest.
+
+Standard library only: this file runs before any dependency is installed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PY = BIN / "python"
+STAMP = VENV / ".ergon-installed"
+#: OS packages (Debian names) the full suite uses, and a binary that shows each is present.
+OS_PACKAGES = {"chromium": "/usr/bin/chromium", "postgresql": "/usr/lib/postgresql"}
+DEMO_DEFINITION = "contract_review"
+
+
+def run(cmd: list[str], **kw) -> int:
+    print("+", " ".join(str(c) for c in cmd), flush=True)
+    return subprocess.call([str(c) for c in cmd], cwd=ROOT, **kw)
+
+
+def _requirements_hash() -> str:
+    return hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+
+
+def setup() -> None:
+    """Create the virtualenv and install the project (idempotent, fast when up to date)."""
+    if not PY.exists():
+        if run([sys.executable, "-m", "venv", VENV]) != 0:
+            sys.exit("could not create .venv (on Debian: apt-get install python3-venv)")
+    if STAMP.exists() and STAMP.read_text() == _requirements_hash():
+        return
+    if run([PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip"]) != 0:
+        sys.exit("pip upgrade failed")
+    if run([PY, "-m", "pip", "install", "--quiet", "-e", ".[test]"]) != 0:
+        sys.exit("installing the project failed")
+    STAMP.write_text(_requirements_hash())
+
+
+def os_packages() -> None:
+    """Install chromium and PostgreSQL from Debian's packages when we can (root + apt)."""
+    missing = [pkg for pkg, probe in OS_PACKAGES.items() if not Path(probe).exists()]
+    if not missing:
+        return
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        print(f"note: {', '.join(missing)} not installed and cannot be installed here; "
+              "the tests that need them will be skipped with the reason", flush=True)
+        return
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    if run(["apt-get", "update", "-qq"], env=env) != 0 or run(
+        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing], env=env
+    ) != 0:
+        print(f"warning: could not install {', '.join(missing)}", flush=True)
+
+
+def demo() -> int:
+    setup()
+    ergon = BIN / "ergon"
+    if run([ergon, "check", "definitions"]) != 0:
+        return 1
+    return run([ergon, "run", DEMO_DEFINITION, "--input", "contract_doc_id=doc-demo-contract"])
+
+
+def test(args: list[str]) -> int:
+    setup()
+    os_packages()
+    code = run([PY, "-m", "pytest", *args])
+    if code == 5:  # pytest: no tests collected
+        if args:
+            print("pytest collected no tests for this selection", flush=True)
+            return 0
+        print("error: the test suite collected no tests", flush=True)
+        return 1
+    return code
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in ("setup", "demo", "test"):
+        print(__doc__)
+        return 2
+    if argv[0] == "setup":
+        setup()
+        return 0
+    if argv[0] == "demo":
+        return demo()
+    return test(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

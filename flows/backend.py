@@ -1,0 +1,262 @@
+"""Plan → Prefect: one flow per definition, one task run per node visit.
+
+This is the only module of the runtime that imports prefect. It builds:
+
+* a **flow** per Plan — name = definition name, version = the Plan's content hash, typed
+  keyword parameters from the Plan's input schema (a synthetic ``__signature__``, so Prefect's
+  UI renders a form and validates), ``__qualname__`` set so deployments can import it. Flows are
+  ``async``: sync flows pay a fixed ~1 s heartbeat join per run and per subflow.
+* an **executor** that runs each visit as a task run named after the node (``node[item]``
+  inside fan-outs), tagged with its type and lane, with the node's retry policy mapped onto
+  Prefect's retries (exponential backoff with a cap, jitter, timeout, and a retry condition
+  that retries only the listed error kinds and never a rejected write).
+
+Task results are not persisted and nothing is cached by Prefect: Ergon's store is the checkpoint
+(see :mod:`flows.runtime.engine`), which is what makes resume exact — and avoids Prefect's
+input-hash cache returning an old result for a loop's second visit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import os
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from flows.settings import TASK_DEFAULTS, configure_prefect_env
+
+configure_prefect_env()
+
+import pydantic  # noqa: E402
+from prefect import Flow, flow, task  # noqa: E402
+from prefect.cache_policies import NO_CACHE  # noqa: E402
+from prefect.context import TaskRunContext  # noqa: E402
+from prefect.states import Cancelled, Failed  # noqa: E402
+
+from compiler.plan import Plan, PlanNode  # noqa: E402
+from flows.runtime.bodies import ChildResult, Services  # noqa: E402
+from flows.runtime.context import schema_errors  # noqa: E402
+from flows.runtime.engine import Engine, Listener  # noqa: E402
+from flows.runtime.errors import NodeFailed, NoTransition, RunCancelled, WriteRejected  # noqa: E402
+from flows.runtime.recording import StoreRecorder  # noqa: E402
+
+#: Errors that retrying cannot fix.
+NEVER_RETRIED = (WriteRejected, NoTransition, RunCancelled)
+#: Error kinds a retry policy may name, beyond exception class names.
+ERROR_KINDS: dict[str, tuple[str, ...]] = {
+    "timeout": ("TimeoutError", "TimedOut", "ReadTimeout", "ConnectTimeout"),
+    "rate_limit": ("RateLimitError", "TooManyRequests"),
+    "server_error": ("InternalServerError", "ServiceUnavailableError", "APIError", "BadGatewayError"),
+    "connection": ("ConnectionError", "APIConnectionError", "ConnectError"),
+}
+
+
+@dataclass
+class RunRequest:
+    """How the current flow call was asked for (set by the CLI, the parent flow, or resume)."""
+
+    run_id: str | None = None
+    trigger: str = "manual"
+    started_by: str | None = None
+    parent_run_id: str | None = None
+    parent_visit_id: str | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+    content_hash: str | None = None
+    listener: Listener | None = None
+    resolve_plan: Callable[[str, int | None], Plan] | None = None
+
+
+REQUEST: contextvars.ContextVar[RunRequest | None] = contextvars.ContextVar("ergon_run_request", default=None)
+#: last exception per task run id, read by the retry condition
+_LAST_ERROR: dict[Any, BaseException] = {}
+
+
+# ---------------------------------------------------------------------------------- tasks
+@task(name="node", cache_policy=NO_CACHE, task_run_name="{run_name}", **TASK_DEFAULTS)
+async def node_visit(run_name: str, attempt_fn: Callable[[int], Awaitable[Any]]) -> Any:
+    """One visit attempt; Prefect calls it again for each retry."""
+    ctx = TaskRunContext.get()
+    attempt = ctx.task_run.run_count if ctx else 1
+    try:
+        return await attempt_fn(max(attempt, 1))
+    except BaseException as exc:
+        if ctx:
+            _LAST_ERROR[ctx.task_run.id] = exc
+        raise
+
+
+def _retry_condition(kinds: tuple[str, ...]) -> Callable[..., bool]:
+    names = {n for k in kinds for n in ERROR_KINDS.get(k, (k,))}
+
+    def should_retry(task_obj: Any, task_run: Any, state: Any) -> bool:
+        exc = _LAST_ERROR.pop(task_run.id, None)
+        if isinstance(exc, NEVER_RETRIED):
+            return False
+        if not names:
+            return True
+        seen = {cls.__name__ for cls in type(exc).__mro__} if exc is not None else {state.name}
+        return bool(seen & names)
+
+    return should_retry
+
+
+def _delays(policy: Any) -> list[float]:
+    """Exponential backoff, capped: delay, delay*b, delay*b², ... (one per retry)."""
+    return [min(policy.delay_seconds * policy.backoff**i, policy.max_delay_seconds) for i in range(policy.retries)]
+
+
+class PrefectExecutor:
+    """Runs visits as Prefect task runs; one configured task per node, cached."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[int, Any] = {}
+
+    def _task_for(self, node: PlanNode) -> Any:
+        key = id(node)
+        if key not in self._tasks:
+            policy = node.retry
+            tags = [node.type] + ([f"lane:{node.lane}"] if node.lane else [])
+            self._tasks[key] = node_visit.with_options(
+                name=node.id,
+                tags=tags,
+                retries=policy.retries,
+                retry_delay_seconds=_delays(policy) or 0,
+                retry_jitter_factor=policy.jitter or None,
+                timeout_seconds=policy.timeout_seconds,
+                retry_condition_fn=_retry_condition(tuple(policy.retry_on)),
+            )
+        return self._tasks[key]
+
+    async def visit(self, node: PlanNode, run_name: str, attempt_fn: Callable[[int], Awaitable[Any]]) -> Any:
+        return await self._task_for(node)(run_name, attempt_fn)
+
+
+# ---------------------------------------------------------------------------------- flows
+_JSON_TO_PY: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
+
+
+def _annotation(prop: dict[str, Any]) -> Any:
+    if "enum" in prop and all(isinstance(v, (str, int, float, bool)) for v in prop["enum"]):
+        return Literal[tuple(prop["enum"])]  # type: ignore[misc]
+    kind = prop.get("type")
+    if isinstance(kind, list):
+        kinds = [k for k in kind if k != "null"]
+        base = _JSON_TO_PY.get(kinds[0], Any) if len(kinds) == 1 else Any
+        return base | None if "null" in kind else base
+    return _JSON_TO_PY.get(kind, Any)
+
+
+def flow_signature(plan: Plan) -> inspect.Signature:
+    """Typed keyword-only parameters from the Plan's input schema (Prefect builds its form from it)."""
+    schema = plan.input_schema
+    required = set(schema.get("required", []))
+    params = []
+    for name, prop in schema.get("properties", {}).items():
+        if not name.isidentifier():
+            continue
+        ann = _annotation(prop if isinstance(prop, dict) else {})
+        if name in required:
+            default = pydantic.Field(..., description=prop.get("description"))
+        else:
+            default = pydantic.Field(prop.get("default"), description=prop.get("description"))
+            ann = ann | None if ann is not Any else Any
+        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=ann, default=default))
+    return inspect.Signature(params)
+
+
+def attribute_name(plan_name: str) -> str:
+    """The module attribute a compiled flow is published under (deployment entrypoints)."""
+    safe = "".join(c if c.isalnum() else "_" for c in plan_name)
+    return f"flow_{safe}"
+
+
+def build_flow(plan: Plan) -> Flow:
+    """The Prefect flow of a Plan."""
+
+    async def _entry(**params: Any) -> Any:
+        return await execute(plan, params)
+
+    _entry.__signature__ = flow_signature(plan)  # type: ignore[attr-defined]
+    _entry.__name__ = attribute_name(plan.name)
+    _entry.__qualname__ = attribute_name(plan.name)  # deployments import the flow by this name
+    _entry.__doc__ = plan.description
+    return flow(
+        _entry, name=plan.name, version=plan.version, description=plan.description,
+        validate_parameters=True, persist_result=False, log_prints=False,
+    )
+
+
+async def execute(plan: Plan, params: dict[str, Any]) -> Any:
+    """The body of every compiled flow: find or create the run, run the engine, record the end."""
+    from prefect.runtime import flow_run
+
+    request = REQUEST.get() or RunRequest(trigger="deployment")
+    prefect_id = str(flow_run.id) if flow_run.id else None
+    inputs = {k: v for k, v in params.items() if v is not None}
+    recorder = StoreRecorder.open(plan, request=request, prefect_flow_run_id=prefect_id, inputs=inputs,
+                                  host=socket.gethostname(), pid=os.getpid())
+    if recorder.fresh:
+        context = {**plan.context_initial, **inputs, **request.overrides}
+        problems = schema_errors(plan.context_schema, context)
+        missing = [k for k in plan.input_schema.get("required", []) if k not in context]
+        if missing:
+            problems.insert(0, f"missing required input(s): {', '.join(missing)}")
+        if problems:
+            error = "invalid input: " + "; ".join(problems[:5])
+            recorder.end("failed", None, context, error)
+            return Failed(message=error)
+        recorder.set_context(context)
+    else:
+        context = recorder.context
+    resolve = request.resolve_plan or _no_resolver
+
+    async def run_child(child: Plan, inputs: dict[str, Any], parent_visit_id: str | None) -> ChildResult:
+        child_flow = build_flow(child)
+        accepted = set(child.input_schema.get("properties", {}))
+        token = REQUEST.set(RunRequest(trigger="subprocess", started_by=request.started_by, parent_run_id=recorder.run_id,
+                                       parent_visit_id=parent_visit_id, overrides=inputs, listener=None,
+                                       content_hash=_snapshot(child),
+                                       resolve_plan=request.resolve_plan))
+        try:
+            result = await child_flow(**{k: v for k, v in inputs.items() if k in accepted}, return_state=True)
+        finally:
+            REQUEST.reset(token)
+        return StoreRecorder.child_result(recorder.run_id, parent_visit_id, result)
+
+    engine = Engine(plan=plan, context=context, recorder=recorder, executor=PrefectExecutor(),
+                    services=Services(run_child=run_child, resolve_plan=resolve),
+                    listener=request.listener or (lambda *a: None))
+    heartbeat = asyncio.ensure_future(_heartbeat(recorder))
+    try:
+        outcome = await engine.run()
+    finally:
+        heartbeat.cancel()
+    recorder.end(outcome.status, outcome.outcome, outcome.context, outcome.error)
+    result = {"run_id": recorder.run_id, "status": outcome.status, "outcome": outcome.outcome,
+              "context": outcome.context, "error": outcome.error}
+    if outcome.status == "failed":
+        return Failed(message=outcome.error or "failed", data=result)
+    if outcome.status == "cancelled":
+        return Cancelled(message=outcome.error or "cancelled", data=result)
+    return result
+
+
+def _snapshot(plan: Plan) -> str | None:
+    """Pin a child's compiled Plan as its run snapshot (children may be inline or by name)."""
+    from flows.store import repo
+
+    return repo.snapshot_definition({"plan": plan.to_json()})
+
+
+async def _heartbeat(recorder: StoreRecorder, every: float = 15.0) -> None:
+    while True:
+        await asyncio.sleep(every)
+        recorder.heartbeat()
+
+
+def _no_resolver(name: str, version: int | None) -> Plan:
+    raise NodeFailed(f"cannot resolve sub-process `{name}`: no definitions workspace in this run")

@@ -1,0 +1,97 @@
+"""Definitions as the runtime sees them: compiled Plans by name, with the content they came from.
+
+``ergon run NAME|PATH`` and deployments both start here. A run pins the *content* of its
+definition (stored once per hash in the store's snapshots), and sub-processes named by a
+process node are resolved from the same definitions folder when the parent flow is built.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from compiler import CompileError, Diagnostic, check_workspace, load_workspace
+from compiler.errors import did_you_mean
+from compiler.plan import RUNNABLE_KINDS, Plan, build_plan
+from compiler.workspace import Unit, Workspace
+from flows.settings import definitions_dir
+
+
+class DefinitionNotFound(KeyError):
+    """No runnable definition has that name."""
+
+
+@dataclass
+class Compiled:
+    """A runnable definition: its Plan, the raw content (the run's snapshot), its unit."""
+
+    plan: Plan
+    content: dict[str, Any]
+    unit: Unit
+
+
+class Catalog:
+    """The definitions folder, loaded and checked once, with Plans compiled on demand."""
+
+    def __init__(self, workspace: Workspace):
+        self.ws = workspace
+        self._plans: dict[str, Plan] = {}
+
+    @classmethod
+    def load(cls, target: str | Path | None = None) -> Catalog:
+        """The catalog of ``definitions/`` (plus ``target``'s folder when it is a file)."""
+        folder = definitions_dir()
+        targets: list[Path] = [folder] if folder.is_dir() else []
+        if target is not None and Path(target).is_file():
+            targets.append(Path(target))
+            if Path(target).parent.resolve() != folder.resolve():
+                targets.append(Path(target).parent)
+        return cls(load_workspace(targets))
+
+    def unit_for(self, name_or_path: str) -> Unit:
+        path = Path(name_or_path)
+        if path.is_file():
+            for unit in self.ws.units:
+                if Path(unit.file).resolve() == path.resolve():
+                    return unit
+        runnable = self.ws.named(*RUNNABLE_KINDS)
+        if name_or_path in runnable:
+            return runnable[name_or_path]
+        hint = did_you_mean(name_or_path, runnable)
+        raise DefinitionNotFound(f"no runnable definition named `{name_or_path}`" + (f"; {hint}" if hint else ""))
+
+    def diagnostics(self, unit: Unit) -> list[Diagnostic]:
+        """Errors of ``unit`` (the whole workspace is checked so references resolve)."""
+        report = check_workspace(self.ws)
+        return [d for d in report.errors if d.file == unit.file]
+
+    def compile(self, name_or_path: str) -> Compiled:
+        """The Plan of a definition; :class:`CompileError` if the definition has errors."""
+        unit = self.unit_for(name_or_path)
+        errors = self.diagnostics(unit)
+        if errors:
+            raise CompileError(errors)
+        plan = build_plan(unit, self.ws)
+        self._plans[plan.name] = plan
+        return Compiled(plan=plan, content=unit.data or {}, unit=unit)
+
+    def resolve(self, name: str, version: int | None = None) -> Plan:
+        """Resolver for process nodes that name their child (pinned versions come from the store)."""
+        if version is not None:
+            from flows.store import repo
+
+            pinned = repo.get_version(name, version)
+            if pinned is None:
+                raise DefinitionNotFound(f"`{name}` has no published version {version}")
+            from compiler import workspace_from_texts
+            import json
+
+            ws = workspace_from_texts({f"{name}@v{version}.json": json.dumps(pinned.content)})
+            for unit in self.ws.units:  # its own references resolve against the current folder
+                if unit.name != name:
+                    ws.units.append(unit)
+            return build_plan(ws.units[0], ws)
+        if name not in self._plans:
+            self._plans[name] = build_plan(self.unit_for(name), self.ws)
+        return self._plans[name]

@@ -1,0 +1,80 @@
+"""Applying a node's writes to the run's context — the contract every node type goes through.
+
+A write is accepted only if every field is declared in the node's ``writes``, the merged context
+is valid against ``context.schema``, and the merged context is at most 64 KB serialized. Any
+violation rejects the whole update and leaves the context as it was: the caller gets a
+:class:`WriteRejected` and the old context object is untouched (updates build a new dict).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
+
+import jsonschema
+
+from flows.runtime.errors import WriteRejected
+
+MAX_CONTEXT_BYTES = 64 * 1024
+
+
+@lru_cache(maxsize=256)
+def _validator(schema_json: str) -> jsonschema.protocols.Validator:
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema, format_checker=None)
+
+
+def validator_for(schema: dict) -> jsonschema.protocols.Validator:
+    """A cached validator for ``schema`` (compiling validators is the expensive part)."""
+    return _validator(json.dumps(schema, sort_keys=True))
+
+
+def schema_errors(schema: dict, value: Any) -> list[str]:
+    """Readable validation errors of ``value`` against ``schema`` (empty when valid)."""
+    out = []
+    for err in sorted(validator_for(schema).iter_errors(value), key=lambda e: list(e.absolute_path)):
+        where = ".".join(str(p) for p in err.absolute_path) or "(root)"
+        out.append(f"{where}: {err.message}")
+    return out
+
+
+def apply_update(
+    context: dict[str, Any], update: dict[str, Any], *, writes: Iterable[str], schema: dict, node_id: str
+) -> dict[str, Any]:
+    """The new context after ``update``; raises :class:`WriteRejected` and changes nothing on error."""
+    if not update:
+        return context
+    allowed = set(writes)
+    outside = sorted(k for k in update if k not in allowed)
+    if outside:
+        raise WriteRejected(
+            f"node `{node_id}` tried to write {', '.join(f'`{k}`' for k in outside)} outside its declared "
+            f"writes ({', '.join(sorted(allowed)) or 'none'})"
+        )
+    merged = {**context, **update}
+    problems = schema_errors(schema, merged)
+    if problems:
+        raise WriteRejected(f"node `{node_id}` wrote a context that violates context.schema: {'; '.join(problems[:5])}")
+    size = len(json.dumps(merged, default=str).encode())
+    if size > MAX_CONTEXT_BYTES:
+        raise WriteRejected(
+            f"node `{node_id}` would grow the context to {size} bytes, over the {MAX_CONTEXT_BYTES}-byte cap; "
+            "store large payloads as artifacts and keep a reference in the context"
+        )
+    return merged
+
+
+def get_path(data: Any, path: str) -> Any:
+    """``a.b.0.c`` lookup in nested dicts/lists; KeyError naming the missing segment."""
+    cur = data
+    for seg in path.split("."):
+        if isinstance(cur, dict) and seg in cur:
+            cur = cur[seg]
+        elif isinstance(cur, list) and seg.isdigit() and int(seg) < len(cur):
+            cur = cur[int(seg)]
+        else:
+            raise KeyError(f"`{path}`: no `{seg}` here")
+    return cur

@@ -1,0 +1,395 @@
+"""The interpreter: runs a Plan's nodes in order, checkpointing every visit.
+
+Two control styles share one visit routine:
+
+* **state machine** (processes): one node at a time from ``initial``; after each visit the
+  routing rules pick the next node; a ``final`` node ends the run with its id as the outcome.
+* **DAG** (pipelines, lowered templates/workflows): every node whose needs are done starts at
+  once; ``when`` false skips a node and (unless the lowering says otherwise) what needs it; a
+  failure stops new starts, lets the nodes in flight finish, then fails the run.
+
+A *visit* is one execution of a node. Its effect (an update to the context) is validated and
+applied, and the visit is written to the store together with the new context **before** the next
+node starts. Resuming a run therefore needs only the store: the context as of the last completed
+visit, and where to go next. Completed visits (and completed foreach items) are never repeated.
+
+``foreach`` and ``branch`` are recorded as one parent visit whose children (one per item/branch)
+are visits of their own, each its own Prefect task run (``node[item_id]``).
+
+The engine does not know Prefect: an :class:`Executor` runs each visit (the backend makes it a
+Prefect task run with the node's retry policy) and a :class:`Recorder` writes the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from compiler.guards import evaluate
+from compiler.plan import Plan, PlanEdge, PlanNode
+from compiler.templates import render
+from flows.runtime.bodies import Effect, Services, leaf_effect
+from flows.runtime.context import apply_update, get_path
+from flows.runtime.errors import NodeFailed, RunCancelled
+from flows.runtime.routing import next_node
+
+MAX_FOREACH_ITEMS = 1000
+
+
+@dataclass
+class VisitRecord:
+    """What the engine needs to know about a past visit to resume."""
+
+    id: str
+    node_id: str
+    status: str
+    next_node: str | None
+    item_key: str | None
+    parent_visit_id: str | None
+    output: Any
+
+
+class Recorder(Protocol):
+    """Writes visits and checkpoints; implemented over the store by ``flows.runtime.recording``."""
+
+    def start_visit(self, *, node: PlanNode, attempt: int, input: Any, parent_visit_id: str | None = None,
+                    item_key: str | None = None) -> str: ...
+
+    def finish_visit(self, visit_id: str, *, status: str, output: Any = None, error: str | None = None,
+                     next_node: str | None = None, old_context: dict | None = None,
+                     new_context: dict | None = None, child_run_id: str | None = None) -> None: ...
+
+    def skip_visit(self, *, node: PlanNode, reason: str, status: str = "skipped") -> None: ...
+
+    def past_visits(self) -> list[VisitRecord]: ...
+
+    def cancel_requested(self) -> bool: ...
+
+
+class Executor(Protocol):
+    """Runs one visit attempt loop (the backend: a Prefect task run with retries)."""
+
+    async def visit(self, node: PlanNode, run_name: str, attempt_fn: Callable[[int], Awaitable[Any]]) -> Any: ...
+
+
+#: listener(event, node_id, detail) — the CLI prints live progress from these
+Listener = Callable[[str, str, dict[str, Any]], None]
+
+
+@dataclass
+class Outcome:
+    """How a run ended."""
+
+    status: str  # completed | failed | cancelled
+    outcome: str | None
+    context: dict[str, Any]
+    error: str | None = None
+
+
+@dataclass
+class Engine:
+    plan: Plan
+    context: dict[str, Any]
+    recorder: Recorder
+    executor: Executor
+    services: Services
+    listener: Listener = field(default=lambda event, node, detail: None)
+
+    def __post_init__(self) -> None:
+        self._exits: dict[str, list[PlanEdge]] = {}
+        for edge in self.plan.edges:
+            self._exits.setdefault(edge.source, []).append(edge)
+        for edges in self._exits.values():
+            edges.sort(key=lambda e: e.order)
+
+    # ------------------------------------------------------------------ entry point
+    async def run(self) -> Outcome:
+        try:
+            if self.plan.control == "state_machine":
+                return await self._run_state_machine()
+            return await self._run_dag()
+        except RunCancelled as exc:
+            return Outcome("cancelled", None, self.context, str(exc) or "cancelled")
+        except NodeFailed as exc:
+            return Outcome("failed", None, self.context, str(exc))
+
+    def _check_cancel(self) -> None:
+        if self.recorder.cancel_requested():
+            raise RunCancelled("cancelled by request")
+
+    # ------------------------------------------------------------------ state machine
+    def _resume_point(self) -> str:
+        """Where a (re)started run continues: after the last completed top-level visit."""
+        top = [v for v in self.recorder.past_visits() if v.parent_visit_id is None]
+        for visit in reversed(top):
+            if visit.status == "completed":
+                return visit.next_node or visit.node_id
+            if visit.status in ("failed", "running", "cancelled", "paused"):
+                return visit.node_id  # redo the node that did not finish
+        return self.plan.initial  # type: ignore[return-value]
+
+    async def _run_state_machine(self) -> Outcome:
+        node_id = self._resume_point()
+        while True:
+            self._check_cancel()
+            node = self.plan.nodes[node_id]
+            if node.type == "final":
+                self._final_visit(node)
+                return Outcome("completed", node.id, self.context)
+            node_id = await self._visit(node)  # type: ignore[assignment]
+
+    def _final_visit(self, node: PlanNode) -> None:
+        past = self.recorder.past_visits()
+        if past and past[-1].node_id == node.id and past[-1].status == "completed":
+            return  # resumed after the final visit was written
+        vid = self.recorder.start_visit(node=node, attempt=1, input=None)
+        self.recorder.finish_visit(vid, status="completed", old_context=self.context, new_context=self.context)
+        self.listener("completed", node.id, {"final": True})
+
+    # ------------------------------------------------------------------ one visit of any node
+    async def _visit(self, node: PlanNode) -> str | None:
+        """Run a node (leaf, condition, foreach or branch); returns the next node (state machine)."""
+        if node.type == "foreach":
+            return await self._fanout(node, self._foreach_items(node))
+        if node.type == "branch":
+            return await self._fanout(node, self._branch_items(node))
+        return await self.executor.visit(node, node.id, lambda attempt: self._leaf_attempt(node, attempt))
+
+    async def _leaf_attempt(self, node: PlanNode, attempt: int) -> str | None:
+        started = time.perf_counter()
+        vid = self.recorder.start_visit(node=node, attempt=attempt, input=None)
+        self.listener("started", node.id, {"attempt": attempt})
+        try:
+            effect = await leaf_effect(node, self.context, self.services, vid)
+            return self._complete(node, vid, effect, started)
+        except BaseException as exc:
+            self._fail(node, vid, exc)
+            raise
+
+    def _complete(self, node: PlanNode, vid: str, effect: Effect, started: float) -> str | None:
+        """Validate and apply the effect, route, checkpoint — synchronously, so no other visit
+        of this run can interleave between applying and writing."""
+        old = self.context
+        new = apply_update(old, effect.update, writes=node.writes, schema=self.plan.context_schema, node_id=node.id)
+        target = next_node(node, self._exits.get(node.id, []), new, effect.output) if self.plan.control == "state_machine" else None
+        self.recorder.finish_visit(vid, status="completed", output=_jsonable(effect.output), next_node=target,
+                                   old_context=old, new_context=new, child_run_id=effect.child_run_id)
+        self.context = new
+        self.listener("completed", node.id, {"ms": round((time.perf_counter() - started) * 1000, 1), "next": target})
+        return target
+
+    def _fail(self, node: PlanNode, vid: str, exc: BaseException) -> None:
+        status = "cancelled" if isinstance(exc, (asyncio.CancelledError, RunCancelled)) else "failed"
+        self.recorder.finish_visit(vid, status=status, error=_error_text(exc))
+        self.listener(status, node.id, {"error": _error_text(exc)})
+
+    # ------------------------------------------------------------------ foreach / branch
+    def _foreach_items(self, node: PlanNode) -> list[tuple[str, Any, dict[str, Any], PlanNode]]:
+        body = node.body
+        try:
+            items = get_path(self.context, body["foreach"])
+        except KeyError as exc:
+            raise NodeFailed(f"foreach `{node.id}`: {exc.args[0]}") from None
+        if not isinstance(items, list):
+            raise NodeFailed(f"foreach `{node.id}`: `{body['foreach']}` is {type(items).__name__}, not a list")
+        if len(items) > MAX_FOREACH_ITEMS:
+            raise NodeFailed(f"foreach `{node.id}`: {len(items)} items, over the limit of {MAX_FOREACH_ITEMS}")
+        name = body.get("as", "item")
+        child = node.children["node"]
+        out = []
+        for index, item in enumerate(items):
+            scope = {**self.context, name: item}
+            key = render(body["item_id"], scope) if body.get("item_id") else str(index)
+            out.append((key, item, scope, child))
+        return out
+
+    def _branch_items(self, node: PlanNode) -> list[tuple[str, Any, dict[str, Any], PlanNode]]:
+        return [(arm["id"], arm.get("title"), self.context, node.children[arm["id"]]) for arm in node.body["branches"]]
+
+    async def _fanout(self, node: PlanNode, items: list[tuple[str, Any, dict[str, Any], PlanNode]]) -> str | None:
+        """Run every item's leaf body (bounded window), join, collect, checkpoint the parent."""
+        started = time.perf_counter()
+        body = node.body
+        reused = self._reusable_fanout(node)
+        parent_vid = reused[0] if reused else self.recorder.start_visit(node=node, attempt=1, input={"items": len(items)})
+        done_before: dict[str, Any] = reused[1] if reused else {}
+        self.listener("started", node.id, {"items": len(items)})
+        limit = body.get("max_concurrency") or len(items) or 1
+        window = asyncio.Semaphore(limit)
+        fail_fast = body.get("failure_policy", "fail_fast") == "fail_fast"
+        stop = asyncio.Event()
+        results: list[dict[str, Any] | None] = [None] * len(items)
+
+        async def one(index: int, key: str, item: Any, scope: dict[str, Any], child: PlanNode) -> None:
+            if key in done_before:
+                results[index] = {"status": "completed", "effect": Effect(output=done_before[key]), "reused": True}
+                return
+            async with window:
+                if stop.is_set():
+                    results[index] = {"status": "cancelled", "error": "not started: an earlier item failed"}
+                    return
+                try:
+                    effect = await self.executor.visit(
+                        child, f"{node.id}[{key}]",
+                        lambda attempt: self._item_attempt(node, child, scope, key, parent_vid, attempt),
+                    )
+                    results[index] = {"status": "completed", "effect": effect}
+                except Exception as exc:  # noqa: BLE001 - recorded per item; policy decides
+                    results[index] = {"status": "failed", "error": _error_text(exc)}
+                    if fail_fast:
+                        stop.set()
+
+        try:
+            await asyncio.gather(*(one(i, *it) for i, it in enumerate(items)))
+            failures = [(items[i][0], r) for i, r in enumerate(results) if r and r["status"] == "failed"]
+            if failures and fail_fast:
+                key, res = failures[0]
+                raise NodeFailed(f"{node.type} `{node.id}`: item `{key}` failed: {res['error']}")
+            effect = self._collect(node, items, results)
+            return self._complete(node, parent_vid, effect, started)
+        except BaseException as exc:
+            self._fail(node, parent_vid, exc)
+            raise
+
+    def _reusable_fanout(self, node: PlanNode) -> tuple[str, dict[str, Any]] | None:
+        """On resume: the unfinished parent visit of this fan-out and its completed items."""
+        past = self.recorder.past_visits()
+        parents = [v for v in past if v.node_id == node.id and v.parent_visit_id is None]
+        if not parents or parents[-1].status == "completed":
+            return None
+        parent = parents[-1]
+        done = {v.item_key: v.output for v in past
+                if v.parent_visit_id == parent.id and v.status == "completed" and v.item_key is not None}
+        return parent.id, done
+
+    async def _item_attempt(self, parent: PlanNode, child: PlanNode, scope: dict[str, Any], key: str,
+                            parent_vid: str, attempt: int) -> Effect:
+        vid = self.recorder.start_visit(node=child, attempt=attempt, input=None, parent_visit_id=parent_vid, item_key=key)
+        try:
+            effect = await leaf_effect(child, scope, self.services, vid)
+            self.recorder.finish_visit(vid, status="completed", output=_jsonable(self._item_output(child, effect)),
+                                       child_run_id=effect.child_run_id)
+            return effect
+        except BaseException as exc:
+            self.recorder.finish_visit(vid, status="failed", error=_error_text(exc))
+            raise
+
+    @staticmethod
+    def _item_output(child: PlanNode, effect: Effect) -> Any:
+        """What an item contributes: its update when the body declares writes, else its raw output."""
+        return effect.update if child.writes else effect.output
+
+    def _collect(self, node: PlanNode, items: list, results: list[dict[str, Any] | None]) -> Effect:
+        body = node.body
+        collect = body.get("collect")
+        is_branch = node.type == "branch"
+        envelopes = []
+        update: dict[str, Any] = {}
+        for index, ((key, item, _scope, child), res) in enumerate(zip(items, results)):
+            res = res or {"status": "cancelled", "error": "not run"}
+            effect: Effect | None = res.get("effect")
+            output = None
+            if effect is not None:
+                output = effect.output if res.get("reused") else self._item_output(child, effect)
+            env = {"status": res["status"], "index": index, "output": output, "error": res.get("error"),
+                   "context_update": effect.update if effect else None,
+                   "child_run_id": effect.child_run_id if effect else None}
+            if is_branch:
+                env.update({"branch_id": key, "branch_title": item})
+            else:
+                env.update({"item_id": key, "item": item})
+            envelopes.append(env)
+            if not collect and effect is not None and res["status"] == "completed":
+                # No collect: items write into the context directly, in item order (the checker
+                # refuses this when items may run concurrently and write the same fields).
+                update.update(effect.update if not res.get("reused") else (output or {}))
+        if isinstance(collect, str):
+            update[collect] = [e["output"] for e in envelopes]
+        elif isinstance(collect, dict):
+            keep = collect.get("include") or ["status", "index", "item_id", "output", "error"]
+            update[collect["into"]] = [{k: e.get(k) for k in keep} for e in envelopes]
+        failed = sum(1 for e in envelopes if e["status"] != "completed")
+        return Effect(update=update, output={"items": len(envelopes), "failed": failed})
+
+    # ------------------------------------------------------------------ DAG
+    async def _run_dag(self) -> Outcome:
+        nodes = self.plan.nodes
+        state: dict[str, str] = {}
+        for v in self.recorder.past_visits():
+            if v.parent_visit_id is None and v.status in ("completed", "skipped"):
+                state[v.node_id] = v.status
+        running: dict[asyncio.Task, str] = {}
+        failure: str | None = None
+
+        def ready(nid: str) -> bool:
+            return nid not in state and all(state.get(n) in ("completed", "skipped") for n in nodes[nid].needs) and \
+                nid not in running.values()
+
+        while True:
+            if failure is None:
+                self._check_cancel()
+                for nid, node in nodes.items():
+                    if not ready(nid):
+                        continue
+                    skipped_need = next((n for n in node.needs if state.get(n) == "skipped"), None)
+                    if skipped_need and node.skip_propagates:
+                        state[nid] = "skipped"
+                        self.recorder.skip_visit(node=node, reason=f"`{skipped_need}` was skipped")
+                        self.listener("skipped", nid, {})
+                        continue
+                    if not self._when_passes(node):
+                        state[nid] = "skipped"
+                        self.recorder.skip_visit(node=node, reason="`when` is false")
+                        self.listener("skipped", nid, {})
+                        continue
+                    running[asyncio.ensure_future(self._visit(node))] = nid
+                if any(ready(n) for n in nodes):
+                    continue  # skips can unlock more nodes without any task finishing
+            if not running:
+                break
+            finished, _ = await asyncio.wait(list(running), return_when=asyncio.FIRST_COMPLETED)
+            for task in finished:
+                nid = running.pop(task)
+                exc = task.exception()
+                if exc is None:
+                    state[nid] = "completed"
+                else:
+                    state[nid] = "failed"
+                    failure = failure or f"node `{nid}` failed: {_error_text(exc)}"
+        if failure:
+            for nid, node in nodes.items():
+                if nid not in state:
+                    self.recorder.skip_visit(node=node, reason="not run: an upstream node failed", status="failed")
+            return Outcome("failed", None, self.context, failure)
+        return Outcome("completed", "completed", self.context)
+
+    def _when_passes(self, node: PlanNode) -> bool:
+        if node.when is not None and not evaluate(node.when, self.context):
+            return False
+        for cond in node.extras.get("when_regexp", []) or []:
+            try:
+                value = get_path(self.context, cond["var"])
+            except KeyError:
+                return False
+            if not re.search(cond["pattern"], str(value)):
+                return False
+        return True
+
+
+def _error_text(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if isinstance(exc, NodeFailed) else f"{type(exc).__name__}: {text}"
+
+
+def _jsonable(value: Any) -> Any:
+    """Outputs go to JSON columns: keep JSON types, stringify the rest."""
+    try:
+        json.dumps(value)
+        return value
+    except (TypeError, ValueError):
+        return json.loads(json.dumps(value, default=str))

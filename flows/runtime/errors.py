@@ -1,0 +1,26 @@
+"""Runtime errors: one class per way a run can stop, each with a message for the run record."""
+
+from __future__ import annotations
+
+
+class NodeFailed(Exception):
+    """A node visit failed; the run fails unless a policy (foreach collect_errors) absorbs it."""
+
+
+class WriteRejected(NodeFailed):
+    """A node tried to write outside its `writes`, against `context.schema`, or over the size cap.
+
+    Never retried: the same input gives the same rejection.
+    """
+
+
+class NoTransition(NodeFailed):
+    """No transition guard matched after a node."""
+
+
+class RunCancelled(Exception):
+    """The run was cancelled (checked between nodes)."""
+
+
+class RunPaused(BaseException):
+    """The run is waiting for a person (human tasks; raised through Prefect like its own Pause)."""
