@@ -194,7 +194,7 @@ async def execute(plan: Plan, params: dict[str, Any]) -> Any:
     """The body of every compiled flow: find or create the run, run the engine, record the end."""
     from prefect.runtime import flow_run
 
-    request = REQUEST.get() or RunRequest(trigger="deployment")
+    request = REQUEST.get() or RunRequest(trigger="api")  # started by Prefect (a deployment or its UI)
     prefect_id = str(flow_run.id) if flow_run.id else None
     inputs = {k: v for k, v in params.items() if v is not None}
     recorder = StoreRecorder.open(plan, request=request, prefect_flow_run_id=prefect_id, inputs=inputs,
@@ -233,6 +233,12 @@ async def execute(plan: Plan, params: dict[str, Any]) -> Any:
     heartbeat = asyncio.ensure_future(_heartbeat(recorder))
     try:
         outcome = await engine.run()
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        recorder.end("cancelled", None, engine.context, "interrupted")
+        raise
+    except Exception as exc:  # a bug, not a node failure: the run record must still end
+        recorder.end("failed", None, engine.context, f"{type(exc).__name__}: {exc}")
+        raise
     finally:
         heartbeat.cancel()
     recorder.end(outcome.status, outcome.outcome, outcome.context, outcome.error)

@@ -18,6 +18,17 @@ from compiler.workspace import Unit, Workspace
 from flows.settings import definitions_dir
 
 
+def load_tools(folders: list[Path]) -> None:
+    """Register the built-in tools and the Python tools of each folder's ``tools/``."""
+    import flows.tools.builtins  # noqa: F401  (registers on import)
+    from flows.tools import load_tool_folder
+
+    for folder in folders:
+        tools = (folder if folder.is_dir() else folder.parent) / "tools"
+        if tools.is_dir():
+            load_tool_folder(tools)
+
+
 class DefinitionNotFound(KeyError):
     """No runnable definition has that name."""
 
@@ -47,7 +58,9 @@ class Catalog:
             targets.append(Path(target))
             if Path(target).parent.resolve() != folder.resolve():
                 targets.append(Path(target).parent)
-        return cls(load_workspace(targets))
+        ws = load_workspace(targets)
+        load_tools(targets)
+        return cls(ws)
 
     def unit_for(self, name_or_path: str) -> Unit:
         path = Path(name_or_path)

@@ -14,6 +14,7 @@ from flows.cli import app
 
 DEFAULT_DIR = "definitions"
 console = Console(highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _context_dirs(paths: tuple[str, ...]) -> list[str]:
@@ -52,7 +53,7 @@ def check(*paths: str, json_: Annotated[bool, Parameter(name="--json")] = False)
         checked = len(ws.reported_units())
         errors = len(report.errors)
         summary = f"{checked} definition(s) checked, {errors} error(s)"
-        console.print(f"[red]{summary}[/]" if errors else f"[green]{summary}[/]", file=sys.stderr if errors else None)
+        (err_console if errors else console).print(f"[red]{summary}[/]" if errors else f"[green]{summary}[/]")
     return 1 if report.errors else 0
 
 

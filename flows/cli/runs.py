@@ -81,13 +81,18 @@ def execute_run(compiled: Any, inputs: dict[str, Any], *, catalog: Any, run_id: 
     accepted = set(plan.input_schema.get("properties", {}))
     request.overrides = {k: v for k, v in inputs.items() if k not in accepted}
     token = REQUEST.set(request)
+    state = None
     try:
-        asyncio.run(flow(**{k: v for k, v in inputs.items() if k in accepted}, return_state=True))
+        state = asyncio.run(flow(**{k: v for k, v in inputs.items() if k in accepted}, return_state=True))
     except KeyboardInterrupt:
-        repo.set_run_status(request.run_id, "cancelled", error="interrupted (Ctrl-C)")
+        if repo.run_status(request.run_id) not in ("cancelled", "completed", "failed", "crashed"):
+            repo.set_run_status(request.run_id, "cancelled", error="interrupted (Ctrl-C)")
     finally:
         REQUEST.reset(token)
     run = repo.get_run(request.run_id)
+    if run.status == "pending":  # Prefect refused the call before the flow body ran
+        message = getattr(state, "message", None) or "the flow did not start"
+        run = repo.set_run_status(run.id, "failed", error=message)
     return {"run_id": run.id, "status": run.status, "outcome": run.outcome, "context": run.context, "error": run.error}
 
 
@@ -262,8 +267,8 @@ def runs_resume(run_id: str, *, json_: Annotated[bool, Parameter(name="--json")]
     if run_rec is None:
         err.print(f"[red]error:[/] no run {run_id}")
         return 2
-    if run_rec.status not in ("failed", "crashed", "cancelled"):
-        err.print(f"[red]error:[/] run {run_id} is {run_rec.status}; only failed, crashed or cancelled runs resume")
+    if run_rec.status not in ("failed", "crashed"):
+        err.print(f"[red]error:[/] run {run_id} is {run_rec.status}; only failed or crashed runs resume")
         return 2
     catalog = Catalog.load()
     compiled = snapshot_compiled(run_rec, catalog)

@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from compiler.plan import Plan, PlanNode
 from compiler.templates import render_value
 from flows.runtime.context import get_path
@@ -76,7 +78,7 @@ async def call_tool(name: str, args: dict[str, Any]) -> Any:
         return result
     except NodeFailed:
         raise
-    except (TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+    except ValidationError as exc:  # validate_call checks the arguments before the tool runs
         raise NodeFailed(f"tool `{name}` rejected its arguments: {exc}") from exc
 
 

@@ -141,7 +141,12 @@ class Engine:
             if node.type == "final":
                 self._final_visit(node)
                 return Outcome("completed", node.id, self.context)
-            node_id = await self._visit(node)  # type: ignore[assignment]
+            try:
+                node_id = await self._visit(node)  # type: ignore[assignment]
+            except (NodeFailed, RunCancelled):
+                raise
+            except Exception as exc:  # a tool's own error, after its retries
+                raise NodeFailed(f"node `{node.id}` failed: {_error_text(exc)}") from exc
 
     def _final_visit(self, node: PlanNode) -> None:
         past = self.recorder.past_visits()

@@ -8,6 +8,7 @@ compiler finds the same names statically (``compiler.tools``) without importing 
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import inspect
 import sys
@@ -69,7 +70,9 @@ def load_tool_folder(folder: str | Path) -> list[str]:
     """Import every ``*.py`` of ``folder`` (registering its tools); returns the new tool names."""
     before = set(REGISTRY)
     for path in sorted(Path(folder).glob("*.py")):
-        mod_name = f"ergon_user_tools.{path.stem}"
+        # The module name includes a digest of the path: two folders may both have `examples.py`.
+        digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]
+        mod_name = f"ergon_user_tools.{path.stem}_{digest}"
         if mod_name in sys.modules:
             continue
         spec = importlib.util.spec_from_file_location(mod_name, path)

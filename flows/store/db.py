@@ -1,0 +1,159 @@
+"""Engines, sessions and schema set-up for the Ergon store.
+
+The database is chosen by ``ERGON_DATABASE_URL``; without it the store is a SQLite file
+``<ERGON_HOME>/ergon.db`` (``ERGON_HOME`` defaults to ``./.ergon``). PostgreSQL URLs must name
+the driver explicitly (``postgresql+psycopg://…``): SQLAlchemy 2.0 would otherwise pick psycopg2.
+
+SQLite is used by several processes at once (the flow, its workers, the dashboard, the CLI), so
+every connection gets WAL (readers never block the writer), a 30 s busy timeout, ``synchronous
+NORMAL`` (safe with WAL, much faster than FULL) and foreign keys. Write transactions start with
+``BEGIN IMMEDIATE``: a deferred transaction that reads and then writes can fail at once with
+"database is locked" when another writer committed in between, because SQLite cannot wait for a
+snapshot that is already stale. Taking the write lock up front lets the busy timeout do its job.
+
+The schema always comes from the alembic migrations (:func:`init_db`), never from
+``metadata.create_all``, so a database built here is exactly what a deployment gets.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+#: Execution option that makes the SQLite ``begin`` hook take the write lock up front.
+IMMEDIATE = "ergon_sqlite_immediate"
+
+_engines: dict[str, Engine] = {}
+# One writer at a time per SQLite engine inside a process: threads then queue on a lock instead
+# of polling SQLite's busy handler (which sleeps up to 100 ms between tries).
+_write_locks: dict[Engine, threading.RLock] = {}
+_migrated: set[str] = set()
+_lock = threading.Lock()
+
+
+def ergon_home() -> Path:
+    """The folder holding local state (``ERGON_HOME``, default ``./.ergon``); created if missing."""
+    home = Path(os.environ.get("ERGON_HOME") or ".ergon").expanduser().resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    return home
+
+
+def database_url() -> str:
+    """``ERGON_DATABASE_URL``, or the SQLite file in :func:`ergon_home`."""
+    url = os.environ.get("ERGON_DATABASE_URL")
+    if url:
+        return url
+    return f"sqlite:///{ergon_home() / 'ergon.db'}"
+
+
+def get_engine(url: str | None = None) -> Engine:
+    """The engine for ``url`` (default :func:`database_url`), created once per URL per process."""
+    url = url or database_url()
+    with _lock:
+        engine = _engines.get(url)
+        if engine is None:
+            engine = _create_engine(url)
+            _engines[url] = engine
+            _write_locks[engine] = threading.RLock()
+        return engine
+
+
+def _create_engine(url: str) -> Engine:
+    if sa.make_url(url).get_backend_name() != "sqlite":
+        # pre_ping: PostgreSQL connections die with server restarts and idle timeouts.
+        return sa.create_engine(url, pool_pre_ping=True)
+    # Threads share the engine (foreach/branch bodies run in a thread pool); the pool hands each
+    # thread its own connection, so check_same_thread only gets in the way.
+    engine = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+    _install_sqlite_hooks(engine)
+    return engine
+
+
+def _install_sqlite_hooks(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record) -> None:  # pragma: no cover - trivial
+        # Hand transaction control to SQLAlchemy (the `begin` hook below): pysqlite's own
+        # implicit BEGIN comes too late (only before DML) and is always DEFERRED.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection) -> None:
+        immediate = connection.get_execution_options().get(IMMEDIATE, False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def is_sqlite(engine: Engine | None = None) -> bool:
+    return (engine or get_engine()).dialect.name == "sqlite"
+
+
+@contextmanager
+def session(*, write: bool = False, url: str | None = None) -> Iterator[Session]:
+    """A session that commits on success and rolls back on error.
+
+    ``write=True`` takes SQLite's write lock at the start of the transaction (see the module
+    docstring); use it for anything that reads and then writes. Objects stay usable after the
+    block (``expire_on_commit=False``), so callers never need a session of their own.
+    """
+    engine = get_engine(url)
+    sqlite_writer = write and engine.dialect.name == "sqlite"
+    with _write_locks[engine] if sqlite_writer else nullcontext(), Session(engine, expire_on_commit=False) as s:
+        if sqlite_writer:
+            s.connection(execution_options={IMMEDIATE: True})
+        try:
+            yield s
+            s.commit()
+        except BaseException:
+            s.rollback()
+            raise
+
+
+def alembic_config(url: str | None = None):
+    """An alembic ``Config`` for the packaged migrations, pointed at ``url``."""
+    from alembic.config import Config
+
+    ini = Path(__file__).with_name("alembic.ini")
+    cfg = Config(str(ini))
+    # Absolute, so that alembic finds the scripts whatever the working directory.
+    cfg.set_main_option("script_location", str(ini.parent / "migrations"))
+    cfg.attributes["url"] = url or database_url()
+    return cfg
+
+
+def init_db(url: str | None = None) -> None:
+    """Bring the database at ``url`` up to the latest migration (``alembic upgrade head``).
+
+    Cheap after the first call in a process. Safe to run from several processes at once: the
+    migration transaction holds the write lock, so a second process waits and then finds the
+    schema at head.
+    """
+    from alembic import command
+
+    url = url or database_url()
+    if url in _migrated:
+        return
+    command.upgrade(alembic_config(url), "head")
+    _migrated.add(url)
+
+
+def dispose_all() -> None:
+    """Close every pooled connection and forget engines (tests, forked workers)."""
+    with _lock:
+        for engine in _engines.values():
+            engine.dispose()
+        _engines.clear()
+        _write_locks.clear()
+        _migrated.clear()

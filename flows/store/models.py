@@ -1,0 +1,330 @@
+"""SQLModel tables of the Ergon store: definitions, runs and everything that happens in a run.
+
+Conventions, and why:
+
+* Ids are 32-character uuid4 hex strings made in Python, so a caller knows an id before the
+  row exists (Prefect task names, artifact keys, log lines) and ids sort nowhere in particular.
+* Datetimes are timezone-aware UTC (SQLModel's ``UTCDateTime``), also on SQLite.
+* JSON columns are ``JSON`` everywhere and ``JSONB`` on PostgreSQL (indexable, compact).
+* Status and kind columns are plain strings checked by :mod:`flows.store.repo`; the allowed
+  values are the tuples below, which the UI and CLI can import for their filters.
+* Indexes follow what the dashboard filters and sorts by: runs by status / definition /
+  creation time (composite, so "failed runs, newest first" is one index range scan at 100k runs),
+  visits by run and sequence, tasks by status and assignee.
+
+Changing anything here needs a migration: ``alembic -c flows/store/alembic.ini revision
+--autogenerate -m "…"``; ``tests/store/test_migrations.py`` fails when models and migrations drift.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlmodel import Field, SQLModel
+
+#: JSON on every database, JSONB on PostgreSQL.
+JSONType = sa.JSON().with_variant(JSONB(), "postgresql")
+
+RUN_STATUSES = ("pending", "running", "paused", "completed", "failed", "crashed", "cancelled", "cancelling")
+RUN_TERMINAL = ("completed", "failed", "crashed", "cancelled")
+RUN_TRIGGERS = ("manual", "schedule", "webhook", "on_complete", "subprocess", "replay", "api")
+VISIT_STATUSES = ("running", "completed", "failed", "skipped", "paused", "cancelled")
+ARTIFACT_TYPES = ("markdown", "table", "json", "chart", "file")
+TASK_STATUSES = ("pending", "in_progress", "completed", "cancelled", "expired")
+TASK_OPEN = ("pending", "in_progress")
+TASK_CHANNELS = ("cli", "dashboard", "prefect", "api")
+TASK_ACTIONS = ("created", "claimed", "answered", "refused", "expired", "cancelled")
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _json(**kw: Any) -> Any:
+    return Field(default=None, sa_type=JSONType, nullable=True, **kw)
+
+
+def _id() -> Any:
+    return Field(default_factory=new_id, primary_key=True, max_length=32)
+
+
+def _created() -> Any:
+    return Field(default_factory=utcnow)
+
+
+# --- definitions -------------------------------------------------------------------------------
+
+
+class Definition(SQLModel, table=True):
+    """A definition known to the store, with its editable draft (published versions apart)."""
+
+    __tablename__ = "definitions"
+
+    name: str = Field(primary_key=True)
+    kind: str
+    draft_content: Any = _json()
+    draft_hash: str | None = None
+    created_at: datetime = _created()
+    updated_at: datetime = _created()
+
+
+class DefinitionVersion(SQLModel, table=True):
+    """An immutable published version (1, 2, …) of a definition."""
+
+    __tablename__ = "definition_versions"
+    __table_args__ = (sa.UniqueConstraint("definition_name", "version", name="uq_definition_versions_name_version"),)
+
+    id: str = _id()
+    definition_name: str = Field(foreign_key="definitions.name", index=True)
+    version: int
+    content: Any = _json()
+    content_hash: str = Field(index=True)
+    status: str = "published"
+    comment: str | None = None
+    published_by: str | None = None
+    created_at: datetime = _created()
+
+
+class DefinitionSnapshot(SQLModel, table=True):
+    """Each distinct definition content, stored once; runs point at the one they execute."""
+
+    __tablename__ = "definition_snapshots"
+
+    hash: str = Field(primary_key=True, max_length=64)
+    content: Any = _json()
+    created_at: datetime = _created()
+
+
+# --- runs and what happens in them -------------------------------------------------------------
+
+
+class Run(SQLModel, table=True):
+    """One execution of a definition snapshot."""
+
+    __tablename__ = "runs"
+    __table_args__ = (
+        # Filter + newest-first sort served by one index each (status alone and definition alone
+        # use the leading column).
+        sa.Index("ix_runs_status_created_at", "status", "created_at"),
+        sa.Index("ix_runs_definition_name_created_at", "definition_name", "created_at"),
+    )
+
+    id: str = _id()
+    prefect_flow_run_id: str | None = Field(default=None, index=True)
+    definition_name: str
+    definition_version: int | None = None  # None: a draft or a file that was never published
+    # The snapshot id: runs execute the content they started with, whatever happens to the draft.
+    content_hash: str | None = Field(default=None, foreign_key="definition_snapshots.hash")
+    status: str = "pending"
+    outcome: str | None = None
+    inputs: Any = _json()
+    context: Any = _json()
+    parent_run_id: str | None = Field(default=None, foreign_key="runs.id", index=True)
+    # No foreign key: runs ↔ node_visits would be a reference cycle.
+    parent_visit_id: str | None = None
+    trigger: str = "manual"
+    started_by: str | None = None
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    error: str | None = None
+    cost_usd: float = 0.0
+    tokens: int = 0
+    heartbeat_at: datetime | None = None
+    pid: int | None = None
+    host: str | None = None
+
+
+class NodeVisit(SQLModel, table=True):
+    """One visit of a node in a run (loops and foreach items give several visits per node)."""
+
+    __tablename__ = "node_visits"
+    __table_args__ = (sa.UniqueConstraint("run_id", "sequence", name="uq_node_visits_run_sequence"),)
+
+    id: str = _id()
+    run_id: str = Field(foreign_key="runs.id")
+    sequence: int
+    node_id: str
+    node_type: str
+    item_key: str | None = None  # foreach item id or branch name
+    parent_visit_id: str | None = Field(default=None, foreign_key="node_visits.id")
+    attempt: int = 1
+    status: str = "running"
+    started_at: datetime = _created()
+    ended_at: datetime | None = None
+    duration_ms: int | None = None
+    input: Any = _json()
+    output: Any = _json()
+    context_diff: Any = _json()  # [{op, path, old, new}], see flows.store.diff
+    error: str | None = None
+    prefect_task_run_id: str | None = None
+    next_node: str | None = None
+
+
+class Artifact(SQLModel, table=True):
+    """A versioned output shown in the dashboard; each record under a key adds a version."""
+
+    __tablename__ = "artifacts"
+    __table_args__ = (sa.UniqueConstraint("run_id", "key", "version", name="uq_artifacts_run_key_version"),)
+
+    id: str = _id()
+    run_id: str = Field(foreign_key="runs.id")
+    visit_id: str | None = Field(default=None, foreign_key="node_visits.id")
+    key: str
+    type: str
+    content: Any = _json()
+    version: int = 1
+    description: str | None = None
+    created_at: datetime = _created()
+
+
+class LlmCall(SQLModel, table=True):
+    """One model call, kept whole so a run can be replayed without calling the model again."""
+
+    __tablename__ = "llm_calls"
+
+    id: str = _id()
+    run_id: str = Field(foreign_key="runs.id", index=True)
+    visit_id: str | None = Field(default=None, foreign_key="node_visits.id", index=True)
+    model: str
+    messages: Any = _json()
+    response: Any = _json()
+    tools: Any = _json()
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    latency_ms: int | None = None
+    attempt: int = 1
+    repair: bool = False
+    cassette_key: str | None = Field(default=None, index=True)
+    offline: bool = False
+    error: str | None = None
+    created_at: datetime = _created()
+
+
+class ToolCall(SQLModel, table=True):
+    """One tool invocation by a tool node or an agent."""
+
+    __tablename__ = "tool_calls"
+
+    id: str = _id()
+    run_id: str = Field(foreign_key="runs.id", index=True)
+    visit_id: str | None = Field(default=None, foreign_key="node_visits.id", index=True)
+    tool: str
+    args: Any = _json()
+    result: Any = _json()
+    status: str = "completed"
+    latency_ms: int | None = None
+    error: str | None = None
+    created_at: datetime = _created()
+
+
+# --- human tasks -------------------------------------------------------------------------------
+
+
+class HumanTask(SQLModel, table=True):
+    """A question to a person; the run stays paused until a valid answer arrives."""
+
+    __tablename__ = "human_tasks"
+    __table_args__ = (sa.Index("ix_human_tasks_status_created_at", "status", "created_at"),)
+
+    id: str = _id()
+    run_id: str = Field(foreign_key="runs.id", index=True)
+    visit_id: str | None = Field(default=None, foreign_key="node_visits.id")
+    node_id: str
+    title: str
+    description: str | None = None  # rendered from the context when the task was created
+    assignee: str | None = Field(default=None, index=True)  # "group:<name>", a user name, or None
+    fields: Any = _json()
+    four_eyes: bool = False
+    status: str = "pending"
+    claimed_by: str | None = None
+    claimed_at: datetime | None = None
+    answer: Any = _json()
+    answered_by: str | None = None
+    answered_via: str | None = None
+    answered_at: datetime | None = None
+    due_at: datetime | None = None
+    pause_key: str | None = Field(default=None, index=True)
+    created_at: datetime = _created()
+
+
+class TaskEvent(SQLModel, table=True):
+    """Audit trail of a human task: who did what, when."""
+
+    __tablename__ = "task_events"
+
+    id: str = _id()
+    task_id: str = Field(foreign_key="human_tasks.id", index=True)
+    actor: str | None = None
+    action: str
+    detail: Any = _json()
+    at: datetime = _created()
+
+
+# --- people ------------------------------------------------------------------------------------
+
+
+class User(SQLModel, table=True):
+    __tablename__ = "users"
+
+    name: str = Field(primary_key=True)
+    display_name: str | None = None
+    password_hash: str | None = None
+    is_admin: bool = False
+    created_at: datetime = _created()
+
+
+class Group(SQLModel, table=True):
+    __tablename__ = "groups"
+
+    name: str = Field(primary_key=True)
+
+
+class Membership(SQLModel, table=True):
+    __tablename__ = "memberships"
+
+    user_name: str = Field(foreign_key="users.name", primary_key=True)
+    group_name: str = Field(foreign_key="groups.name", primary_key=True, index=True)
+
+
+# --- secrets and triggers ----------------------------------------------------------------------
+
+
+class Secret(SQLModel, table=True):
+    """An encrypted secret. Only ciphertext is stored; ``key_id`` names the key that sealed it."""
+
+    __tablename__ = "secrets"
+
+    name: str = Field(primary_key=True)
+    ciphertext: bytes
+    key_id: str
+    created_at: datetime = _created()
+    updated_at: datetime = _created()
+
+
+class TriggerState(SQLModel, table=True):
+    """Runtime state of one trigger of a definition (the trigger itself lives in the YAML)."""
+
+    __tablename__ = "trigger_states"
+    __table_args__ = (
+        sa.UniqueConstraint("definition_name", "trigger_index", name="uq_trigger_states_definition_index"),
+    )
+
+    id: str = _id()
+    definition_name: str = Field(index=True)
+    trigger_index: int
+    kind: str  # cron | interval | webhook | on_complete
+    paused: bool = False
+    last_run_id: str | None = None
+    last_run_at: datetime | None = None
+    next_run_at: datetime | None = None
+    created_by: str | None = None

@@ -1,0 +1,35 @@
+"""Built-in tools every run has (the names the compiler lists in ``compiler.tools.BUILTIN_TOOLS``).
+
+This module holds the deterministic helpers; the LLM-facing built-ins (documents, artifacts,
+HTTP, ask_user) live with the LLM layer. ``set_context`` is not a tool function: the engine
+applies its ``updates`` envelope itself (``flows.runtime.bodies``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from flows.tools import tool
+
+log = logging.getLogger("ergon.tools")
+
+
+@tool(name="noop")
+async def noop() -> dict:
+    """Do nothing and return an empty result (useful in tests and benchmarks)."""
+    return {}
+
+
+@tool(name="log")
+async def log_message(message: str, level: str = "info") -> dict:
+    """Log a message into the run's log."""
+    log.log(logging.getLevelName(level.upper()) if isinstance(logging.getLevelName(level.upper()), int) else logging.INFO, message)
+    return {"logged": message}
+
+
+@tool(name="sleep")
+async def sleep(seconds: float = 1.0) -> dict:
+    """Wait a number of seconds (at most an hour)."""
+    await asyncio.sleep(max(0.0, min(float(seconds), 3600.0)))
+    return {"slept": seconds}
