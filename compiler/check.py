@@ -15,7 +15,7 @@ from compiler.workspace import Unit, Workspace
 
 def locate(unit: Unit, finding: Finding) -> Diagnostic:
     """Turn a finding into a diagnostic with a file position."""
-    is_key = finding.code in ("unknown-key", "duplicate-key", "duplicate-name")
+    is_key = finding.at_key or finding.code in ("unknown-key", "duplicate-key", "duplicate-name")
     line, col = unit.source.locate(finding.path, key=is_key)
     if finding.line_offset is not None:
         line, col = unit.source.template_line(finding.path, finding.line_offset)

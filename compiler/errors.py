@@ -122,6 +122,9 @@ class Finding:
     #: set when the location is known more precisely than the path (e.g. a line inside a template)
     line_offset: int | None = None
     col_override: int | None = None
+    #: point at the mapping key that introduces ``path`` (``b:`` of an unreachable node) rather
+    #: than at its value (the node's first field)
+    at_key: bool = False
 
     def __post_init__(self) -> None:
         if self.code not in CODES:  # an internal invariant, not a user error

@@ -1,7 +1,320 @@
-"""(being written) The `authoring` pass."""
+"""The `authoring` pass: the seed's rules for a valid definition that can be checked statically.
+
+The seed (processes/authoring, "Rules a valid definition must satisfy") lists the traps that
+catch first-time authors. Those a compiler can see without running anything are checked here:
+
+* rule 1 ``input-is-schema`` — ``node.input`` holds values and templates, not JSON Schema;
+* rule 2 ``document-field`` — a document field sets both ``format`` and ``editor``;
+* rule 3/4 ``control-tool`` — worker agents never get process-control tools;
+* rule 9 ``context-too-large`` — ``context.initial`` alone must fit the 64 KB cap;
+* rule 11 ``fanout-child`` — foreach/branch bodies are leaf work without routing;
+* rule 12 ``undeclared-write`` / ``write-not-in-schema`` — every write is declared in ``writes``
+  and every ``writes`` entry is a property of ``context.schema``;
+* rule 13 ``skip-not-skippable`` — a skip override on a node that is not ``skippable``;
+* rule 15 ``set-context-envelope`` — ``set_context`` takes ``{updates: {...}}``;
+* assignees ``role-assignee`` — ``group:<name>`` or a user id, never ``role:``;
+* ``foreach-limit`` — a foreach runs at most 1000 items, at most 1000 at a time;
+* ``bad-schema`` — every JSON Schema in a definition is itself valid (Draft 2020-12).
+
+Every node is checked, including foreach/branch children and the nodes of inline child
+definitions (each against its own context); paths point into the nesting.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from typing import Any
 
-def check(unit, ws):
-    return ()
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from compiler.errors import Finding, did_you_mean
+from compiler.ir import (
+    LEAF_TYPES,
+    AgentNode,
+    BranchNode,
+    CollectSpec,
+    ForeachNode,
+    HumanTaskNode,
+    InteractionDef,
+    PipelineDef,
+    ProcessDef,
+    ToolNode,
+)
+from compiler.tools import PROCESS_CONTROL_TOOLS
+from compiler.walk import NodeSite, iter_definitions, iter_nodes, written
+
+#: Context serialized larger than this is refused at run time (seed rule 9).
+CONTEXT_CAP_BYTES = 64 * 1024
+#: A foreach runs at most this many items, and at most this many at a time.
+FOREACH_MAX = 1000
+#: JSON Schema's type names: a mapping whose `type` is one of these smells of a schema.
+SCHEMA_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
+#: Keys a schema fragment is made of (plus `type`); a value mapping with only these is a schema.
+SCHEMA_KEYS = frozenset({
+    "properties", "items", "format", "editor", "enum", "description", "required", "title", "default",
+    "additionalProperties", "minimum", "maximum", "minLength", "maxLength", "pattern", "minItems",
+    "maxItems", "const", "oneOf", "anyOf", "allOf", "$ref", "examples",
+})
+
+
+def check(unit, ws) -> Iterator[Finding]:
+    defn = unit.defn
+    if isinstance(defn, InteractionDef):
+        for field in ("input_schema", "result_schema"):
+            yield from _bad_schema(getattr(defn, field), (field,))
+        return
+    if not isinstance(defn, (ProcessDef, PipelineDef)):
+        return
+    for graph, base in iter_definitions(defn):
+        yield from _context(graph, base)
+        for site in iter_nodes(graph, base):
+            yield from _node(site)
+
+
+# --------------------------------------------------------------------------------------------
+# the definition's context
+
+
+def _context(graph: ProcessDef | PipelineDef, base: tuple) -> Iterator[Finding]:
+    schema = graph.context.schema_
+    spath = (*base, "context", "schema")
+    yield from _bad_schema(schema, spath)
+    yield from _document_fields(schema, spath)
+    try:
+        size = len(json.dumps(graph.context.initial, default=str).encode("utf-8"))
+    except (TypeError, ValueError):  # e.g. circular YAML anchors; nothing sensible to measure
+        size = 0
+    if size > CONTEXT_CAP_BYTES:
+        yield Finding("context-too-large", (*base, "context", "initial"),
+                      f"`context.initial` is {size:,} bytes serialized; the context is capped at {CONTEXT_CAP_BYTES:,}",
+                      hint="store large payloads as artifacts or documents and keep their ids in the context")
+
+
+def _bad_schema(schema: Any, path: tuple) -> Iterator[Finding]:
+    """A JSON Schema that is not one: the meta-schema's best complaint, where it applies."""
+    if schema is None:
+        return
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as err:
+        yield Finding("bad-schema", (*path, *err.absolute_path), f"invalid JSON Schema: {err.message}",
+                      hint="schemas follow JSON Schema draft 2020-12 (https://json-schema.org)")
+
+
+def _document_fields(schema: Any, path: tuple) -> Iterator[Finding]:
+    """Rule 2: `format: document` and `editor: document` go together, at any depth."""
+    if not isinstance(schema, dict):
+        return
+    has_format = schema.get("format") == "document"
+    has_editor = schema.get("editor") == "document"
+    if has_format and not has_editor:
+        yield Finding("document-field", (*path, "format"), "a document field without `editor: document`",
+                      hint="add `editor: document`; without it the start form shows a raw text box instead of a document picker")
+    elif has_editor and not has_format:
+        yield Finding("document-field", (*path, "editor"), "a document field without `format: document`",
+                      hint="add `format: document` so the value is validated as a document reference")
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        for name, sub in props.items():
+            yield from _document_fields(sub, (*path, "properties", name))
+    items = schema.get("items")
+    if isinstance(items, dict):
+        yield from _document_fields(items, (*path, "items"))
+    if isinstance(schema.get("additionalProperties"), dict):
+        yield from _document_fields(schema["additionalProperties"], (*path, "additionalProperties"))
+
+
+# --------------------------------------------------------------------------------------------
+# nodes
+
+
+def _node(site: NodeSite) -> Iterator[Finding]:
+    yield from _input_is_schema(site)
+    yield from _undeclared_writes(site)
+    if not site.is_child:
+        # a fan-out child's `writes` shape its per-item output, which the parent collects into
+        # its own `collect` field; only top-level writes land in the context directly
+        yield from _writes_in_schema(site)
+    yield from _assignees(site)
+    yield from _fanout(site)
+    yield from _set_context(site)
+    yield from _skip(site)
+    yield from _control_tools(site)
+
+
+def looks_like_schema(value: Any) -> bool:
+    """A JSON-schema fragment such as ``{type: string, editor: document}``, not a value."""
+    if not isinstance(value, dict) or "type" not in value:
+        return False
+    kind = value["type"]
+    kinds = kind if isinstance(kind, list) else [kind]
+    if not kinds or not all(isinstance(k, str) and k in SCHEMA_TYPES for k in kinds):
+        return False
+    return set(value) - {"type"} <= SCHEMA_KEYS
+
+
+def _input_is_schema(site: NodeSite) -> Iterator[Finding]:
+    """Rule 1: `node.input` is a runtime mapping, not a schema."""
+    values = getattr(site.node, "input", None)
+    if not isinstance(values, dict):
+        return
+    for key, value in values.items():
+        if looks_like_schema(value):
+            yield Finding("input-is-schema", (*site.path, "input", key),
+                          f"`input.{key}` is a JSON-schema fragment, not a value",
+                          hint=f'use a template such as "{{{{{key}}}}}"; a schema belongs on the interaction\'s `input_schema`')
+
+
+def _undeclared_writes(site: NodeSite) -> Iterator[Finding]:
+    """Rule 12: every field a node puts into the context is listed in its `writes`."""
+    node, path = site.node, site.path
+    declared = set(node.writes)
+    targets: list[tuple[str, tuple, bool]] = []  # (field, where it is written, point at the key)
+    if isinstance(node, ToolNode):
+        if node.config and node.config.context_update:
+            targets += [(k, (*path, "config", "context_update", k), True) for k in node.config.context_update]
+        updates = (node.input or {}).get("updates") if node.tool == "set_context" else None
+        if isinstance(updates, dict):
+            targets += [(k, (*path, "input", "updates", k), True) for k in updates]
+        if node.output:
+            targets.append((node.output, (*path, "output"), False))
+    if isinstance(node, (ForeachNode, BranchNode)) and node.collect is not None:
+        if isinstance(node.collect, CollectSpec):
+            targets.append((node.collect.into, (*path, "collect", "into"), False))
+        else:
+            targets.append((node.collect, (*path, "collect"), False))
+    for field, where, at_key in targets:
+        if field not in declared:
+            yield Finding("undeclared-write", where, f"`{field}` is written to the context but not declared in `writes`",
+                          hint=f"add `{field}` to this node's `writes` (undeclared writes are rejected at run time)",
+                          at_key=at_key)
+
+
+def _writes_in_schema(site: NodeSite) -> Iterator[Finding]:
+    """Every `writes` entry is a property of `context.schema` (when the schema lists properties)."""
+    schema = site.owner.context.schema_
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(props, dict):
+        return
+    # `properties: {}` with an open schema is how a free-form context is written (and the
+    # default when `context` is omitted): nothing to hold writes against
+    if not props and schema.get("additionalProperties") is not False:
+        return
+    for i, field in enumerate(site.node.writes):
+        if field not in props:
+            yield Finding("write-not-in-schema", (*site.path, "writes", i), f"`{field}` is not a property of `context.schema`",
+                          hint=did_you_mean(field, props) or f"add `{field}` to `context.schema.properties`")
+
+
+def _assignees(site: NodeSite) -> Iterator[Finding]:
+    """Assignees are `group:<name>` or a user id; `role:` is not supported."""
+    node = site.node
+    if isinstance(node, HumanTaskNode):
+        yield from _assignee(node.task.assignee, (*site.path, "task", "assignee"))
+    elif isinstance(node, AgentNode):
+        yield from _assignee(node.ask_user, (*site.path, "ask_user"))
+
+
+def _assignee(value: str | None, path: tuple) -> Iterator[Finding]:
+    if not value:
+        return
+    if value.startswith("role:"):
+        name = value[len("role:"):].strip() or "<name>"
+        yield Finding("role-assignee", path, f"`{value}`: `role:` assignees are not supported",
+                      hint=f"use `group:{name}`, a user id, or leave it unset for anyone")
+    elif value.startswith("group:") and not value[len("group:"):].strip():
+        yield Finding("role-assignee", path, "`group:` names no group", hint="write `group:<name>`, e.g. `group:legal`")
+
+
+def _fanout(site: NodeSite) -> Iterator[Finding]:
+    """Rule 11: fan-out bodies are leaf work and own no routing; foreach limits."""
+    node, path = site.node, site.path
+    if site.is_child:
+        parent = site.parent.node.type  # type: ignore[union-attr]
+        if node.type not in LEAF_TYPES:
+            yield Finding("fanout-child", (*path, "type"), f"a {parent} body cannot be a `{node.type}` node",
+                          hint="use a `tool`, `interaction`, `agent` or `process` body; put routing on the "
+                          f"parent and nested work in a sub-process")
+        for field in ("transitions", "needs", "when"):
+            if written(node, field):
+                yield Finding("fanout-child", (*path, field), f"a {parent} body does not route: `{field}` is not allowed here",
+                              hint=f"move `{field}` to the parent `{site.id}` node", at_key=True)
+    if isinstance(node, BranchNode):
+        seen: dict[str, int] = {}
+        for i, arm in enumerate(node.branches):
+            if arm.id in seen:
+                yield Finding("bad-value", (*path, "branches", i, "id"), f"branch id `{arm.id}` is used twice",
+                              hint=f"branch ids are unique within the node (first used by branch {seen[arm.id]})")
+            seen.setdefault(arm.id, i)
+    if isinstance(node, ForeachNode):
+        yield from _foreach_limits(site, node)
+
+
+def _foreach_limits(site: NodeSite, node: ForeachNode) -> Iterator[Finding]:
+    cap = node.max_concurrency
+    if cap is not None and not 1 <= cap <= FOREACH_MAX:
+        yield Finding("foreach-limit", (*site.path, "max_concurrency"), f"max_concurrency {cap} is outside 1..{FOREACH_MAX}",
+                      hint="leave it unset to launch every item at once, or pick a cap between 1 and 1000")
+    prop = _schema_at(site.owner.context.schema_, node.foreach)
+    max_items = prop.get("maxItems") if isinstance(prop, dict) else None
+    if isinstance(max_items, int) and not isinstance(max_items, bool) and max_items > FOREACH_MAX:
+        yield Finding("foreach-limit", (*site.path, "foreach"),
+                      f"`{node.foreach}` may hold {max_items} items (maxItems); a foreach runs at most {FOREACH_MAX}",
+                      hint=f"set `maxItems: {FOREACH_MAX}` or less on the field, or split the collection")
+
+
+def _schema_at(schema: Any, dotted: str) -> Any:
+    """The schema of the context field at a dotted path (``order.lines``), or None."""
+    for part in dotted.split("."):
+        props = schema.get("properties") if isinstance(schema, dict) else None
+        if not isinstance(props, dict) or part not in props:
+            return None
+        schema = props[part]
+    return schema
+
+
+def _set_context(site: NodeSite) -> Iterator[Finding]:
+    """Rule 15: `set_context` takes `{updates: {...}}` and nothing else at the top level."""
+    node = site.node
+    if not (isinstance(node, ToolNode) and node.tool == "set_context"):
+        return
+    values = node.input or {}
+    stray = [key for key in values if key != "updates"]
+    for key in stray:
+        yield Finding("set-context-envelope", (*site.path, "input", key),
+                      f"`{key}` is passed to `set_context` outside the `updates` envelope",
+                      hint=f"move it under `input.updates` (`updates: {{{key}: ...}}`)", at_key=True)
+    # stray fields already say where the envelope is missing; say it once more only when
+    # there is nothing else to point at (no input, or `updates` that is not a mapping)
+    if "updates" in values and not isinstance(values["updates"], dict):
+        yield Finding("set-context-envelope", (*site.path, "input", "updates"), "`updates` must be a mapping of fields to values",
+                      hint="write `input: {updates: {field: value}}` and list each field in `writes`")
+    elif "updates" not in values and not stray:
+        yield Finding("set-context-envelope", (*site.path, "input") if node.input is not None else site.path,
+                      "`set_context` needs an `updates` mapping in its `input`",
+                      hint="write `input: {updates: {field: value}}` and list each field in `writes`",
+                      at_key=node.input is None)
+
+
+def _skip(site: NodeSite) -> Iterator[Finding]:
+    """Rule 13: a supervisor skip override on a node that does not say it may be skipped."""
+    meta = site.node.metadata
+    supervisor = meta.supervisor if meta is not None else None
+    if isinstance(supervisor, dict) and supervisor.get("allow_skip") is True and not site.node.skippable:
+        yield Finding("skip-not-skippable", (*site.path, "metadata", "supervisor", "allow_skip"),
+                      f"`allow_skip` on `{site.id}`, which is not `skippable: true`",
+                      hint="set `skippable: true` on the node if a supervisor may skip it, or remove `allow_skip`")
+
+
+def _control_tools(site: NodeSite) -> Iterator[Finding]:
+    """Rules 3-4: worker agents return structured output and never get process-control tools."""
+    if not isinstance(site.node, AgentNode):
+        return
+    for i, spec in enumerate(site.node.tools):
+        name = spec.lstrip("+-")
+        if not spec.startswith("-") and name in PROCESS_CONTROL_TOOLS:  # `-x` removing one is harmless
+            yield Finding("control-tool", (*site.path, "tools", i), f"`{name}` is a process-control tool; agents never get it",
+                          hint="return the values through `writes` and route with `transitions`; "
+                          "process-control tools belong to the supervisor")

@@ -1,7 +1,119 @@
-"""(being written) The `references` pass."""
+"""The `references` pass: every name a definition uses points at something that exists.
+
+Names are resolved in the workspace (all definitions of the folder, plus the folder given as
+context when single files are checked) and the tool catalogue (built-ins, ``tools/*.py``, the
+tool manifest). A wrong name gets a "did you mean" hint, or the list of what exists:
+
+* ``unknown-interaction`` — interaction and agent nodes' ``interaction``: an ``interaction``
+  definition or a built-in ``sys:*`` interaction;
+* ``unknown-tool`` — tool nodes' ``tool`` and agent ``tools`` (``+``/``-`` stripped);
+* ``unknown-process`` — process nodes' ``process``: any runnable definition (process, pipeline,
+  and the kinds lowered to pipelines, template and workflow), unless the child is inline;
+* ``unknown-environment`` — ``environment`` on nodes, processes, pipelines and interactions.
+
+Foreach/branch children and the nodes of inline child definitions are resolved too.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
-def check(unit, ws):
-    return ()
+from compiler.errors import Finding, did_you_mean
+from compiler.ir import AgentNode, InteractionDef, InteractionNode, PipelineDef, ProcessDef, ProcessNode, ToolNode
+from compiler.tools import BUILTIN_INTERACTIONS, PROCESS_CONTROL_TOOLS, ToolCatalogue
+from compiler.walk import NodeSite, iter_definitions, iter_nodes
+
+#: Kinds a `process` node may run: anything that compiles to a process or a pipeline.
+RUNNABLE_KINDS = ("process", "pipeline", "template", "workflow")
+
+
+def check(unit, ws) -> Iterator[Finding]:
+    defn = unit.defn
+    envs = set(ws.named("environment"))
+    if isinstance(defn, InteractionDef):
+        yield from _environment(defn.environment, ("environment",), envs)
+        return
+    if not isinstance(defn, (ProcessDef, PipelineDef)):
+        return
+    names = _Names(
+        interactions=set(ws.named("interaction")) | BUILTIN_INTERACTIONS,
+        tools=ws.tools,
+        processes=set(ws.named(*RUNNABLE_KINDS)),
+        environments=envs,
+    )
+    for graph, base in iter_definitions(defn):
+        yield from _environment(graph.environment, (*base, "environment"), envs)
+        for site in iter_nodes(graph, base):
+            yield from _node(site, names)
+
+
+@dataclass(frozen=True, slots=True)
+class _Names:
+    """What exists, gathered once per unit."""
+
+    interactions: set[str]
+    tools: ToolCatalogue
+    processes: set[str]
+    environments: set[str]
+
+
+def _node(site: NodeSite, names: _Names) -> Iterator[Finding]:
+    node, path = site.node, site.path
+    if isinstance(node, (InteractionNode, AgentNode)):
+        yield from _environment(node.environment, (*path, "environment"), names.environments)
+        if node.interaction is not None and node.interaction not in names.interactions:
+            yield Finding("unknown-interaction", (*path, "interaction"), f"no interaction is named `{node.interaction}`",
+                          hint=_hint(node.interaction, names.interactions, what="interactions"))
+    if isinstance(node, ToolNode) and node.tool is not None:
+        yield from _tool(node.tool, (*path, "tool"), names.tools)
+    if isinstance(node, AgentNode):
+        for i, spec in enumerate(node.tools):
+            name = spec.lstrip("+-")
+            if name in PROCESS_CONTROL_TOOLS:  # the authoring pass says why it may not be used
+                continue
+            yield from _tool(name, (*path, "tools", i), names.tools)
+    if isinstance(node, ProcessNode):
+        yield from _process(node, path, names.processes)
+
+
+def _tool(name: str, path: tuple, tools: ToolCatalogue) -> Iterator[Finding]:
+    if name not in tools:
+        yield Finding("unknown-tool", path, f"no tool is named `{name}`",
+                      hint=_hint(name, tools.names(), what="tools")
+                      + " (tools come from the built-ins, `tools/*.py` and `tools/manifest.yaml`)")
+
+
+def _process(node: ProcessNode, path: tuple, processes: set[str]) -> Iterator[Finding]:
+    if node.process_definition is not None:
+        return  # the child is inline; `process` is then only a display id (`tmp:...`)
+    if node.process is None:
+        yield Finding("missing-field", path, "a process node needs `process` (a definition name) or `process_definition`",
+                      hint="name a definition with `process:`, or write the child inline under `process_definition:`",
+                      at_key=True)
+    elif node.process not in processes:
+        yield Finding("unknown-process", (*path, "process"), f"no process, pipeline, template or workflow is named `{node.process}`",
+                      hint=_hint(node.process, processes, what="definitions"))
+
+
+#: Beyond this many, a hint lists the first few names and how many more exist.
+HINT_LIMIT = 8
+
+
+def _hint(word: str, choices: Iterable[str], *, what: str) -> str:
+    """"did you mean" when a name is close; otherwise what exists (a workspace can be large)."""
+    options = sorted(set(choices))
+    close = did_you_mean(word, options)
+    if close:
+        return close
+    if not options:
+        return f"there are no {what}"
+    shown = ", ".join(f"`{o}`" for o in options[:HINT_LIMIT])
+    more = f" and {len(options) - HINT_LIMIT} more" if len(options) > HINT_LIMIT else ""
+    return f"{what} are: {shown}{more}"
+
+
+def _environment(name: str | None, path: tuple, envs: Iterable[str]) -> Iterator[Finding]:
+    if name is not None and name not in envs:
+        yield Finding("unknown-environment", path, f"no environment is named `{name}`",
+                      hint=_hint(name, envs, what="environments"))

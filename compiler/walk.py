@@ -1,0 +1,82 @@
+"""Walking the nodes of a definition, including the ones nested inside other nodes.
+
+A node can hold another node in three places: the body of a ``foreach`` (``node``), the arms of a
+``branch`` (``branches[i].node``) and the inline child definition of a ``process`` node
+(``process_definition``, a whole process with its own context and nodes). Passes that check
+*every* node — authoring rules, references — would each have to re-implement that recursion and
+get the document paths right; they use these two generators instead.
+
+* :func:`iter_definitions` yields the definition itself and every inline child definition, each
+  with the document path it sits at. An inline definition has its own context and graph, so
+  passes treat it as a definition of its own.
+* :func:`iter_nodes` yields the nodes *of one definition*: its top-level nodes and the fan-out
+  children nested in them (not the nodes of inline child definitions — those belong to the
+  child, see above).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from compiler.errors import DocPath
+from compiler.ir import BranchNode, ForeachNode, PipelineDef, ProcessDef, ProcessNode
+
+Graph = ProcessDef | PipelineDef
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSite:
+    """A node, where it is written, and who holds it."""
+
+    id: str  # the node id; a fan-out child carries the id of the node holding it
+    node: object  # one of the IR node classes
+    path: DocPath  # path of the node's mapping in the document
+    owner: Graph  # the definition whose context the node reads and writes
+    parent: NodeSite | None = None  # the foreach/branch node of a fan-out child
+
+    @property
+    def is_child(self) -> bool:
+        return self.parent is not None
+
+
+def iter_definitions(defn: Graph, path: DocPath = ()) -> Iterator[tuple[Graph, DocPath]]:
+    """``defn`` and every inline ``process_definition`` inside it, depth first."""
+    yield defn, path
+    for site in iter_nodes(defn, path):
+        node = site.node
+        if isinstance(node, ProcessNode) and node.process_definition is not None:
+            yield from iter_definitions(node.process_definition, (*site.path, "process_definition"))
+
+
+def iter_nodes(defn: Graph, path: DocPath = ()) -> Iterator[NodeSite]:
+    """Top-level nodes of ``defn`` in document order, each followed by its fan-out children."""
+    for nid, node in defn.nodes.items():
+        site = NodeSite(nid, node, (*path, "nodes", nid), defn)
+        yield site
+        yield from _children(site)
+
+
+def _children(site: NodeSite) -> Iterator[NodeSite]:
+    node = site.node
+    if isinstance(node, ForeachNode):
+        kids = [(node.node, (*site.path, "node"))]
+    elif isinstance(node, BranchNode):
+        kids = [(arm.node, (*site.path, "branches", i, "node")) for i, arm in enumerate(node.branches)]
+    else:
+        return
+    for kid, kid_path in kids:
+        child = NodeSite(site.id, kid, kid_path, site.owner, site)
+        yield child
+        # a child that is itself a fan-out node is an error (fanout-child), but its own children
+        # are still checked so that one mistake does not hide the others
+        yield from _children(child)
+
+
+def written(node, field: str) -> bool:
+    """Whether the author wrote routing field ``field`` (`transitions`, `needs`, `when`) on a node.
+
+    `when: false` is a rule too; an empty list is nothing.
+    """
+    value = getattr(node, field)
+    return value is not None if field == "when" else bool(value)
