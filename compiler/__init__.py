@@ -12,9 +12,12 @@ Public API::
 
 from compiler.check import check_workspace
 from compiler.errors import CODES, CompileError, Diagnostic, Report
+from compiler.plan import Plan, build_plan, compile_plan
+from compiler.render import render_dot, render_mermaid
 from compiler.workspace import Workspace, load_workspace, workspace_from_texts
 
 __all__ = [
     "CODES", "CompileError", "Diagnostic", "Report", "Workspace",
-    "check_workspace", "load_workspace", "workspace_from_texts",
+    "Plan", "build_plan", "check_workspace", "compile_plan", "load_workspace", "render_dot",
+    "render_mermaid", "workspace_from_texts",
 ]

@@ -64,3 +64,4 @@ def store(tmp_path, monkeypatch):
     monkeypatch.setenv("ERGON_DATABASE_URL", url)
     db.init_db(url)
     yield url
+    db.dispose_all()

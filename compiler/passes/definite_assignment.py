@@ -1,7 +1,274 @@
-"""(being written) The `definite_assignment` pass."""
+"""The `definite_assignment` pass: every field a node reads is set on every path to it.
+
+A template rendered with ``StrictUndefined`` fails on a missing field, and a guard reading one
+silently compares ``null``: both are bugs that show up only on the rare path that skips the
+writer. This pass proves the absence of such paths, like a compiler's definite-assignment check.
+
+**Processes** (state machines, loops allowed) — a forward *must* data-flow analysis over the
+:class:`~compiler.graph.ControlGraph`::
+
+    IN[initial] = required inputs ∪ context.initial keys ∪ properties with a `default`
+    OUT[n]      = IN[n] ∪ writes(n)
+    IN[n]       = ⋂ OUT[p] over the edges p → n     (a human task's `on_timeout` edge carries
+                                                     IN[p]: the answer never came)
+
+solved to the greatest fixpoint (non-initial nodes start from "everything"), with sets as
+Python ints used as bitsets, sweeping nodes in BFS order until nothing changes (loops need one
+extra sweep each). A node's templates and ``input`` mappings (and a foreach's array) are read on
+entry, against IN[n]; its outgoing guards and condition ``when``s are read on exit, against
+OUT[n], so a human task's guard may read its own answer.
+
+**Pipelines** (DAGs) — a node runs after everything it needs (transitively), and a node whose
+``when`` is false skips everything that needs it, so ``IN[n] = initial ∪ writes of all
+ancestors``; computed as one OR per ``needs`` edge in topological order.
+
+Reads are the template reads that fail when absent (not under ``| default`` or
+``is defined``), the guard ``var``s without a default (``missing`` tests are fine), and the
+first segment of a ``foreach`` path; a foreach child's ``as`` name is in scope for the child.
+A field the schema does not declare is `unknown-field` instead (for templates and foreach paths;
+the guards pass reports guards). Each field is reported once per reading node, with a path that
+shows how the reader is reached without the field being set. Unreachable nodes are skipped (the
+graph-shape pass reports them); inline child processes are checked as definitions of their own.
+"""
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Iterator
 
-def check(unit, ws):
-    return ()
+from compiler import guards as jl
+from compiler.context_schema import declared_properties, initially_set
+from compiler.errors import DocPath, Finding, choices_hint
+from compiler.graph import ControlGraph, pipeline_graph, process_graph
+from compiler.ir import ForeachNode, PipelineDef, ProcessDef
+from compiler.passes.guards import guard_sites
+from compiler.passes.templates import located, name_line
+from compiler.templates import analyse, node_templates
+from compiler.walk import iter_definitions
+
+_HINT = "set it in context.initial, make it a required input, or write it on every path"
+
+
+class _Read:
+    """One read of a field by a node: where, and whether it happens on entry or exit."""
+
+    __slots__ = ("node", "field", "path", "text", "required", "exit", "guard")
+
+    def __init__(self, node: str, field: str, path: DocPath, *, text: str | None = None,
+                 required: bool = True, exit: bool = False, guard: bool = False):
+        self.node, self.field, self.path, self.text = node, field, path, text
+        self.required, self.exit, self.guard = required, exit, guard
+
+
+def check(unit, ws) -> Iterator[Finding]:
+    if not isinstance(unit.defn, (ProcessDef, PipelineDef)):
+        return
+    for defn, path in iter_definitions(unit.defn):
+        yield from _check_definition(unit, defn, path)
+
+
+def node_reads(defn: ProcessDef | PipelineDef, path: DocPath = ()) -> list[_Read]:
+    """Every read of every node of one definition, in document order."""
+    reads: list[_Read] = []
+    for nid, node in defn.nodes.items():
+        base = (*path, "nodes", nid)
+        if isinstance(node, ForeachNode) and isinstance(node.foreach, str) and node.foreach:
+            first = node.foreach.split(".", 1)[0].split("[", 1)[0]
+            if first:
+                reads.append(_Read(nid, first, (*base, "foreach")))
+        for tpath, text, scope in node_templates(node, base):
+            info = analyse(text)
+            for name in sorted(info.reads - scope):
+                reads.append(_Read(nid, name, tpath, text=text, required=name in info.required))
+    is_process = isinstance(defn, ProcessDef)
+    for nid, gpath, rule in guard_sites(defn, path):
+        for at, name, needed in jl.analyse(rule).sites:
+            # a process guard is evaluated when leaving the node; a pipeline `when` before it runs
+            reads.append(_Read(nid, name, (*gpath, *at), required=needed, exit=is_process, guard=True))
+    return reads
+
+
+def _check_definition(unit, defn: ProcessDef | PipelineDef, path: DocPath) -> Iterator[Finding]:
+    reads = node_reads(defn, path)
+    if not reads:
+        return
+    props = declared_properties(defn.context)
+    findings: list[Finding] = []
+    known: list[_Read] = []
+    seen_unknown: set[tuple[str, str]] = set()
+    for r in reads:
+        if props is not None and r.field not in props:
+            if not r.guard and (r.node, r.field) not in seen_unknown:  # guards: the guards pass
+                seen_unknown.add((r.node, r.field))
+                findings.append(_at(unit, r, "unknown-field",
+                                    f"`{r.field}` is read here but `context.schema` does not declare it",
+                                    choices_hint(r.field, props, what="declared fields")))
+            continue
+        if r.required:
+            known.append(r)
+    if known:
+        flow = _ProcessFlow(defn) if isinstance(defn, ProcessDef) else _PipelineFlow(defn)
+        reported: set[tuple[str, str]] = set()
+        for r in known:
+            key = (r.node, r.field)
+            if key in reported or flow.is_set(r):
+                continue
+            reported.add(key)
+            findings.append(_at(unit, r, "maybe-unset", f"`{r.field}` may be unset here: {flow.why(r)}", flow.hint(r)))
+    yield from findings
+
+
+def _at(unit, r: _Read, code: str, message: str, hint: str | None) -> Finding:
+    if r.text is not None:
+        return located(unit, code, r.path, message, line=name_line(r.text, r.field), hint=hint)
+    return Finding(code, r.path, message, hint=hint)
+
+
+class _Bits:
+    """Field name ↔ bit position; sets of fields are ints."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+
+    def mask(self, names) -> int:
+        out = 0
+        for name in names:
+            bit = self.index.get(name)
+            if bit is None:
+                bit = self.index[name] = len(self.index)
+            out |= 1 << bit
+        return out
+
+    def has(self, mask: int, name: str) -> bool:
+        bit = self.index.get(name)
+        return bit is not None and bool(mask >> bit & 1)
+
+
+class _ProcessFlow:
+    """Must-assigned fields at entry (IN) and exit (OUT) of each reachable node."""
+
+    def __init__(self, defn: ProcessDef):
+        self.defn = defn
+        self.graph: ControlGraph = process_graph(defn)
+        self.initial = defn.initial
+        self.bits = _Bits()
+        self.init_names = initially_set(defn.context)
+        init = self.bits.mask(self.init_names)
+        self.writes = {nid: self.bits.mask(node.writes) for nid, node in defn.nodes.items()}
+        order = self._bfs_order()
+        self.reachable = set(order)
+        # incoming (source, carries OUT?) per reachable node
+        incoming: dict[str, list[tuple[str, bool]]] = {n: [] for n in order}
+        for n in order:
+            for e in self.graph.succ.get(n, ()):
+                if e.target in incoming:
+                    incoming[e.target].append((n, e.kind != "timeout"))
+        full = -1  # all bits set: "every field", the top of the lattice
+        self.IN: dict[str, int] = {n: full for n in order}
+        self.OUT: dict[str, int] = {n: full for n in order}
+        if self.initial in self.IN:
+            self.IN[self.initial] = init
+            self.OUT[self.initial] = init | self.writes[self.initial]
+        changed = True
+        while changed:
+            changed = False
+            for n in order:
+                new = init if n == self.initial else full
+                for src, carries_out in incoming[n]:
+                    new &= self.OUT[src] if carries_out else self.IN[src]
+                if new != self.IN[n]:
+                    self.IN[n] = new
+                    self.OUT[n] = new | self.writes[n]
+                    changed = True
+
+    def _bfs_order(self) -> list[str]:
+        if self.initial not in self.graph.succ:
+            return []
+        seen = {self.initial}
+        order = [self.initial]
+        queue = deque(order)
+        while queue:
+            n = queue.popleft()
+            for e in self.graph.succ[n]:
+                if e.target in self.graph.succ and e.target not in seen:
+                    seen.add(e.target)
+                    order.append(e.target)
+                    queue.append(e.target)
+        return order
+
+    def is_set(self, r: _Read) -> bool:
+        if r.node not in self.reachable:
+            return True  # unreachable: reported by the graph-shape pass, nothing to prove here
+        return self.bits.has(self.OUT[r.node] if r.exit else self.IN[r.node], r.field)
+
+    def witness(self, r: _Read) -> list[str] | None:
+        """A shortest path from `initial` to the reader along which nothing writes the field."""
+        writers = {nid for nid, node in self.defn.nodes.items() if r.field in node.writes}
+        prev: dict[str, str | None] = {self.initial: None}
+        queue = deque([self.initial])
+        while queue:
+            n = queue.popleft()
+            if n == r.node:
+                out = [n]
+                while prev[out[-1]] is not None:
+                    out.append(prev[out[-1]])  # type: ignore[arg-type]
+                return out[::-1]
+            for e in self.graph.succ.get(n, ()):
+                # leaving a writer sets the field, except by a human task's timeout exit
+                if n in writers and e.kind != "timeout":
+                    continue
+                if e.target in self.graph.succ and e.target not in prev:
+                    prev[e.target] = n
+                    queue.append(e.target)
+        return None
+
+    def why(self, r: _Read) -> str:
+        path = self.witness(r)
+        if path is None:
+            return "some path to this node does not set it"
+        if len(path) == 1 and not r.exit:
+            return f"the run starts at `{path[0]}` and nothing has set it yet"
+        return f"the path {' → '.join(path)} never sets it"
+
+    def hint(self, r: _Read) -> str:
+        return _HINT
+
+
+class _PipelineFlow:
+    """Fields set before each pipeline node: the initial set plus every ancestor's writes."""
+
+    def __init__(self, defn: PipelineDef):
+        self.defn = defn
+        graph = pipeline_graph(defn)
+        self.bits = _Bits()
+        init = self.bits.mask(initially_set(defn.context))
+        writes = {nid: self.bits.mask(node.writes) for nid, node in defn.nodes.items()}
+        pred = graph.pred()
+        before: dict[str, int] = {}
+        for n in graph.topological_order():  # nodes on a `needs` cycle are left out (cycle pass)
+            acc = 0
+            for e in pred[n]:
+                acc |= before.get(e.source, 0) | writes[e.source]
+            before[n] = acc
+        self.IN = {n: init | acc for n, acc in before.items()}
+
+    def is_set(self, r: _Read) -> bool:
+        if r.node not in self.IN:
+            return True
+        return self.bits.has(self.IN[r.node], r.field)
+
+    def _other_writers(self, r: _Read) -> list[str]:
+        return [nid for nid, node in self.defn.nodes.items() if r.field in node.writes and nid != r.node]
+
+    def why(self, r: _Read) -> str:
+        writers = self._other_writers(r)
+        if not writers:
+            return "no node writes it and it is not set when the run starts"
+        names = ", ".join(f"`{w}`" for w in writers[:3])
+        return f"`{r.node}` does not need (directly or indirectly) any node that writes it ({names})"
+
+    def hint(self, r: _Read) -> str:
+        writers = self._other_writers(r)
+        if writers:
+            return f"add `{writers[0]}` to `nodes.{r.node}.needs`, or set it in context.initial or make it a required input"
+        return _HINT

@@ -1,7 +1,261 @@
-"""(being written) The `lowered_kinds` pass."""
+"""Checks of the kinds that are not run as written: templates, workflows, forms, interactions.
+
+Templates and workflows are lowered to pipelines (:mod:`compiler.lower`). The lowering trusts
+its input, so everything that would make it fail or produce a broken pipeline is checked here,
+on the *original* document, so that diagnostics point at what the author wrote:
+
+* template — forms exist (``unknown-form``), ``tools_allowed`` names registered tools and no
+  process-control tool (``unknown-tool``, ``control-tool``), a step ``environment`` exists
+  (``unknown-environment``), ``parent`` names a step (``unknown-target``), step
+  keys and output keys are unique and ``input`` is not used as an output key (``bad-value``),
+  parent links have no cycle (``cycle``);
+* workflow — every ``${var}`` names a var, an input property or the output of an earlier,
+  awaited step (``maybe-unset``), condition operators are known (``guard-invalid``) and their
+  operands valid (``bad-value``: ``$regexp`` compiles, ``$in``/``$nin`` take a list), explicit
+  step ids are unique (``bad-value``), activities are registered tools (``unknown-tool``), child
+  workflows are workflow definitions (``unknown-process``);
+* form — group names and field names within a group are unique, a ``select`` has options
+  (``bad-value``);
+* interaction — it has prompt segments and its ``test_data`` matches its ``input_schema``
+  (``bad-value``).
+
+A lowered pipeline of a definition with no findings here passes every other pass unchanged
+(asserted in ``tests/compiler/test_lower.py``), which is why the other passes do not look at
+templates and workflows.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+from typing import Any
 
-def check(unit, ws):
-    return ()
+from compiler.errors import Finding, choices_hint
+from compiler.ir import FormDef, InteractionDef, TemplateDef, WorkflowDef
+from compiler.lower import VARS_NODE, condition_clauses, has_refs, iter_refs, ref_root, workflow_inputs
+from compiler.tools import PROCESS_CONTROL_TOOLS
+
+
+def check(unit, ws) -> Iterator[Finding]:
+    defn = unit.defn
+    if isinstance(defn, TemplateDef):
+        yield from _template(defn, ws)
+    elif isinstance(defn, WorkflowDef):
+        yield from _workflow(defn, ws)
+    elif isinstance(defn, FormDef):
+        yield from _form(defn)
+    elif isinstance(defn, InteractionDef):
+        yield from _interaction(defn)
+
+
+# --------------------------------------------------------------------------------------------
+# template
+
+
+def _template(defn: TemplateDef, ws) -> Iterator[Finding]:
+    forms = ws.named("form")
+    environments = ws.named("environment")
+
+    def form_ref(name: str, path: tuple) -> Iterator[Finding]:
+        if name not in forms:
+            yield Finding("unknown-form", path, f"no form named `{name}`", hint=choices_hint(name, forms, what="defined forms"))
+
+    yield from form_ref(defn.input_form, ("input_form",))
+    keys: dict[str, int] = {}
+    outputs: dict[str, int] = {}
+    for i, step in enumerate(defn.steps):
+        yield from form_ref(step.output_form, ("steps", i, "output_form"))
+        for j, spec in enumerate(step.tools_allowed):
+            name = spec.lstrip("+-")
+            if name in PROCESS_CONTROL_TOOLS:
+                yield Finding("control-tool", ("steps", i, "tools_allowed", j), f"`{name}` is a process-control tool; agents never get it",
+                              hint="agents return their output as structured data instead of calling control tools")
+            elif name not in ws.tools:
+                yield Finding("unknown-tool", ("steps", i, "tools_allowed", j), f"no tool is named `{name}`",
+                              hint=choices_hint(name, ws.tools.names(), what="registered tools"))
+        if step.environment is not None and step.environment not in environments:
+            yield Finding("unknown-environment", ("steps", i, "environment"), f"no environment named `{step.environment}`",
+                          hint=choices_hint(step.environment, environments, what="defined environments"))
+        if step.key in keys:
+            yield Finding("bad-value", ("steps", i, "key"), f"step key `{step.key}` is already used by step {keys[step.key] + 1}",
+                          hint="step keys are unique within a template")
+        else:
+            keys[step.key] = i
+        if step.output_key == "input":
+            yield Finding("bad-value", ("steps", i, "output_key"), "`input` is the template's input and cannot be a step output",
+                          hint="choose another output_key")
+        elif step.output_key in outputs:
+            yield Finding("bad-value", ("steps", i, "output_key"),
+                          f"output_key `{step.output_key}` is already written by step `{defn.steps[outputs[step.output_key]].key}`",
+                          hint="each step writes its own output_key")
+        else:
+            outputs[step.output_key] = i
+    for i, step in enumerate(defn.steps):
+        if step.parent is not None and step.parent not in keys:
+            yield Finding("unknown-target", ("steps", i, "parent"), f"no step with key `{step.parent}`",
+                          hint=choices_hint(step.parent, keys, what="step keys"))
+    yield from _parent_cycles(defn, keys)
+
+
+def _parent_cycles(defn: TemplateDef, keys: dict[str, int]) -> Iterator[Finding]:
+    """Each step has at most one parent, so a cycle is found by following parents."""
+    parent = {s.key: s.parent for s in defn.steps if s.parent in keys}
+    reported: set[str] = set()
+    for start in parent:
+        trail: list[str] = []
+        node: str | None = start
+        while node is not None and node not in trail and node not in reported:
+            trail.append(node)
+            node = parent.get(node)
+        if node is not None and node in trail:
+            cycle = trail[trail.index(node):]
+            reported.update(cycle)
+            first = min(cycle, key=lambda k: keys[k])  # report at the earliest step of the cycle
+            shown = " → ".join([*cycle[cycle.index(first):], *cycle[:cycle.index(first)], first])
+            yield Finding("cycle", ("steps", keys[first], "parent"), f"step parents form a cycle: {shown}",
+                          hint="a step's parent must come from earlier in the chain; remove one of these `parent` links")
+        reported.update(trail)
+
+
+# --------------------------------------------------------------------------------------------
+# workflow
+
+
+def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
+    inputs = set(workflow_inputs(defn))
+    literal_vars = {k for k, v in defn.vars.items() if not has_refs(v)}
+    known = inputs | set(defn.vars)
+
+    # vars: computed vars are rendered against the inputs and literal vars (compiler.lower)
+    for name, value in defn.vars.items():
+        for where, expr in iter_refs(value):
+            root = ref_root(expr)
+            if root not in inputs | literal_vars:
+                why = "another computed var" if root in defn.vars else "no var or input"
+                yield Finding("maybe-unset", ("vars", name, *where), f"`${{{expr}}}` refers to {why} (`{root}`)",
+                              hint="vars may refer to input_schema properties and to vars with literal values")
+
+    outputs: dict[str, dict | None] = {}  # output → condition of the step that sets it
+    async_outputs: set[str] = set()
+    explicit_ids: dict[str, int] = {}
+    child_workflows = ws.named("workflow")
+    for i, step in enumerate(defn.steps):
+        base = ("steps", i)
+        if step.id is not None:
+            if step.id in explicit_ids or step.id == VARS_NODE:
+                yield Finding("bad-value", (*base, "id"), f"step id `{step.id}` is already used",
+                              hint="step ids are unique within a workflow")
+            explicit_ids.setdefault(step.id, i)
+        visible = known | set(outputs)
+        for section, value in (("params", step.params), ("fetch", step.fetch or {})):
+            for where, expr in iter_refs(value):
+                yield from _ref(expr, (*base, section, *where), visible, outputs, async_outputs, step.condition)
+        for j, name in enumerate(step.import_):
+            if name not in defn.vars:
+                yield Finding("maybe-unset", (*base, "import", j), f"`{name}` is not a workflow var",
+                              hint=choices_hint(name, defn.vars, what="vars"))
+        if step.condition:
+            yield from _condition(step.condition, (*base, "condition"), visible, outputs, async_outputs)
+        if step.type == "activity" and step.name not in ws.tools:
+            yield Finding("unknown-tool", (*base, "name"), f"no tool is named `{step.name}` (activities are registered tools)",
+                          hint=choices_hint(step.name, ws.tools.names(), what="registered tools"))
+        if step.type == "workflow" and step.name not in child_workflows:
+            yield Finding("unknown-process", (*base, "name"), f"no workflow named `{step.name}`",
+                          hint=choices_hint(step.name, [n for n in child_workflows if n != defn.name], what="defined workflows"))
+        if step.output:
+            if step.type == "workflow" and step.async_:
+                async_outputs.add(step.output)
+            else:
+                outputs[step.output] = step.condition
+                async_outputs.discard(step.output)
+
+
+def _ref(expr: str, path: tuple, visible: set[str], outputs: dict[str, dict | None], async_outputs: set[str],
+         condition: dict | None, *, in_condition: bool = False) -> Iterator[Finding]:
+    """Check one reference; ``condition`` is the reading step's own condition."""
+    root = ref_root(expr)
+    if root is None:
+        yield Finding("bad-value", path, f"`${{{expr}}}` is not a variable reference", hint="write `${name}` or `${name.field}`")
+        return
+    if root in async_outputs and root not in visible:
+        yield Finding("maybe-unset", path, f"`{root}` is the output of an `async` child workflow, which may still be running",
+                      hint="remove `async: true` from that step, or read its output after the workflow ends")
+        return
+    if root not in visible:
+        yield Finding("maybe-unset", path, f"`${{{expr}}}` refers to `{root}`, which is neither a var, an input nor the output of an earlier step",
+                      hint=choices_hint(root, visible, what="visible names"))
+        return
+    setter_condition = outputs.get(root)
+    # a condition reading an unset value sees null and is simply false, so only params are held
+    # to "set on every path"; a step with the same condition as the setter runs only after it
+    if not in_condition and root in outputs and setter_condition and setter_condition != condition:
+        yield Finding("maybe-unset", path, f"`{root}` is set by a step that is skipped when its condition is false",
+                      hint="give this step the same condition, or read a var with a default value")
+
+
+def _condition(cond: dict[str, Any], path: tuple, visible: set[str], outputs, async_outputs) -> Iterator[Finding]:
+    clauses, problems = condition_clauses(cond)
+    for p in problems:
+        # an unknown operator is a key: point at it, not at its operand
+        yield Finding(p.code, (*path, *p.where), p.message, hint=p.hint, at_key=p.code == "guard-invalid")
+    for c in clauses:
+        where = (*path, *c.where)
+        yield from _ref(c.var, where, visible, outputs, async_outputs, None, in_condition=True)
+        if c.op == "$regexp":
+            if not isinstance(c.value, str):
+                yield Finding("bad-value", where, "`$regexp` expects a pattern string")
+            else:
+                try:
+                    re.compile(c.value)
+                except re.error as exc:
+                    yield Finding("bad-value", where, f"invalid regular expression `{c.value}`: {exc}",
+                                  hint="patterns use Python `re` syntax (searched anywhere in the value)")
+        elif c.op in ("$in", "$nin") and not isinstance(c.value, list) and not (isinstance(c.value, str) and c.value.startswith("${")):
+            yield Finding("bad-value", where, f"`{c.op}` expects a list of values", hint=f"write `{c.op}: [a, b]`")
+        if isinstance(c.value, str):
+            for _, expr in iter_refs(c.value):
+                yield from _ref(expr, where, visible, outputs, async_outputs, None, in_condition=True)
+
+
+# --------------------------------------------------------------------------------------------
+# form and interaction
+
+
+def _form(defn: FormDef) -> Iterator[Finding]:
+    groups: set[str] = set()
+    for g, group in enumerate(defn.groups):
+        if group.name in groups:
+            yield Finding("bad-value", ("groups", g, "name"), f"group `{group.name}` is defined twice", hint="group names are unique within a form")
+        groups.add(group.name)
+        fields: set[str] = set()
+        for f, field in enumerate(group.fields):
+            if field.name in fields:
+                yield Finding("bad-value", ("groups", g, "fields", f, "name"), f"field `{field.name}` is defined twice in group `{group.name}`",
+                              hint="field names are unique within a group")
+            fields.add(field.name)
+            if field.type == "select" and not field.options:
+                yield Finding("bad-value", ("groups", g, "fields", f), f"select field `{field.name}` has no options",
+                              hint="add `options: [...]` with the allowed values")
+
+
+def _interaction(defn: InteractionDef) -> Iterator[Finding]:
+    if not defn.prompts:
+        yield Finding("bad-value", ("prompts",), "an interaction needs at least one prompt segment",
+                      hint="add `prompts: [{role: user, template: ...}]`")
+    if defn.input_schema and defn.test_data is not None:
+        import jsonschema
+
+        samples = defn.test_data if isinstance(defn.test_data, list) else [defn.test_data]
+        try:
+            jsonschema.Draft202012Validator.check_schema(defn.input_schema)
+        except jsonschema.SchemaError:
+            return  # an invalid schema is reported where schemas are checked
+        validator = jsonschema.Draft202012Validator(defn.input_schema)
+        for i, sample in enumerate(samples):
+            try:
+                errors = sorted(validator.iter_errors(sample), key=lambda e: [str(p) for p in e.path])
+            except Exception:  # noqa: BLE001 - e.g. an unresolvable $ref in the user's schema: not ours to report here
+                return
+            for err in errors[:1]:
+                path = ("test_data", i) if isinstance(defn.test_data, list) else ("test_data",)
+                yield Finding("bad-value", (*path, *err.path), f"test data does not match input_schema: {err.message}")

@@ -1,0 +1,75 @@
+"""What a definition's ``context.schema`` says about its fields, for the data-flow passes.
+
+Small lookups shared by the guard, definite-assignment and write-race passes: which fields are
+declared, which are set when a run starts, and which values an enum field allows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compiler.ir import ContextSpec
+
+
+def declared_properties(context: ContextSpec) -> dict[str, Any] | None:
+    """The schema's ``properties``, or None when it declares none (then any field is allowed)."""
+    props = context.schema_.get("properties")
+    if isinstance(props, dict) and props:
+        return props
+    return None
+
+
+def initially_set(context: ContextSpec) -> set[str]:
+    """Fields set before the first node runs.
+
+    Required inputs (the run refuses to start without them), ``context.initial`` keys, and
+    properties that declare a ``default`` (the runtime fills defaults in at start).
+    """
+    schema = context.schema_
+    out: set[str] = set()
+    required = schema.get("required")
+    if isinstance(required, list):
+        out.update(r for r in required if isinstance(r, str))
+    out.update(k for k in context.initial if isinstance(k, str))
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        out.update(name for name, prop in props.items() if isinstance(prop, dict) and "default" in prop)
+    return out
+
+
+def field_schema(context: ContextSpec, path: str) -> dict[str, Any] | None:
+    """The schema of a dotted field path (``a.b`` → ``properties.a.properties.b``), if declared."""
+    node: Any = context.schema_
+    for segment in path.split("."):
+        if not isinstance(node, dict):
+            return None
+        props = node.get("properties")
+        if isinstance(props, dict) and segment in props:
+            node = props[segment]
+        elif segment.isdigit() and isinstance(node.get("items"), dict):
+            node = node["items"]
+        else:
+            return None
+    return node if isinstance(node, dict) else None
+
+
+def allowed_values(schema: dict[str, Any] | None) -> list[Any] | None:
+    """The closed set of values a field schema allows (``enum``, ``const``, or a oneOf of consts)."""
+    if not isinstance(schema, dict):
+        return None
+    if isinstance(schema.get("enum"), list):
+        return list(schema["enum"])
+    if "const" in schema:
+        return [schema["const"]]
+    for key in ("oneOf", "anyOf"):
+        options = schema.get(key)
+        if isinstance(options, list) and options and all(isinstance(o, dict) and "const" in o for o in options):
+            return [o["const"] for o in options]
+    return None
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """JSON equality: ``true`` is not ``1`` (Python's ``==`` says it is)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a is b
+    return a == b

@@ -1,0 +1,330 @@
+"""The executable Plan: everything the runtime needs, as plain data you can print and snapshot.
+
+Every runnable kind (process, pipeline, template, workflow) compiles to one :class:`Plan`.
+Templates and workflows are lowered to pipelines first (:mod:`compiler.lower`); the Plan keeps
+the source kind and name, and the lowering's per-node extras. The Plan is the boundary between
+the compiler and ``flows``: the backend builds a Prefect flow from it without looking at the IR
+again, so everything derived is computed here once —
+
+* ``version``: first 12 hex digits of the SHA-256 of the source definition as canonical JSON
+  (sorted keys, no whitespace), so reformatting or reordering keys keeps the version and any
+  change of content makes a new one (it becomes the Prefect flow version);
+* ``input_schema``: the run's parameters — the context schema's ``required`` properties plus
+  the properties that no node writes and ``context.initial`` does not set;
+* per node: the derived ``result_schema`` of interaction and agent nodes, the ``_next_node``
+  enum, the resolved agent tool list, the retry policy (default: no retries), ``halt`` for
+  human tasks, fan-out leaves compiled as child nodes (``children``), and inline
+  ``process_definition`` children compiled to nested Plans (``child_plan``) so that the runtime
+  never calls the compiler.
+
+Nodes of a lowered workflow may carry ``skip_propagates = False``: when one of their needs was
+skipped (its ``when`` was false) they still run — the workflow DSL's condition concerns its own
+step only. ``extras`` holds what the lowering could not express in IR: ``projection`` and
+``fetch`` of a workflow step, ``when_regexp`` (``[{var, pattern}]``: the node runs only if
+``re.search(pattern, str(value))`` matches for each, in addition to ``when``), ``import``, and
+``source_step`` (index or key of the step the node came from).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from compiler.errors import CompileError, did_you_mean
+from compiler.graph import Edge, pipeline_graph, process_graph
+from compiler.ir import (
+    AgentNode,
+    BranchNode,
+    FormDef,
+    ForeachNode,
+    HumanTaskNode,
+    InteractionNode,
+    PipelineDef,
+    ProcessDef,
+    ProcessNode,
+    RetryPolicy,
+    TemplateDef,
+    WorkflowDef,
+)
+from compiler.lower import Extras, lower_template, lower_workflow
+from compiler.result_schema import derived_result_schema
+from compiler.tools import resolve_agent_tools
+
+def _a(kind: str | None) -> str:
+    return f"an {kind}" if kind and kind[0] in "aeiou" else f"a {kind}"
+
+
+RUNNABLE_KINDS: tuple[str, ...] = ("process", "pipeline", "template", "workflow")
+NOT_RUNNABLE_KINDS: tuple[str, ...] = ("interaction", "form", "environment")
+
+
+class PlanModel(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PlanEdge(PlanModel):
+    """A possible move: a transition, condition branch, default branch, timeout, or a `needs`."""
+
+    source: str
+    target: str
+    kind: str = Field(description="transition | branch | default | timeout | needs")
+    guard: Any = Field(None, description="JSON Logic guard (transitions and branches).")
+    trigger: str = Field("auto", description="auto | agent | user")
+    label: str | None = None
+    order: int = Field(0, description="Position among the source's exits (tried in this order).")
+
+
+class PlanNode(PlanModel):
+    """One node, with everything the runtime derives from the definition precomputed."""
+
+    id: str
+    type: str
+    body: dict[str, Any] = Field(description="The IR node as written (aliases, no None values).")
+    writes: list[str] = Field(default_factory=list)
+    needs: list[str] = Field(default_factory=list, description="Pipeline: nodes that must be done first.")
+    when: Any = Field(None, description="Pipeline: JSON Logic; false skips the node.")
+    skip_propagates: bool = Field(True, description="False: a skipped need does not skip this node (lowered workflows).")
+    result_schema: dict[str, Any] | None = Field(None, description="Derived result schema of interaction and agent nodes.")
+    next_node_enum: list[str] | None = Field(None, description="Agent-triggered transition targets, when there are 2+.")
+    agent_tools: list[str] | None = Field(None, description="Resolved tool list of an agent node.")
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    lane: str | None = None
+    phase: str | None = None
+    order: float | None = None
+    title: str | None = None
+    human_description: str | None = None
+    halt: bool = Field(False, description="The run pauses here for a person (human_task).")
+    extras: dict[str, Any] = Field(default_factory=dict, description="Lowering extras (see the module docstring).")
+    children: dict[str, PlanNode] = Field(
+        default_factory=dict, description="Fan-out leaves: `node` of a foreach, branch id → body of a branch."
+    )
+    child_plan: Plan | None = Field(None, description="Compiled inline `process_definition` of a process node.")
+
+
+class Plan(PlanModel):
+    """An executable definition (see the module docstring)."""
+
+    name: str
+    kind: str = Field(description="The source kind: process | pipeline | template | workflow.")
+    control: Literal["state_machine", "dag"]
+    version: str
+    description: str | None = None
+    initial: str | None = Field(None, description="State machine: the first node.")
+    entries: list[str] = Field(default_factory=list, description="Nodes that start the run.")
+    context_schema: dict[str, Any]
+    context_initial: dict[str, Any] = Field(default_factory=dict)
+    input_schema: dict[str, Any]
+    nodes: dict[str, PlanNode]
+    edges: list[PlanEdge] = Field(default_factory=list)
+    finals: list[str] = Field(default_factory=list)
+    halt_points: list[str] = Field(default_factory=list)
+    triggers: list[dict[str, Any]] = Field(default_factory=list)
+    environment: str | None = Field(None, description="Default environment of LLM nodes.")
+    budget: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    source_file: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The Plan as JSON-ready data (stable key order: field order, then the definition's)."""
+        return self.model_dump(mode="json")
+
+    def successors(self, node_id: str) -> list[PlanEdge]:
+        return [e for e in self.edges if e.source == node_id]
+
+    def summary(self) -> str:
+        """A few lines for people (rich markup)."""
+        control = "state machine" if self.control == "state_machine" else "DAG"
+        lines = [f"[bold]{self.name}[/]  {self.kind} ({control})  version [cyan]{self.version}[/]"]
+        if self.description:
+            lines.append(f"  {self.description.strip().splitlines()[0]}")
+        required = set(self.input_schema.get("required", []))
+        inputs = [f"{p}{'*' if p in required else ''}" for p in self.input_schema.get("properties", {})]
+        lines.append(f"  inputs: {', '.join(inputs) if inputs else '(none)'}" + ("   (* required)" if required else ""))
+        lines.append(f"  starts at: {', '.join(self.entries)}")
+        lines.append(f"  nodes ({len(self.nodes)}):")
+        width = max((len(n) for n in self.nodes), default=0)
+        for nid, node in self.nodes.items():
+            outs = [e.target for e in self.successors(nid)]
+            bits = [f"[dim]{node.type:<11}[/]"]
+            if node.writes:
+                bits.append(f"writes {', '.join(node.writes)}")
+            if node.needs:
+                bits.append(f"needs {', '.join(node.needs)}")
+            if outs and self.control == "state_machine":
+                bits.append(f"→ {', '.join(dict.fromkeys(outs))}")
+            if node.when is not None or node.extras.get("when_regexp"):
+                bits.append("conditional")
+            if node.retry.retries:
+                bits.append(f"retries {node.retry.retries}")
+            if node.halt:
+                bits.append("[yellow]waits for a person[/]")
+            if node.child_plan is not None:
+                bits.append(f"inline child `{node.child_plan.name}`")
+            lines.append(f"    {nid:<{width}}  " + "  ".join(bits))
+        if self.finals:
+            lines.append(f"  outcomes: {', '.join(self.finals)}")
+        if self.triggers:
+            lines.append(f"  triggers: {', '.join(t.get('type', '?') for t in self.triggers)}")
+        return "\n".join(lines)
+
+
+PlanNode.model_rebuild()
+Plan.model_rebuild()
+
+
+# --------------------------------------------------------------------------------------------
+# Building
+
+
+def canonical_version(data: Any) -> str:
+    """First 12 hex digits of SHA-256 over canonical JSON (sorted keys, no whitespace)."""
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def _all_writes(nodes) -> set[str]:
+    out: set[str] = set()
+    for node in nodes:
+        out.update(node.writes)
+        if isinstance(node, ForeachNode):
+            out |= _all_writes([node.node])
+        elif isinstance(node, BranchNode):
+            out |= _all_writes([b.node for b in node.branches])
+    return out
+
+
+def run_input_schema(context_schema: dict[str, Any], context_initial: dict[str, Any], written: set[str]) -> dict[str, Any]:
+    """Run parameters: required properties, plus properties nothing writes or initialises."""
+    props = context_schema.get("properties") or {}
+    required = [r for r in context_schema.get("required", []) if r in props]
+    chosen = {k: v for k, v in props.items() if k in required or (k not in written and k not in context_initial)}
+    out: dict[str, Any] = {"type": "object", "properties": chosen}
+    if required:
+        out["required"] = required
+    return out
+
+
+def _plan_node(nid: str, node, context_schema: dict[str, Any], agent_targets: list[str], source_file: str | None,
+               extras: dict[str, Any] | None = None) -> PlanNode:
+    meta = node.metadata
+    extras = dict(extras or {})
+    skip_propagates = extras.pop("skip_propagates", True)
+    next_enum = list(dict.fromkeys(agent_targets)) if len(set(agent_targets)) >= 2 else None
+    result_schema = None
+    if isinstance(node, (AgentNode, InteractionNode)) and (node.writes or next_enum):
+        result_schema = derived_result_schema(context_schema, node.writes, next_enum)
+    children: dict[str, PlanNode] = {}
+    if isinstance(node, ForeachNode):
+        children["node"] = _plan_node("node", node.node, context_schema, [], source_file)
+    elif isinstance(node, BranchNode):
+        children = {b.id: _plan_node(b.id, b.node, context_schema, [], source_file) for b in node.branches}
+    child_plan = None
+    if isinstance(node, ProcessNode) and node.process_definition is not None:
+        child = node.process_definition
+        child_plan = _plan_from(child, kind="process", version=canonical_version(child.model_dump(by_alias=True, exclude_none=True)),
+                                source_file=source_file)
+    return PlanNode(
+        id=nid,
+        type=node.type,
+        body=node.model_dump(by_alias=True, exclude_none=True, mode="json"),
+        writes=list(node.writes),
+        needs=list(node.needs),
+        when=node.when,
+        skip_propagates=skip_propagates,
+        result_schema=result_schema,
+        next_node_enum=next_enum,
+        agent_tools=resolve_agent_tools(node.tools)[0] if isinstance(node, AgentNode) else None,
+        retry=node.retry or RetryPolicy(),
+        lane=meta.lane if meta else None,
+        phase=meta.phase if meta else None,
+        order=meta.order if meta else None,
+        title=node.title,
+        human_description=node.human_description,
+        halt=isinstance(node, HumanTaskNode),
+        extras=extras,
+        children=children,
+        child_plan=child_plan,
+    )
+
+
+def _edge(e: Edge) -> PlanEdge:
+    return PlanEdge(source=e.source, target=e.target, kind=e.kind, guard=e.guard, trigger=e.trigger, label=e.label, order=e.order)
+
+
+def _plan_from(defn: ProcessDef | PipelineDef, *, kind: str, version: str, source_file: str | None,
+               extras: Extras | None = None, name: str | None = None) -> Plan:
+    is_process = isinstance(defn, ProcessDef)
+    graph = process_graph(defn) if is_process else pipeline_graph(defn)
+    schema = defn.context.schema_
+    edges = [_edge(e) for nid in defn.nodes for e in graph.succ.get(nid, [])]
+    nodes: dict[str, PlanNode] = {}
+    for nid, node in defn.nodes.items():
+        agent_targets = [t.to for t in node.transitions if t.trigger == "agent"]
+        nodes[nid] = _plan_node(nid, node, schema, agent_targets, source_file, (extras or {}).get(nid))
+    return Plan(
+        name=name or (defn.process if is_process else defn.name),
+        kind=kind,
+        control="state_machine" if is_process else "dag",
+        version=version,
+        description=defn.description,
+        initial=defn.initial if is_process else None,
+        entries=list(graph.entries),
+        context_schema=schema,
+        context_initial=dict(defn.context.initial),
+        input_schema=run_input_schema(schema, defn.context.initial, _all_writes(defn.nodes.values())),
+        nodes=nodes,
+        edges=edges,
+        finals=[nid for nid, n in defn.nodes.items() if n.type == "final"],
+        halt_points=[nid for nid, n in defn.nodes.items() if n.type == "human_task"],
+        triggers=[t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in defn.triggers],
+        environment=defn.environment,
+        budget=defn.budget.model_dump(exclude_none=True) if defn.budget else None,
+        metadata=defn.metadata,
+        source_file=source_file,
+    )
+
+
+def build_plan(unit, ws) -> Plan:
+    """The Plan of one parsed, checked unit (see :func:`compile_plan` for the checking)."""
+    defn = unit.defn
+    if unit.kind in NOT_RUNNABLE_KINDS:
+        raise KeyError(f"`{unit.name}` is {_a(unit.kind)}, not runnable")
+    if defn is None:
+        raise KeyError(f"`{unit.name or unit.file}` did not parse; run `ergon check {unit.file}`")
+    source = unit.data if unit.data is not None else defn.model_dump(by_alias=True, exclude_none=True, mode="json")
+    version = canonical_version(source)
+    if isinstance(defn, (ProcessDef, PipelineDef)):
+        return _plan_from(defn, kind=unit.kind, version=version, source_file=unit.file)
+    if isinstance(defn, TemplateDef):
+        forms = {n: u.defn for n, u in ws.named("form").items() if isinstance(u.defn, FormDef)}
+        pipeline, extras = lower_template(defn, forms)
+    elif isinstance(defn, WorkflowDef):
+        pipeline, extras = lower_workflow(defn)
+    else:  # pragma: no cover - every kind is listed above
+        raise KeyError(f"`{unit.name}` is {_a(unit.kind)}, not runnable")
+    return _plan_from(pipeline, kind=unit.kind, version=version, source_file=unit.file, extras=extras)
+
+
+def compile_plan(ws, name: str) -> Plan:
+    """Check the runnable definition called ``name`` and compile it.
+
+    Raises ``KeyError`` when no runnable definition has that name (with a did-you-mean hint, or
+    saying what kind it is) and :class:`CompileError` with every diagnostic when it has errors.
+    """
+    from compiler.check import locate, unit_findings  # check imports the passes, which import lower
+
+    units = ws.named(*RUNNABLE_KINDS)
+    unit = units.get(name)
+    if unit is None:
+        other = ws.named(*NOT_RUNNABLE_KINDS).get(name)
+        if other is not None:
+            raise KeyError(f"`{name}` is {_a(other.kind)}, not runnable")
+        hint = did_you_mean(name, units)
+        raise KeyError(f"no runnable definition named `{name}`" + (f"; {hint}" if hint else ""))
+    errors = [d for d in (locate(unit, f) for f in unit_findings(unit, ws)) if d.severity == "error"]
+    if errors:
+        raise CompileError(sorted(errors, key=lambda d: (d.line, d.col, d.code)))
+    return build_plan(unit, ws)

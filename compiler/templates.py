@@ -1,0 +1,361 @@
+"""Jinja2 for Ergon: the one module that knows how templates are parsed, analysed and rendered.
+
+Prompts, task titles and ``input`` mappings are Jinja2 templates rendered against the run's
+context. Both halves live here so that the checker and the runtime can never disagree:
+
+* the **checker** asks :func:`syntax_error` and :func:`template_reads` (which context fields a
+  template reads) and walks every template of a definition with :func:`iter_templates`;
+* the **runtime** calls :func:`render` / :func:`render_value` with the same environment.
+
+The environment is a :class:`~jinja2.sandbox.SandboxedEnvironment` (templates come from
+definition authors, and the data they see comes from LLMs and users) with
+:class:`~jinja2.StrictUndefined`: a missing field is an error, never a silently empty string in
+a prompt. Autoescape is off because the output is prompt text, not HTML.
+
+Speed: a definition of 1,000 nodes has 1,000 prompts, and Jinja's lexer costs ~150 µs a
+template. Most templates are plain ``{{ field }}`` substitutions, so :func:`analyse` recognises
+those with one regular expression and only hands anything richer to Jinja. Results are cached by
+text, so a template that appears in many nodes is analysed once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from functools import lru_cache
+from typing import Any
+
+from jinja2 import StrictUndefined, TemplateSyntaxError, nodes
+from jinja2.exceptions import TemplateError, UndefinedError
+from jinja2.runtime import Undefined
+from jinja2.sandbox import SandboxedEnvironment
+
+from compiler.errors import DocPath, did_you_mean
+from compiler.walk import iter_definitions
+from compiler.ir import (
+    AgentNode,
+    BranchNode,
+    ForeachNode,
+    HumanTaskNode,
+    InteractionDef,
+    InteractionNode,
+    OnCompleteTrigger,
+    PipelineDef,
+    ProcessDef,
+    ProcessNode,
+    ToolNode,
+)
+
+__all__ = [
+    "TemplateInfo", "analyse", "is_template", "iter_templates", "make_environment", "node_templates",
+    "render", "render_value", "syntax_error", "template_reads", "template_required_reads",
+]
+
+
+def _now() -> str:
+    """The current UTC time as an ISO-8601 string (templates: ``{{ _now() }}``)."""
+    return datetime.now(timezone.utc).isoformat()
+
+
+def _stringify(value: Any) -> str:
+    """JSON text of a value, for putting structured context into a prompt."""
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def make_environment() -> SandboxedEnvironment:
+    """The sandboxed Jinja2 environment every Ergon template is parsed and rendered with."""
+    env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+    env.filters["stringify"] = _stringify
+    env.globals["stringify"] = _stringify
+    env.globals["_now"] = _now
+    # The runtime replaces this with the node's model string before rendering.
+    env.globals["_model"] = None
+    return env
+
+
+_ENV = make_environment()
+#: Names every template may use without reading the context (Jinja's own globals and ours).
+GLOBAL_NAMES: frozenset[str] = frozenset(_ENV.globals)
+
+
+def is_template(text: object) -> bool:
+    """Whether a string contains Jinja markup (``{{``, ``{%`` or ``{#``)."""
+    return isinstance(text, str) and ("{{" in text or "{%" in text or "{#" in text)
+
+
+# --------------------------------------------------------------------------------------------
+# Static analysis
+
+
+@dataclass(frozen=True, slots=True)
+class TemplateInfo:
+    """What the checker needs to know about one template text."""
+
+    #: ``(message, line in the template)`` when it does not parse, else None
+    error: tuple[str, int] | None
+    #: top-level context names the template reads
+    reads: frozenset[str]
+    #: the subset whose absence fails rendering (not guarded by ``| default`` or ``is defined``)
+    required: frozenset[str]
+
+
+_EMPTY = TemplateInfo(None, frozenset(), frozenset())
+_EXPR = re.compile(r"\{\{(.*?)\}\}", re.S)
+# `name`, `name.attr[0]`, optionally one argument-less filter: the common shape of a placeholder.
+_SIMPLE = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)(?:\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\])*\s*(?:\|\s*([A-Za-z_][A-Za-z0-9_]*)\s*)?")
+# Words the fast path must not take for variable names (Jinja keywords and constants).
+_KEYWORDS = frozenset(
+    "and or not in is if else elif endif for endfor true false none True False None set block "
+    "macro call filter with import include extends from as recursive raw endraw".split()
+)
+_DEFAULT_FILTERS = frozenset({"default", "d"})
+_DEFINED_TESTS = frozenset({"defined", "undefined"})
+
+
+@lru_cache(maxsize=16384)
+def analyse(text: str) -> TemplateInfo:
+    """Parse ``text`` once and report its syntax error or the names it reads (cached by text)."""
+    if not is_template(text):
+        return _EMPTY
+    fast = _fast_analyse(text)
+    if fast is not None:
+        return fast
+    try:
+        ast = _ENV.parse(text)
+    except TemplateSyntaxError as exc:
+        return TemplateInfo((exc.message or str(exc), exc.lineno or 1), frozenset(), frozenset())
+    except TemplateError as exc:  # pragma: no cover - parse raises only syntax errors
+        return TemplateInfo((str(exc), 1), frozenset(), frozenset())
+    problem = _unknown_filter_or_test(ast)
+    if problem is not None:
+        return TemplateInfo(problem, frozenset(), frozenset())
+    walker = _Reads()
+    walker.visit(ast, frozenset())
+    declared = walker.stores | GLOBAL_NAMES
+    return TemplateInfo(None, frozenset(walker.loads - declared), frozenset(walker.required - declared))
+
+
+def _fast_analyse(text: str) -> TemplateInfo | None:
+    """Reads of a template made only of ``{{ name.path | filter }}`` placeholders, else None."""
+    names: set[str] = set()
+    last = 0
+    for m in _EXPR.finditer(text):
+        between = text[last:m.start()]
+        if "{%" in between or "{#" in between:
+            return None
+        simple = _SIMPLE.fullmatch(m.group(1))
+        if simple is None:
+            return None
+        name, filt = simple.group(1), simple.group(2)
+        if name in _KEYWORDS or (filt is not None and (filt in _DEFAULT_FILTERS or filt not in _ENV.filters)):
+            return None
+        names.add(name)
+        last = m.end()
+    tail = text[last:]
+    if "{{" in tail or "{%" in tail or "{#" in tail:
+        return None
+    reads = frozenset(names - GLOBAL_NAMES)
+    return TemplateInfo(None, reads, reads)
+
+
+def _unknown_filter_or_test(ast: nodes.Template) -> tuple[str, int] | None:
+    """Jinja reports unknown filters/tests only when compiling (slow): check them on the AST."""
+    for node in ast.find_all((nodes.Filter, nodes.Test)):
+        table, what = (_ENV.filters, "filter") if isinstance(node, nodes.Filter) else (_ENV.tests, "test")
+        if node.name not in table:
+            hint = did_you_mean(node.name, table)
+            message = f"no {what} named `{node.name}`" + (f" ({hint})" if hint else "")
+            return message, node.lineno or 1
+    return None
+
+
+class _Reads:
+    """Collects loaded and stored names of a template AST.
+
+    Scoping is approximated on the safe side: a name assigned anywhere in the template (``set``,
+    ``for`` targets, macro parameters) is not a context read. A load directly under
+    ``| default(...)``, an ``is defined`` test, or inside ``{% if x is defined %}`` is a read that
+    may be absent: it counts for "unknown field" but not for "may be unset".
+    """
+
+    def __init__(self) -> None:
+        self.loads: set[str] = set()
+        self.required: set[str] = set()
+        self.stores: set[str] = set()
+
+    def visit(self, node: nodes.Node, guarded: frozenset[str]) -> None:
+        if isinstance(node, nodes.Name):
+            if node.ctx == "load":
+                self.loads.add(node.name)
+                if node.name not in guarded:
+                    self.required.add(node.name)
+            else:
+                self.stores.add(node.name)
+            return
+        if isinstance(node, nodes.For):
+            self.stores.add("loop")
+        elif isinstance(node, (nodes.Macro, nodes.CallBlock)):
+            self.stores.update(("caller", "varargs", "kwargs"))
+            if isinstance(node, nodes.Macro):
+                self.stores.add(node.name)
+        if isinstance(node, (nodes.Filter, nodes.Test)) and isinstance(node.node, nodes.Name):
+            if (node.name in _DEFAULT_FILTERS if isinstance(node, nodes.Filter) else node.name in _DEFINED_TESTS):
+                guarded = guarded | {node.node.name}
+        if isinstance(node, (nodes.If, nodes.CondExpr)):
+            self.visit(node.test, guarded)
+            inner = guarded | _defined_names(node.test)
+            if isinstance(node, nodes.If):
+                for child in node.body:
+                    self.visit(child, inner)
+                for child in [*node.elif_, *node.else_]:
+                    self.visit(child, guarded)
+            else:
+                self.visit(node.expr1, inner)
+                if node.expr2 is not None:
+                    self.visit(node.expr2, guarded)
+            return
+        for child in node.iter_child_nodes():
+            self.visit(child, guarded)
+
+
+def _defined_names(test: nodes.Node) -> frozenset[str]:
+    """Names that ``test`` proves defined when true: ``x is defined`` (and conjunctions of it)."""
+    if isinstance(test, nodes.Test) and test.name == "defined" and isinstance(test.node, nodes.Name):
+        return frozenset({test.node.name})
+    if isinstance(test, nodes.And):
+        return _defined_names(test.left) | _defined_names(test.right)
+    return frozenset()
+
+
+def syntax_error(text: str) -> tuple[str, int] | None:
+    """``(message, line within the template)`` if ``text`` does not parse, else None."""
+    return analyse(text).error
+
+
+def template_reads(text: str) -> set[str]:
+    """Top-level names a template reads from the context (Jinja globals excluded)."""
+    return set(analyse(text).reads)
+
+
+def template_required_reads(text: str) -> set[str]:
+    """Names whose absence makes rendering fail (reads not guarded by ``default``/``defined``)."""
+    return set(analyse(text).required)
+
+
+# --------------------------------------------------------------------------------------------
+# Where templates are in a definition
+
+TemplateSite = tuple[DocPath, str, frozenset[str]]
+
+
+def _values(value: Any, path: DocPath, scope: frozenset[str]) -> Iterator[TemplateSite]:
+    """Every template string inside an ``input``-like value (dicts and lists, recursively)."""
+    if isinstance(value, str):
+        if is_template(value):
+            yield path, value, scope
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _values(item, (*path, key), scope)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _values(item, (*path, i), scope)
+
+
+def node_templates(node: Any, path: DocPath, scope: frozenset[str] = frozenset()) -> Iterator[TemplateSite]:
+    """Templates a node renders against *its own definition's* context, with extra names in scope.
+
+    Covers agent prompts, ``input`` mappings of tool/interaction/agent/process nodes, human-task
+    titles and descriptions, and for ``foreach``/``branch`` their children (a foreach child and
+    its ``item_id`` also see the ``as`` name). Inline ``process_definition`` bodies render
+    against the child's context, so they are not included (:func:`iter_templates` walks them).
+    ``config.context_update`` is a fixed value, never rendered.
+    """
+    if isinstance(node, AgentNode) and node.prompt is not None and is_template(node.prompt):
+        yield (*path, "prompt"), node.prompt, scope
+    if isinstance(node, (ToolNode, InteractionNode, AgentNode, ProcessNode)) and node.input:
+        yield from _values(node.input, (*path, "input"), scope)
+    if isinstance(node, HumanTaskNode):
+        if is_template(node.task.title):
+            yield (*path, "task", "title"), node.task.title, scope
+        if node.task.description is not None and is_template(node.task.description):
+            yield (*path, "task", "description"), node.task.description, scope
+    if isinstance(node, ForeachNode):
+        inner = scope | {node.as_}
+        if node.item_id is not None and is_template(node.item_id):
+            yield (*path, "item_id"), node.item_id, inner
+        yield from node_templates(node.node, (*path, "node"), inner)
+    if isinstance(node, BranchNode):
+        for i, arm in enumerate(node.branches):
+            yield from node_templates(arm.node, (*path, "branches", i, "node"), scope)
+
+
+def iter_templates(defn: Any, path: DocPath = ()) -> Iterator[TemplateSite]:
+    """Every template string of a definition, with the extra names in scope where it renders.
+
+    Processes and pipelines: every node's templates (:func:`node_templates`), inline child
+    processes recursively, and on-complete triggers' ``map``. Interactions: each prompt
+    segment's template. Other kinds have no Jinja templates (workflows use ``${}``).
+    """
+    if isinstance(defn, (ProcessDef, PipelineDef)):
+        for graph, graph_path in iter_definitions(defn, path):
+            for nid, node in graph.nodes.items():
+                yield from node_templates(node, (*graph_path, "nodes", nid))
+            for i, trigger in enumerate(graph.triggers):
+                if isinstance(trigger, OnCompleteTrigger):
+                    yield from _values(trigger.map, (*graph_path, "triggers", i, "map"), frozenset())
+    elif isinstance(defn, InteractionDef):
+        for i, segment in enumerate(defn.prompts):
+            if is_template(segment.template):
+                yield (*path, "prompts", i, "template"), segment.template, frozenset()
+
+
+# --------------------------------------------------------------------------------------------
+# Rendering (used by the runtime)
+
+# A value that is exactly one expression: rendered to its native value, not to text.
+_SINGLE = re.compile(r"\{\{((?:(?!\{\{|\}\}).)*)\}\}", re.S)
+
+
+@lru_cache(maxsize=4096)
+def _compiled(text: str):
+    return _ENV.from_string(text)
+
+
+@lru_cache(maxsize=4096)
+def _compiled_expression(expr: str):
+    return _ENV.compile_expression(expr, undefined_to_none=False)
+
+
+def render(template_text: str, data: Mapping[str, Any]) -> str:
+    """Render a template against ``data``; a missing name raises :class:`jinja2.UndefinedError`."""
+    if not is_template(template_text):
+        return template_text
+    return _compiled(template_text).render(dict(data))
+
+
+def render_value(value: Any, data: Mapping[str, Any]) -> Any:
+    """Render every string inside ``value`` (dicts and lists recursively).
+
+    A string that is exactly one ``{{ expr }}`` yields the expression's native value, so
+    ``"{{invoice}}"`` passes a dict through and ``"{{total}}"`` stays a number.
+    """
+    if isinstance(value, str):
+        single = _SINGLE.fullmatch(value)
+        if single is not None and "{%" not in value and "{#" not in value:
+            result = _compiled_expression(single.group(1).strip())(**dict(data))
+            if isinstance(result, Undefined):
+                result._fail_with_undefined_error()  # StrictUndefined: raises UndefinedError
+            return result
+        return render(value, data)
+    if isinstance(value, Mapping):
+        return {key: render_value(item, data) for key, item in value.items()}
+    if isinstance(value, list):
+        return [render_value(item, data) for item in value]
+    return value
+
+
+# Re-exported for the runtime's error handling.
+RenderError = (TemplateError, UndefinedError)

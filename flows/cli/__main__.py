@@ -1,0 +1,5 @@
+"""`python -m flows.cli` is the `ergon` command."""
+
+from flows.cli import main
+
+main()

@@ -1,0 +1,142 @@
+"""Crash, resume and cancel — with real `ergon` processes, killed and restarted."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from testing_tools import marks
+
+pytestmark = pytest.mark.prefect
+
+ERGON = [sys.executable, "-m", "flows.cli"]
+
+CHAIN = """
+format_version: 1
+process: {name}
+initial: a
+context:
+  schema: {{type: object, properties: {{last: {{type: string}}}}}}
+nodes:
+  a: {{type: tool, tool: mark, input: {{name: a}}, writes: [last], transitions: [{{to: b}}]}}
+  b: {{type: tool, tool: mark, input: {{name: b, seconds: {b_seconds}}}, writes: [last], transitions: [{{to: c}}]}}
+  c: {{type: tool, tool: mark, input: {{name: c}}, writes: [last], transitions: [{{to: {after_c}}}]}}
+  done: {{type: final}}
+"""
+
+
+def ergon(args: list[str], env: dict, **kw) -> subprocess.Popen:
+    return subprocess.Popen(ERGON + args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+@pytest.fixture
+def cli_env(prefect_api, store, definitions):
+    env = {**os.environ, "ERGON_DATABASE_URL": store, "ERGON_DEFINITIONS": str(definitions), "COLUMNS": "200"}
+    return env
+
+
+def wait_for(predicate, timeout: float = 60.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_resume_after_kill_does_not_repeat_completed_visits(cli_env, definitions):
+    from flows.store import repo
+
+    (definitions / "crashy.yaml").write_text(CHAIN.format(name="crashy", b_seconds=5, after_c="done"))
+    proc = ergon(["run", "crashy", "--json"], cli_env)
+    try:
+        def b_running():
+            rows, _ = repo.list_runs(definition="crashy")
+            if not rows:
+                return None
+            vs = repo.visits_for_run(rows[0].id)
+            return rows[0].id if any(v.node_id == "b" and v.status == "running" for v in vs) else None
+
+        run_id = wait_for(b_running, what="node b to start")
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert repo.get_run(run_id).status == "running", "a killed process leaves its run marked running"
+    assert marks() == ["a"]
+
+    res = subprocess.run(ERGON + ["runs", "resume", run_id, "--json"], env=cli_env,
+                         capture_output=True, text=True, timeout=180)
+    assert res.returncode == 0, res.stderr
+    result = json.loads(res.stdout.strip().splitlines()[-1])
+    assert result["status"] == "completed" and result["outcome"] == "done"
+    assert marks() == ["a", "b", "c"], "a completed before the crash and was not repeated"
+    run = repo.get_run(run_id)
+    assert run.status == "completed"
+    a_visits = [v for v in repo.visits_for_run(run_id) if v.node_id == "a"]
+    assert len(a_visits) == 1
+    crashed_b = [v for v in repo.visits_for_run(run_id) if v.node_id == "b"]
+    assert [v.status for v in crashed_b][-1] == "completed"
+    assert "marked crashed" in res.stderr, "resume first detects the dead process"
+    assert crashed_b[0].status != "running", "the visit the crash interrupted is closed"
+
+
+def test_cancel_takes_effect_between_nodes(cli_env, definitions):
+    from flows.store import repo
+
+    (definitions / "cancelme.yaml").write_text(CHAIN.format(name="cancelme", b_seconds=8, after_c="done"))
+    proc = ergon(["run", "cancelme", "--json"], cli_env)
+    try:
+        def b_running():
+            rows, _ = repo.list_runs(definition="cancelme")
+            if not rows:
+                return None
+            return rows[0].id if any(v.node_id == "b" and v.status == "running" for v in repo.visits_for_run(rows[0].id)) else None
+
+        run_id = wait_for(b_running, what="node b to start")
+        cancel = subprocess.run(ERGON + ["runs", "cancel", run_id], env=cli_env, capture_output=True, text=True, timeout=60)
+        assert cancel.returncode == 0, cancel.stderr
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, err
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["status"] == "cancelled"
+    assert marks() == ["a", "b"], "b finished, c never started"
+    assert repo.get_run(run_id).status == "cancelled"
+
+
+def test_cli_run_json_and_exit_codes(cli_env, definitions):
+    (definitions / "quick.yaml").write_text(CHAIN.format(name="quick", b_seconds=0, after_c="done"))
+    ok = subprocess.run(ERGON + ["run", "quick", "--json"], env=cli_env, capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    result = json.loads(ok.stdout.strip().splitlines()[-1])
+    assert set(result) == {"run_id", "status", "outcome", "context", "error"}
+    assert result["status"] == "completed" and result["context"] == {"last": "c"}
+    assert "Traceback" not in ok.stderr and "Warning" not in ok.stderr
+
+    bad_input = subprocess.run(ERGON + ["run", "quick", "--input", "nope=1"], env=cli_env, capture_output=True, text=True, timeout=60)
+    assert bad_input.returncode == 2
+    assert "error[invalid-input] nope: `nope` is not a field" in bad_input.stderr
+
+    (definitions / "broken.yaml").write_text(CHAIN.format(name="broken", b_seconds=0, after_c="nowhere"))
+    broken = subprocess.run(ERGON + ["run", "broken"], env=cli_env, capture_output=True, text=True, timeout=60)
+    assert broken.returncode == 2
+    assert "error[unknown-target]" in broken.stderr and "broken.yaml:" in broken.stderr
+
+    shown = subprocess.run(ERGON + ["runs", "show", result["run_id"], "--json"], env=cli_env, capture_output=True, text=True, timeout=60)
+    data = json.loads(shown.stdout)
+    assert [v["node_id"] for v in data["visits"]] == ["a", "b", "c", "done"]
+    assert data["visits"][0]["context_diff"][0]["new"] == "a"
+    exported = subprocess.run(ERGON + ["runs", "export", result["run_id"]], env=cli_env, capture_output=True, text=True, timeout=60)
+    assert json.loads(exported.stdout)["run"]["id"] == result["run_id"]

@@ -1,0 +1,35 @@
+"""Fixtures for the store tests: every test gets its own real SQLite file under ``tmp_path``.
+
+Running the migrations takes about half a second, so they run once per session into a template
+file that each test copies; ``init_db`` on the copy then finds the schema at head.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from flows.store import db
+
+
+@pytest.fixture(scope="session")
+def migrated_template(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("store-template")
+    url = f"sqlite:///{folder / 'ergon.db'}"
+    db.init_db(url)
+    db.dispose_all()  # closes the connections, which checkpoints the WAL into the file
+    return folder / "ergon.db"
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch, migrated_template) -> str:
+    """An empty, migrated store at ``<tmp_path>/ergon.db`` (ERGON_HOME=tmp_path); its URL."""
+    monkeypatch.delenv("ERGON_DATABASE_URL", raising=False)
+    monkeypatch.setenv("ERGON_HOME", str(tmp_path))
+    shutil.copy(migrated_template, tmp_path / "ergon.db")
+    url = db.database_url()
+    db.init_db(url)
+    yield url
+    db.dispose_all()

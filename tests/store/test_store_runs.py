@@ -1,0 +1,212 @@
+"""Runs: creation, snapshots, status transitions, listing and export, on a real SQLite file."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import sqlalchemy as sa
+
+from flows.store import db, repo
+from flows.store.models import Run, new_id
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def test_create_and_get_round_trip(store):
+    run = repo.create_run("contract_review", content={"process": "x"}, inputs={"doc": "a"},
+                          context={"doc": "a", "n": 0}, started_by="ann", trigger="api")
+    got = repo.get_run(run.id)
+    assert (got.definition_name, got.status, got.inputs, got.context, got.trigger, got.started_by) == (
+        "contract_review", "pending", {"doc": "a"}, {"doc": "a", "n": 0}, "api", "ann")
+    assert got.created_at.tzinfo is not None and got.created_at.utcoffset() == timedelta(0)
+    assert repo.get_snapshot(got.content_hash) == {"process": "x"}
+    assert repo.get_run("nope") is None
+
+
+def test_run_ids_can_be_chosen_by_the_caller(store):
+    assert repo.create_run("d", run_id="fixed-id").id == "fixed-id"
+
+
+def test_unknown_trigger_is_refused(store):
+    with pytest.raises(repo.StoreError, match="trigger"):
+        repo.create_run("d", trigger="telepathy")
+
+
+def test_snapshots_are_stored_once_per_content(store):
+    a = repo.create_run("d", content={"b": 1, "a": [1, 2]})
+    b = repo.create_run("d", content={"a": [1, 2], "b": 1})  # same content, other key order
+    c = repo.create_run("d", content={"a": [2, 1], "b": 1})
+    assert a.content_hash == b.content_hash != c.content_hash
+    assert repo.snapshot_definition({"b": 1, "a": [1, 2]}) == a.content_hash
+    with db.get_engine(store).connect() as conn:
+        assert conn.exec_driver_sql("select count(*) from definition_snapshots").scalar() == 2
+
+
+def test_status_lifecycle_stamps_times_pid_and_outcome(store):
+    run = repo.create_run("d")
+    now = T0 + timedelta(seconds=5)
+    running = repo.set_run_status(run.id, "running", now=now)
+    assert (running.started_at, running.heartbeat_at, running.ended_at) == (now, now, None)
+    assert running.pid and running.host
+    done = repo.set_run_status(run.id, "completed", outcome="approved", now=now + timedelta(seconds=3))
+    assert (done.status, done.outcome, done.ended_at) == ("completed", "approved", now + timedelta(seconds=3))
+    assert repo.get_run(run.id).outcome == "approved"
+
+
+def test_impossible_transitions_are_refused(store):
+    run = repo.create_run("d")
+    repo.set_run_status(run.id, "running")
+    repo.set_run_status(run.id, "completed")
+    with pytest.raises(repo.InvalidTransition, match="from completed to running"):
+        repo.set_run_status(run.id, "running")
+    with pytest.raises(repo.StoreError, match="run status"):
+        repo.set_run_status(run.id, "exploded")
+    with pytest.raises(repo.NotFound):
+        repo.set_run_status("missing", "running")
+    repo.set_run_status(run.id, "completed")  # same status again: a retried report, fine
+
+
+def test_resuming_a_failed_run_clears_the_failure(store):
+    run = repo.create_run("d")
+    repo.set_run_status(run.id, "running", now=T0)
+    failed = repo.set_run_status(run.id, "failed", error="boom", now=T0 + timedelta(seconds=1))
+    assert (failed.error, failed.ended_at) == ("boom", T0 + timedelta(seconds=1))
+    resumed = repo.set_run_status(run.id, "running", now=T0 + timedelta(seconds=9))
+    assert (resumed.status, resumed.error, resumed.ended_at, resumed.started_at) == ("running", None, None, T0)
+
+
+def test_context_usage_and_updates(store):
+    run = repo.create_run("d", context={"a": 1})
+    repo.update_run_context(run.id, {"a": 2, "b": [1]}, now=T0)
+    repo.add_run_usage(run.id, cost_usd=0.25, tokens=100)
+    repo.add_run_usage(run.id, cost_usd=0.5, tokens=1)
+    repo.update_run(run.id, prefect_flow_run_id="pf-1")
+    got = repo.get_run(run.id)
+    assert (got.context, got.heartbeat_at, got.cost_usd, got.tokens, got.prefect_flow_run_id) == (
+        {"a": 2, "b": [1]}, T0, 0.75, 101, "pf-1")
+    with pytest.raises(repo.StoreError, match="status"):
+        repo.update_run(run.id, status="completed")
+    with pytest.raises(repo.NotFound):
+        repo.update_run_context("missing", {})
+
+
+def _bulk_runs(url: str, rows: list[dict]) -> None:
+    """Insert many runs in one statement (the repo adds one row per transaction, by design)."""
+    base = {"definition_version": None, "content_hash": None, "outcome": None, "inputs": {}, "context": {},
+            "parent_run_id": None, "parent_visit_id": None, "trigger": "manual", "started_by": None,
+            "prefect_flow_run_id": None, "started_at": None, "ended_at": None, "error": None, "cost_usd": 0.0,
+            "tokens": 0, "heartbeat_at": None, "pid": None, "host": None}
+    with db.get_engine(url).begin() as conn:
+        conn.execute(sa.insert(Run.__table__), [{**base, "id": new_id(), **row} for row in rows])
+
+
+@pytest.fixture
+def twelve_runs(store):
+    statuses = ["completed", "failed", "running"]
+    rows = [{"definition_name": f"def{i % 2}", "status": statuses[i % 3], "started_by": "bob" if i == 7 else None,
+             "created_at": T0 + timedelta(minutes=i)} for i in range(12)]
+    _bulk_runs(store, rows)
+    return rows
+
+
+def _minutes(runs) -> list[int]:
+    return [int((r.created_at - T0).total_seconds() // 60) for r in runs]
+
+
+def test_list_runs_newest_first_with_total(twelve_runs):
+    rows, total = repo.list_runs(limit=5)
+    assert total == 12 and _minutes(rows) == [11, 10, 9, 8, 7]
+    rows, total = repo.list_runs(limit=5, offset=10)
+    assert total == 12 and _minutes(rows) == [1, 0]
+
+
+def test_list_runs_filters(twelve_runs):
+    rows, total = repo.list_runs(status="failed")
+    assert total == 4 and _minutes(rows) == [10, 7, 4, 1]
+    rows, total = repo.list_runs(status=["failed", "running"], definition="def0")
+    assert _minutes(rows) == [10, 8, 4, 2] and total == 4
+    rows, _ = repo.list_runs(text="BO")
+    assert _minutes(rows) == [7]
+    rows, _ = repo.list_runs(text="def1", since=T0 + timedelta(minutes=5), until=T0 + timedelta(minutes=9))
+    assert _minutes(rows) == [7, 5]
+    assert repo.list_runs(text="%") == ([], 0)  # LIKE wildcards are matched literally
+    assert repo.definition_names_with_runs() == ["def0", "def1"]
+
+
+def _generate_runs(url: str, count: int) -> None:
+    """Insert ``count`` runs inside SQLite (a Python-side insert of 100k rows takes ~10 s).
+
+    Run ``i`` has definition ``def<i % 20>``, status ``statuses[i % 4]`` and was created ``i``
+    seconds after T0, written in SQLAlchemy's SQLite datetime format.
+    """
+    sql = f"""
+        WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i + 1 < {count})
+        INSERT INTO runs (id, definition_name, status, inputs, context, trigger, created_at, cost_usd, tokens)
+        SELECT lower(hex(randomblob(16))), 'def' || (i % 20),
+               CASE i % 4 WHEN 0 THEN 'completed' WHEN 1 THEN 'failed' WHEN 2 THEN 'running' ELSE 'paused' END,
+               '{{}}', '{{}}', 'manual', datetime('2025-01-01', '+' || i || ' seconds') || '.000000', 0, 0
+        FROM seq"""
+    with db.get_engine(url).begin() as conn:
+        conn.exec_driver_sql(sql)
+
+
+def test_list_runs_pages_correctly_and_uses_the_indexes_at_100k_runs(store):
+    # Speed is measured in benchmarks/, not asserted here: this checks the results and the
+    # query plan (an index gives the order, so no sort of 100k rows happens).
+    _generate_runs(store, 100_000)
+    cases = [({}, 99_999), ({"status": "failed"}, 99_997), ({"definition": "def3"}, 99_983),
+             ({"status": "paused", "offset": 5000}, 99_999 - 4 * 5000)]
+    for kwargs, newest in cases:
+        rows, total = repo.list_runs(**kwargs)
+        assert len(rows) == 50 and total >= 5000
+        assert rows[0].created_at == T0 + timedelta(seconds=newest)
+        assert rows == sorted(rows, key=lambda r: r.created_at, reverse=True)
+    assert repo.list_runs(status="failed")[1] == 25_000
+    with db.get_engine(store).connect() as conn:
+        plan = " | ".join(str(r[-1]) for r in conn.exec_driver_sql(
+            "EXPLAIN QUERY PLAN SELECT id FROM runs WHERE status = 'failed' "
+            "ORDER BY created_at DESC, id DESC LIMIT 50"))
+    # The index gives the order; only ties on created_at are sorted ("RIGHT PART OF ORDER BY").
+    assert "USING INDEX ix_runs_status_created_at" in plan
+    assert "TEMP B-TREE FOR ORDER BY" not in plan
+
+
+def test_child_runs(store):
+    parent = repo.create_run("p")
+    kids = [repo.create_run("c", parent_run_id=parent.id, trigger="subprocess") for _ in range(2)]
+    assert [r.id for r in repo.child_runs(parent.id)] == [k.id for k in kids]
+
+
+def test_export_run_is_one_json_document(store):
+    run = repo.create_run("d", content={"process": "p"}, inputs={"a": 1})
+    visit = repo.start_visit(run.id, "ask", "agent", input={"q": 1})
+    repo.record_llm_call(run.id, "offline/echo", visit_id=visit.id, messages=[{"role": "user", "content": "hi"}],
+                         response={"content": "yo"}, tokens_in=3, tokens_out=2, cost_usd=0.01)
+    repo.record_tool_call(run.id, "fetch", visit_id=visit.id, args={"url": "u"}, result={"ok": True})
+    repo.finish_visit(visit.id, output={"a": 2}, context_diff=[{"op": "replace", "path": "/a", "old": 1, "new": 2}])
+    repo.record_artifact(run.id, "report", "markdown", "# hi", visit_id=visit.id)
+    task = repo.create_task(run.id, "approve", "Approve?", fields=[{"name": "ok", "type": "boolean"}])
+    child = repo.create_run("c", parent_run_id=run.id)
+
+    doc = json.loads(json.dumps(repo.export_run(run.id)))
+    assert doc["format"] == "ergon.run/1"
+    assert doc["run"]["id"] == run.id and doc["run"]["tokens"] == 5
+    assert doc["definition"] == {"process": "p"}
+    assert [v["node_id"] for v in doc["visits"]] == ["ask"]
+    assert doc["visits"][0]["context_diff"][0]["new"] == 2
+    assert [a["key"] for a in doc["artifacts"]] == ["report"]
+    assert doc["llm_calls"][0]["response"] == {"content": "yo"}
+    assert doc["tool_calls"][0]["tool"] == "fetch"
+    assert doc["tasks"][0]["id"] == task.id and doc["tasks"][0]["events"][0]["action"] == "created"
+    assert doc["children"] == [child.id]
+    with pytest.raises(repo.NotFound):
+        repo.export_run("missing")
+
+
+def test_lookups_by_prefect_id_and_status(store):
+    run = repo.create_run("d", prefect_flow_run_id="pf-42")
+    assert repo.get_run_by_prefect_id("pf-42").id == run.id
+    assert repo.get_run_by_prefect_id("pf-0") is None
+    assert repo.run_status(run.id) == "pending" and repo.run_status("missing") is None
