@@ -31,8 +31,9 @@ def detect_kind(data: dict) -> tuple[str | None, Finding | None]:
             hint=f"add `kind:` with one of {', '.join(f'`{k}`' for k in KINDS)} "
             "(a process document may omit it and carry `format_version: 1`)",
         )
-    if kind not in KINDS:
-        return None, Finding("unknown-kind", ("kind",), f"unknown kind `{kind}`", hint=choices_hint(str(kind), KINDS, what="kinds"))
+    if not isinstance(kind, str) or kind not in KINDS:
+        shown = kind if isinstance(kind, str) else type(kind).__name__
+        return None, Finding("unknown-kind", ("kind",), f"unknown kind `{shown}`", hint=choices_hint(str(shown), KINDS, what="kinds"))
     return kind, None
 
 
@@ -59,7 +60,7 @@ def _translate(exc: ValidationError, model: type[BaseModel], data: Any) -> list[
     out: list[Finding] = []
     seen: set[tuple[DocPath, str]] = set()
     for err in exc.errors(include_url=False):
-        loc = _clean_loc(err["loc"], data)
+        loc = _clean_loc(err["loc"], data, model)
         finding = _finding_for(err, loc, model, data)
         key = (finding.path, finding.code)
         if key in seen:  # union members often repeat the same complaint
@@ -69,28 +70,62 @@ def _translate(exc: ValidationError, model: type[BaseModel], data: Any) -> list[
     return out
 
 
-def _clean_loc(loc: tuple, data: Any) -> DocPath:
-    """Drop pydantic's union-member segments (e.g. ``'tool'`` tags, ``'str'``) that are not in the data."""
+def _clean_loc(loc: tuple, data: Any, model: type[BaseModel]) -> DocPath:
+    """Drop pydantic's union-member segments (a tag such as ``'tool'``, a member such as
+    ``'str'`` or ``'CollectSpec'``), which are not part of the document."""
     path: list[str | int] = []
     node = data
     for seg in loc:
+        if isinstance(node, dict) and node.get("type") == seg and _at_tagged_union(model, data, tuple(path)):
+            continue  # the tag comes first: a tool node also has a `tool:` field
         if isinstance(node, dict) and seg in node:
             path.append(seg)
             node = node[seg]
         elif isinstance(node, list) and isinstance(seg, int) and 0 <= seg < len(node):
             path.append(seg)
             node = node[seg]
-        elif isinstance(node, dict) and isinstance(seg, str) and not _is_union_tag(seg):
+        elif isinstance(node, dict) and node.get("type") == seg:
+            continue  # the tag of a tagged union: the data's own `type`
+        elif isinstance(seg, str) and _is_member_name(seg):
+            continue
+        elif isinstance(node, dict) and isinstance(seg, str):
             path.append(seg)  # a missing or extra key: keep it, the source map falls back to the parent
             node = None
-        # else: a union member name or tag value: not part of the document
+        # else: a segment below a value that is not a container: nothing to point at
     return tuple(path)
 
 
-def _is_union_tag(seg: str) -> bool:
-    return seg in NODE_TYPES or seg in ("cron", "interval", "webhook", "on_complete") or seg.startswith(
-        ("str", "int", "float", "bool", "list[", "dict[", "function-", "json-or-python", "none", "CollectSpec", "literal[")
-    )
+def _at_tagged_union(model: type[BaseModel], data: Any, path: DocPath) -> bool:
+    """Whether the value at ``path`` is declared as a union of models tagged by ``type``."""
+    if not path:
+        return False
+    parent = _model_at(model, data, path[:-1]) if not isinstance(path[-1], int) else None
+    if parent is None:  # inside a dict/list of nodes: look at the container's declared items
+        parent_path = path[:-1]
+        container = _model_at(model, data, parent_path[:-1]) if parent_path else None
+        field = _field_by_name(container, parent_path[-1]) if container is not None and parent_path else None
+    else:
+        field = _field_by_name(parent, path[-1])
+    if field is None:
+        return False
+    members = [c for c in _flatten(_unwrap(field.annotation)) if isinstance(c, type) and issubclass(c, BaseModel)]
+    return len(members) > 1 and all("type" in m.model_fields for m in members)
+
+
+def _flatten(candidates: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    for c in candidates:
+        out.extend(_flatten(c[1]) if isinstance(c, tuple) else [c])
+    return out
+
+
+_MEMBER_PREFIXES = ("str", "int", "float", "bool", "list[", "dict[", "function-", "json-or-python", "none",
+                    "literal[", "tagged-union[", "nullable[", "union[", "lax-", "constrained-")
+
+
+def _is_member_name(seg: str) -> bool:
+    """Pydantic names union members by type (``str``, ``list[...]``) or by class (``CollectSpec``)."""
+    return seg.startswith(_MEMBER_PREFIXES) or (seg[:1].isupper() and seg.isidentifier())
 
 
 def _finding_for(err: dict, loc: DocPath, model: type[BaseModel], data: Any) -> Finding:
