@@ -27,7 +27,7 @@ PY = BIN / "python"
 STAMP = VENV / ".ergon-installed"
 #: OS packages (Debian names) the full suite uses, and a binary that shows each is present.
 OS_PACKAGES = {"chromium": "/usr/bin/chromium", "postgresql": "/usr/lib/postgresql"}
-DEMO_DEFINITION = "contract_review"
+DEMO_DEFINITION = "document_intake"  # contract_review once LLM nodes and human tasks run
 
 
 def run(cmd: list[str], **kw) -> int:
@@ -74,7 +74,7 @@ def demo() -> int:
     ergon = BIN / "ergon"
     if run([ergon, "check", "definitions"]) != 0:
         return 1
-    return run([ergon, "run", DEMO_DEFINITION, "--input", "contract_doc_id=doc-demo-contract"])
+    return run([ergon, "run", DEMO_DEFINITION, "--input", "documentId=doc-demo"])
 
 
 def test(args: list[str]) -> int:

@@ -24,11 +24,17 @@ from flows.store.diff import context_diff
 class StoreRecorder:
     """Visits, checkpoints and the run's lifecycle in the store."""
 
-    def __init__(self, run_id: str, *, fresh: bool, context: dict[str, Any]):
+    def __init__(self, run_id: str, *, fresh: bool, context: dict[str, Any], past: list[Any] = ()):
         self.run_id = run_id
         self.fresh = fresh
         self.context = context
-        self._past: list[VisitRecord] | None = None
+        self._past = [VisitRecord(v.id, v.node_id, v.status, v.next_node, v.item_key, v.parent_visit_id, v.output)
+                      for v in past]
+        # This recorder is the only writer of the run's visits while it runs, so it numbers
+        # them itself (no lock, no MAX query per visit).
+        self._sequence = max((v.sequence for v in past), default=0)
+        self._started: dict[str, Any] = {}
+        self._status = "running"
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
@@ -48,12 +54,12 @@ class StoreRecorder:
             )
         elif prefect_flow_run_id and run.prefect_flow_run_id != prefect_flow_run_id:
             repo.update_run(run.id, prefect_flow_run_id=prefect_flow_run_id)
-        fresh = not repo.visits_for_run(run.id)
+        past = repo.visits_for_run(run.id)
         if run.status != "running":
             repo.set_run_status(run.id, "running", pid=pid, host=host)
         else:
             repo.update_run(run.id, pid=pid, host=host)
-        return cls(run.id, fresh=fresh, context=dict(run.context or {}))
+        return cls(run.id, fresh=not past, context=dict(run.context or {}), past=past)
 
     def set_context(self, context: dict[str, Any]) -> None:
         self.context = context
@@ -80,35 +86,35 @@ class StoreRecorder:
     # ------------------------------------------------------------------ Recorder protocol
     def start_visit(self, *, node: PlanNode, attempt: int, input: Any, parent_visit_id: str | None = None,
                     item_key: str | None = None) -> str:
+        self._sequence += 1
         visit = repo.start_visit(self.run_id, node.id, node.type, input=input, item_key=item_key,
-                                 parent_visit_id=parent_visit_id, attempt=attempt)
+                                 parent_visit_id=parent_visit_id, attempt=attempt, sequence=self._sequence)
+        self._started[visit.id] = visit.started_at
         return visit.id
 
     def finish_visit(self, visit_id: str, *, status: str, output: Any = None, error: str | None = None,
                      next_node: str | None = None, old_context: dict | None = None,
                      new_context: dict | None = None, child_run_id: str | None = None) -> None:
+        diff = context_diff(old_context or {}, new_context) if new_context is not None else None
+        self._status = repo.close_visit(visit_id, self.run_id, started_at=self._started.pop(visit_id), status=status,
+                                        output=output, context_diff=diff, error=error, next_node=next_node,
+                                        context=new_context) or self._status
         if new_context is not None:
-            diff = context_diff(old_context or {}, new_context)
-            repo.checkpoint_visit(visit_id, self.run_id, status=status, output=output, context_diff=diff,
-                                  next_node=next_node, context=new_context)
             self.context = new_context
-        else:
-            repo.finish_visit(visit_id, status, output=output, error=error, next_node=next_node)
 
     def skip_visit(self, *, node: PlanNode, reason: str, status: str = "skipped") -> None:
-        visit = repo.start_visit(self.run_id, node.id, node.type, input=None)
-        repo.finish_visit(visit.id, status, error=reason)
+        visit_id = self.start_visit(node=node, attempt=1, input=None)
+        self.finish_visit(visit_id, status=status, error=reason)
 
     def past_visits(self) -> list[VisitRecord]:
-        if self._past is None:  # read once: the engine only needs the state it started from
-            self._past = [
-                VisitRecord(v.id, v.node_id, v.status, v.next_node, v.item_key, v.parent_visit_id, v.output)
-                for v in repo.visits_for_run(self.run_id)
-            ]
+        """The visits as they were when the run (re)started: what resume decisions need."""
         return self._past
 
     def cancel_requested(self) -> bool:
-        return repo.run_status(self.run_id) in ("cancelling", "cancelled")
+        """Read from the last checkpoint's transaction (fresh at every node boundary)."""
+        if not self._started and self._sequence == 0:  # before the first visit: ask the store
+            self._status = repo.run_status(self.run_id) or self._status
+        return self._status in ("cancelling", "cancelled")
 
 
 def request_content_hash(request: Any, plan: Plan) -> str | None:

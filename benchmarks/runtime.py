@@ -1,0 +1,227 @@
+"""Runtime benchmarks: Ergon's engine on Prefect against plain Prefect, in one script.
+
+Every comparison runs the Ergon workload and its hand-written Prefect baseline in the same
+process, against the same Prefect server, alternating, best of N — so the figures are ratios,
+not absolute times of a busy machine.
+
+* ``chain``   — a 200-node process of no-op tool nodes vs. a Prefect flow awaiting 200 no-op
+                tasks in sequence (aim: ≤ 1.3×).
+* ``foreach`` — a foreach over 1,000 no-op items, ``max_concurrency: 50``, vs. Prefect's
+                ``task.map`` of 1,000 no-op tasks (aim: ≤ 1.3×).
+* ``concurrent`` — 50 runs at once on the SQLite store (5 processes × 10 runs): wall time,
+                and the number of "database is locked" errors (aim: 0).
+
+Usage: ``python benchmarks/runtime.py [chain|foreach|concurrent ...] [--repeat N]``. Uses
+``PREFECT_API_URL`` when set, otherwise starts a Prefect server under a temporary ERGON_HOME.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def _setup_env() -> None:
+    if "ERGON_HOME" not in os.environ:
+        os.environ["ERGON_HOME"] = tempfile.mkdtemp(prefix="ergon-bench-")
+    from flows.settings import configure_prefect_env
+
+    configure_prefect_env()
+    from flows.server import ensure_api_url
+
+    ensure_api_url()
+    from flows.store import db
+
+    db.init_db()
+
+
+def chain_definition(n: int) -> str:
+    lines = [f"format_version: 1\nprocess: bench_chain\ninitial: n0\nnodes:"]
+    for i in range(n):
+        lines.append(f"  n{i}: {{type: tool, tool: noop, transitions: [{{to: {'n' + str(i + 1) if i + 1 < n else 'done'}}}]}}")
+    lines.append("  done: {type: final}")
+    return "\n".join(lines) + "\n"
+
+
+def foreach_definition(concurrency: int) -> str:
+    return textwrap.dedent(f"""
+        format_version: 1
+        process: bench_foreach
+        initial: each
+        context:
+          schema: {{type: object, properties: {{items: {{type: array}}}}, required: [items]}}
+        nodes:
+          each:
+            type: foreach
+            foreach: items
+            as: item
+            max_concurrency: {concurrency}
+            node: {{type: tool, tool: noop}}
+            transitions: [{{to: done}}]
+          done: {{type: final}}
+        """)
+
+
+def _compile(text: str, name: str):
+    from compiler import workspace_from_texts
+    from compiler.plan import build_plan
+    from flows.catalog import Compiled
+
+    ws = workspace_from_texts({f"{name}.yaml": text})
+    from compiler.check import check_workspace
+
+    report = check_workspace(ws)
+    assert report.ok, [d.format() for d in report.errors]
+    return Compiled(plan=build_plan(ws.units[0], ws), content=ws.units[0].data, unit=ws.units[0])
+
+
+#: Seconds to wait before each measured run: the server ingests task-run events after a run
+#: ends, and on 2 cores that backlog slows whatever runs next (measured in the Prefect notes).
+SETTLE_SECONDS = 6.0
+
+
+def _settle() -> None:
+    time.sleep(SETTLE_SECONDS)
+
+
+def _run_ergon(compiled, inputs: dict) -> float:
+    import flows.tools.builtins  # noqa: F401
+    from flows.cli.runs import execute_run
+
+    class _Catalog:
+        resolve = None
+
+    started = time.perf_counter()
+    result = execute_run(compiled, inputs, catalog=_Catalog())
+    elapsed = time.perf_counter() - started
+    assert result["status"] == "completed", result
+    return elapsed
+
+
+def bench_chain(repeat: int, n: int = 200) -> tuple[float, float]:
+    from prefect import flow, task
+    from prefect.cache_policies import NO_CACHE
+
+    @task(cache_policy=NO_CACHE, persist_result=False)
+    async def noop_task(i: int) -> dict:
+        return {}
+
+    @flow(name="baseline_chain", persist_result=False)
+    async def baseline() -> None:
+        for i in range(n):
+            await noop_task.with_options(task_run_name=f"n{i}")(i)
+
+    compiled = _compile(chain_definition(n), "bench_chain")
+    ergon_times, base_times = [], []
+    for _ in range(repeat):
+        _settle()
+        started = time.perf_counter()
+        asyncio.run(baseline())
+        base_times.append(time.perf_counter() - started)
+        _settle()
+        ergon_times.append(_run_ergon(compiled, {}))
+    return min(ergon_times), min(base_times)
+
+
+def bench_foreach(repeat: int, n: int = 1000, concurrency: int = 50) -> tuple[float, float]:
+    from prefect import flow, task
+    from prefect.cache_policies import NO_CACHE
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    @task(cache_policy=NO_CACHE, persist_result=False)
+    def noop_task(i: int) -> dict:
+        return {}
+
+    @flow(name="baseline_map", persist_result=False, task_runner=ThreadPoolTaskRunner(max_workers=concurrency))
+    def baseline() -> None:
+        noop_task.map(range(n)).result()
+
+    compiled = _compile(foreach_definition(concurrency), "bench_foreach")
+    ergon_times, base_times = [], []
+    for _ in range(repeat):
+        _settle()
+        started = time.perf_counter()
+        baseline()
+        base_times.append(time.perf_counter() - started)
+        _settle()
+        ergon_times.append(_run_ergon(compiled, {"items": list(range(n))}))
+    return min(ergon_times), min(base_times)
+
+
+CONCURRENT_WORKER = """
+import asyncio, json, sys, time
+sys.path.insert(0, {root!r})
+from flows.settings import configure_prefect_env
+configure_prefect_env()
+from benchmarks.runtime import _compile, chain_definition
+from flows.backend import REQUEST, RunRequest, build_flow
+from flows.store import repo
+import flows.tools.builtins
+
+compiled = _compile(chain_definition(10), "bench_chain")
+flow = build_flow(compiled.plan)
+
+async def one():
+    run = repo.create_run(compiled.plan.name, content=compiled.content, inputs={{}})
+    REQUEST.set(RunRequest(run_id=run.id, trigger="api"))
+    await flow(return_state=True)
+    return repo.get_run(run.id).status
+
+async def main():
+    return await asyncio.gather(*(one() for _ in range({runs})), return_exceptions=True)
+
+statuses = asyncio.run(main())
+print(json.dumps([s if isinstance(s, str) else f"error: {{s}}" for s in statuses]))
+"""
+
+
+def bench_concurrent(processes: int = 5, runs_each: int = 10) -> tuple[float, int, int]:
+    import json
+
+    script = CONCURRENT_WORKER.format(root=str(ROOT), runs=runs_each)
+    env = {**os.environ}
+    started = time.perf_counter()
+    procs = [subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(processes)]
+    outputs = [p.communicate(timeout=900) for p in procs]
+    elapsed = time.perf_counter() - started
+    completed = locked = 0
+    for out, err in outputs:
+        locked += err.count("database is locked")
+        statuses = json.loads(out.strip().splitlines()[-1]) if out.strip() else []
+        completed += sum(1 for s in statuses if s == "completed")
+        locked += sum(1 for s in statuses if "database is locked" in s)
+    return elapsed, completed, locked
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("which", nargs="*", default=["chain", "foreach", "concurrent"])
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    _setup_env()
+    print(f"runtime benchmarks, best of {args.repeat} (seconds; each run after a {SETTLE_SECONDS:.0f} s settle)")
+    if "chain" in args.which:
+        ergon, base = bench_chain(args.repeat)
+        print(f"chain of 200 no-op nodes      ergon {ergon:7.2f}   prefect {base:7.2f}   ratio {ergon / base:5.2f}  (aim <= 1.3)")
+    if "foreach" in args.which:
+        ergon, base = bench_foreach(args.repeat)
+        print(f"foreach 1000 items, window 50 ergon {ergon:7.2f}   prefect map {base:7.2f}   ratio {ergon / base:5.2f}  (aim <= 1.3)")
+    if "concurrent" in args.which:
+        elapsed, completed, locked = bench_concurrent()
+        print(f"50 concurrent runs (5 processes x 10) on SQLite: {elapsed:.1f} s, {completed}/50 completed, "
+              f"{locked} 'database is locked' errors (aim: 0)")
+
+
+if __name__ == "__main__":
+    main()
