@@ -50,6 +50,7 @@ def check(*paths: str, json_: Annotated[bool, Parameter(name="--json")] = False)
     else:
         for d in report.diagnostics:
             print(d.format())
+        sys.stdout.flush()  # diagnostics (stdout) before the summary (stderr) when both are piped
         checked = len(ws.reported_units())
         errors = len(report.errors)
         summary = f"{checked} definition(s) checked, {errors} error(s)"

@@ -369,3 +369,24 @@ def test_prefect_records_carry_node_names(run_def, prefect_api):
             break
         time.sleep(0.5)
     assert {"first", "second"} <= got
+
+
+def test_condition_takes_first_matching_branch_else_default(run_def):
+    text = process("router", {"amount": "{type: number}", "route": "{type: string}"}, """
+  start:
+    type: condition
+    branches:
+      - {to: big, when: {">": [{var: amount}, 1000]}, label: large}
+      - {to: medium, when: {">": [{var: amount}, 100]}}
+      - {to: small, default: true}
+  big: {type: tool, config: {context_update: {route: big}}, writes: [route], transitions: [{to: done}]}
+  medium: {type: tool, config: {context_update: {route: medium}}, writes: [route], transitions: [{to: done}]}
+  small: {type: tool, config: {context_update: {route: small}}, writes: [route], transitions: [{to: rejected}]}
+  done: {type: final}
+  rejected: {type: final}
+""", required="amount")
+    outcomes = {}
+    for amount in (5000, 500, 5):
+        result = run_def({"router.yaml": text}, "router", {"amount": amount})
+        outcomes[amount] = (result["context"]["route"], result["outcome"])
+    assert outcomes == {5000: ("big", "done"), 500: ("medium", "done"), 5: ("small", "rejected")}
