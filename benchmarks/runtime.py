@@ -98,11 +98,11 @@ def _run_ergon(compiled, inputs: dict) -> float:
     import flows.tools.builtins  # noqa: F401
     from flows.cli.runs import execute_run
 
-    class _Catalog:
-        resolve = None
+    from compiler import workspace_from_texts
+    from flows.catalog import Catalog
 
     started = time.perf_counter()
-    result = execute_run(compiled, inputs, catalog=_Catalog())
+    result = execute_run(compiled, inputs, catalog=Catalog(workspace_from_texts({})))
     elapsed = time.perf_counter() - started
     assert result["status"] == "completed", result
     return elapsed

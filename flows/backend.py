@@ -41,7 +41,7 @@ from compiler.plan import Plan, PlanNode  # noqa: E402
 from flows.runtime.bodies import ChildResult, Services  # noqa: E402
 from flows.runtime.context import schema_errors  # noqa: E402
 from flows.runtime.engine import Engine, Listener  # noqa: E402
-from flows.runtime.errors import NodeFailed, NoTransition, RunCancelled, WriteRejected  # noqa: E402
+from flows.runtime.errors import NoTransition, RunCancelled, WriteRejected  # noqa: E402
 from flows.runtime.recording import StoreRecorder  # noqa: E402
 
 #: Errors that retrying cannot fix.
@@ -67,7 +67,8 @@ class RunRequest:
     overrides: dict[str, Any] = field(default_factory=dict)
     content_hash: str | None = None
     listener: Listener | None = None
-    resolve_plan: Callable[[str, int | None], Plan] | None = None
+    #: the definitions the run resolves sub-processes, interactions and environments from
+    catalog: Any = None
 
 
 REQUEST: contextvars.ContextVar[RunRequest | None] = contextvars.ContextVar("ergon_run_request", default=None)
@@ -212,15 +213,14 @@ async def execute(plan: Plan, params: dict[str, Any]) -> Any:
         recorder.set_context(context)
     else:
         context = recorder.context
-    resolve = request.resolve_plan or _no_resolver
+    catalog = request.catalog or _default_catalog()
 
     async def run_child(child: Plan, inputs: dict[str, Any], parent_visit_id: str | None) -> ChildResult:
         child_flow = build_flow(child)
         accepted = set(child.input_schema.get("properties", {}))
         token = REQUEST.set(RunRequest(trigger="subprocess", started_by=request.started_by, parent_run_id=recorder.run_id,
                                        parent_visit_id=parent_visit_id, overrides=inputs, listener=None,
-                                       content_hash=_snapshot(child),
-                                       resolve_plan=request.resolve_plan))
+                                       content_hash=_snapshot(child), catalog=catalog))
         try:
             result = await child_flow(**{k: v for k, v in inputs.items() if k in accepted}, return_state=True)
         finally:
@@ -228,7 +228,11 @@ async def execute(plan: Plan, params: dict[str, Any]) -> Any:
         return StoreRecorder.child_result(recorder.run_id, parent_visit_id, result)
 
     engine = Engine(plan=plan, context=context, recorder=recorder, executor=PrefectExecutor(),
-                    services=Services(run_child=run_child, resolve_plan=resolve),
+                    services=Services(run_child=run_child, resolve_plan=catalog.resolve,
+                                      resolve_interaction=catalog.interaction, environments=catalog.environments(),
+                                      default_environment=plan.environment, run_id=recorder.run_id,
+                                      started_by=request.started_by, process_name=plan.name,
+                                      process_description=plan.description),
                     listener=request.listener or (lambda *a: None))
     heartbeat = asyncio.ensure_future(_heartbeat(recorder))
     try:
@@ -264,5 +268,8 @@ async def _heartbeat(recorder: StoreRecorder, every: float = 15.0) -> None:
         recorder.heartbeat()
 
 
-def _no_resolver(name: str, version: int | None) -> Plan:
-    raise NodeFailed(f"cannot resolve sub-process `{name}`: no definitions workspace in this run")
+def _default_catalog() -> Any:
+    """Runs started by Prefect (deployments, its UI) read the definitions folder themselves."""
+    from flows.catalog import Catalog
+
+    return Catalog.load()

@@ -89,6 +89,17 @@ class Catalog:
         self._plans[plan.name] = plan
         return Compiled(plan=plan, content=unit.data or {}, unit=unit)
 
+    def interaction(self, name: str) -> Any:
+        """An interaction definition by name (process and agent nodes call these)."""
+        defn = self.ws.get(name, "interaction")
+        if defn is None:
+            raise DefinitionNotFound(f"no interaction named `{name}`")
+        return defn
+
+    def environments(self) -> dict[str, Any]:
+        """Environment definitions by name."""
+        return {name: unit.defn for name, unit in self.ws.named("environment").items() if unit.defn is not None}
+
     def resolve(self, name: str, version: int | None = None) -> Plan:
         """Resolver for process nodes that name their child (pinned versions come from the store)."""
         if version is not None:

@@ -72,7 +72,7 @@ def execute_run(compiled: Any, inputs: dict[str, Any], *, catalog: Any, run_id: 
     plan = compiled.plan
     content_hash = repo.snapshot_definition(compiled.content)
     request = RunRequest(run_id=run_id, trigger=trigger, started_by=current_user(), content_hash=content_hash,
-                         listener=listener, resolve_plan=catalog.resolve)
+                         listener=listener, catalog=catalog)
     if run_id is None:
         run = repo.create_run(plan.name, content_hash=content_hash, inputs=inputs, trigger=trigger,
                               started_by=request.started_by)

@@ -52,6 +52,15 @@ class Services:
     run_child: Callable[[Plan, dict[str, Any], str | None], Awaitable[ChildResult]]
     #: find a Plan by definition name and optional pinned version
     resolve_plan: Callable[[str, int | None], Plan]
+    #: find an interaction definition by name
+    resolve_interaction: Callable[[str], Any] = None  # type: ignore[assignment]
+    #: environment definitions by name (model failover lists)
+    environments: dict[str, Any] = field(default_factory=dict)
+    default_environment: str | None = None
+    run_id: str | None = None
+    started_by: str | None = None
+    process_name: str = ""
+    process_description: str | None = None
 
 
 def _project(result: Any, node: PlanNode) -> dict[str, Any]:
@@ -132,7 +141,7 @@ async def not_built_body(node: PlanNode, context: dict[str, Any]) -> Effect:
     """Node types whose engine part is not built yet fail loudly rather than pretend."""
     raise NodeFailed(
         f"`{node.type}` nodes cannot run yet in this version of Ergon (node `{node.id}`): "
-        "the LLM layer and human tasks are separate pieces of work"
+        "human tasks are a separate piece of work"
     )
 
 
@@ -144,4 +153,12 @@ async def leaf_effect(node: PlanNode, context: dict[str, Any], services: Service
         return await process_body(node, context, services, visit_id)
     if node.type in ("condition", "final"):
         return Effect()
+    if node.type == "interaction":
+        from flows.runtime.llm_bodies import interaction_effect
+
+        return await interaction_effect(node, context, services, visit_id)
+    if node.type == "agent":
+        from flows.runtime.llm_bodies import agent_effect
+
+        return await agent_effect(node, context, services, visit_id)
     return await not_built_body(node, context)

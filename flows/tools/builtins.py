@@ -1,8 +1,11 @@
 """Built-in tools every run has (the names the compiler lists in ``compiler.tools.BUILTIN_TOOLS``).
 
-This module holds the deterministic helpers; the LLM-facing built-ins (documents, artifacts,
-HTTP, ask_user) live with the LLM layer. ``set_context`` is not a tool function: the engine
-applies its ``updates`` envelope itself (``flows.runtime.bodies``).
+This module holds the deterministic helpers and imports the other built-in modules, so that
+importing it registers every built-in: :mod:`~flows.tools.builtins_agent` (think, plan,
+update_plan, artifacts), :mod:`~flows.tools.builtins_documents` (document store) and
+:mod:`~flows.tools.http` (http_request). ``ask_user`` belongs to human tasks. ``set_context``
+is not a tool function: the engine applies its ``updates`` envelope itself
+(``flows.runtime.bodies``).
 """
 
 from __future__ import annotations
@@ -33,3 +36,7 @@ async def sleep(seconds: float = 1.0) -> dict:
     """Wait a number of seconds (at most an hour)."""
     await asyncio.sleep(max(0.0, min(float(seconds), 3600.0)))
     return {"slept": seconds}
+
+
+# Registered on import (kept at the end: they import `tool` from the package, like this module).
+from flows.tools import builtins_agent, builtins_documents, http  # noqa: E402,F401

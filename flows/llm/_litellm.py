@@ -1,0 +1,41 @@
+"""The one place litellm is imported: lazily (it costs ~3 s), offline and quiet.
+
+The environment variables must be set before the first import: litellm fetches its price map
+from GitHub at import unless told it is offline, and logs at INFO. ``setdefault`` leaves a
+user's explicit choice alone.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+_QUIET_ENV = {
+    "LITELLM_OFFLINE_MODE": "true",          # no price-map download, no blog/beta-header fetches
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # the same for older litellm versions
+    "LITELLM_LOG": "ERROR",
+    "LITELLM_TELEMETRY": "False",
+}
+
+_module: Any = None
+_lock = threading.Lock()
+
+
+def litellm() -> Any:
+    """The configured ``litellm`` module (imported on first use)."""
+    global _module
+    if _module is None:
+        with _lock:
+            if _module is None:
+                for key, value in _QUIET_ENV.items():
+                    os.environ.setdefault(key, value)
+                import litellm as mod
+
+                mod.suppress_debug_info = True  # no "Give Feedback / Get Help" banner on errors
+                mod.telemetry = False
+                # Any model string should work: parameters a provider does not take (e.g. a
+                # temperature on a reasoning model) are dropped instead of failing the call.
+                mod.drop_params = True
+                _module = mod
+    return _module

@@ -1,0 +1,166 @@
+"""Environments: named model lists turned into litellm Routers, with keys resolved at call time.
+
+An :class:`~compiler.ir.EnvironmentDef` lists models in failover order. Ergon maps it onto a
+litellm ``Router``:
+
+* ``strategy: failover`` — one model group per entry (``<env>/0``, ``<env>/1``, …) and a
+  fallback chain ``<env>/0 → [<env>/1, …]``: the Router retries a 429/5xx on one model
+  ``retries`` times with exponential backoff, then moves to the next model;
+* ``strategy: load_balance`` — one model group ``<env>`` holding every entry with its
+  ``weight`` (litellm's weighted ``simple-shuffle``); a failed attempt is retried in the group
+  and the retry may land on another entry.
+
+Keys are references, never literals: ``env:VAR`` reads the environment variable ``VAR``;
+``secret:NAME`` reads ``ERGON_SECRET_<NAME>`` — the interim form of Ergon secrets until the
+encrypted secret store exists. A key lives only in the Router's deployment parameters (sent as
+the provider's auth header); it is never put into messages, records or error texts
+(:func:`scrub` removes it from provider error messages).
+
+Routers are cached per environment content and resolved keys, so a changed key or definition
+builds a new one, and cooldowns/usage counters persist across calls as litellm intends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from compiler.ir import EnvironmentDef, ModelEntry
+from flows.llm._litellm import litellm
+from flows.llm.types import LlmError
+
+__all__ = ["EnvRouter", "resolve_key", "router_for", "scrub"]
+
+
+def resolve_key(reference: str | None, *, where: str) -> str | None:
+    """The key a ``secret:NAME`` / ``env:VAR`` reference points at (None when there is none)."""
+    if reference is None:
+        return None
+    kind, _, name = reference.partition(":")
+    if kind == "env" and name:
+        var = name
+    elif kind == "secret" and name:
+        var = f"ERGON_SECRET_{name.upper()}"
+    else:
+        raise LlmError(f"{where}: api_key must be `secret:NAME` or `env:VAR`, not a literal key")
+    value = os.environ.get(var)
+    if not value:
+        raise LlmError(f"{where}: {reference} is not set (environment variable {var})")
+    return value
+
+
+_known_secrets: set[str] = set()
+_secrets_lock = threading.Lock()
+
+
+def scrub(text: str) -> str:
+    """``text`` with every key Ergon has resolved replaced by ``***``."""
+    with _secrets_lock:
+        secrets = sorted(_known_secrets, key=len, reverse=True)
+    for secret in secrets:
+        if len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return text
+
+
+@dataclass
+class Deployment:
+    """One environment entry as the Router knows it."""
+
+    id: str
+    group: str
+    entry: ModelEntry
+
+
+@dataclass
+class EnvRouter:
+    """A Router for one environment and what Ergon needs to interpret its answers."""
+
+    env: EnvironmentDef
+    router: Any
+    entry_group: str
+    deployments: dict[str, Deployment]
+
+    def deployment(self, model_id: str | None) -> Deployment | None:
+        return self.deployments.get(model_id or "")
+
+    def supports_response_schema(self) -> bool:
+        """True when litellm says every model of the environment has a JSON-schema mode."""
+        return all(model_supports_response_schema(d.entry.model) for d in self.deployments.values())
+
+
+def model_supports_response_schema(model: str) -> bool:
+    try:
+        return bool(litellm().supports_response_schema(model=model))
+    except Exception:  # an unknown provider or model: plain instructions are the safe choice
+        return False
+
+
+_routers: dict[str, EnvRouter] = {}
+_routers_lock = threading.Lock()
+
+
+def router_for(env: EnvironmentDef) -> EnvRouter:
+    """The (cached) Router of ``env``; keys are resolved now, so a missing key fails here."""
+    keys = [resolve_key(m.api_key, where=f"environment `{env.name}`, model `{m.name or m.model}`") for m in env.models]
+    with _secrets_lock:
+        _known_secrets.update(k for k in keys if k)
+    fingerprint = hashlib.sha256(
+        json.dumps([env.model_dump(mode="json"), keys], sort_keys=True, default=str).encode()
+    ).hexdigest()
+    with _routers_lock:
+        cached = _routers.get(fingerprint)
+        if cached is None:
+            cached = _routers[fingerprint] = _build(env, keys)
+        return cached
+
+
+def _build(env: EnvironmentDef, keys: list[str | None]) -> EnvRouter:
+    model_list: list[dict[str, Any]] = []
+    deployments: dict[str, Deployment] = {}
+    balance = env.strategy == "load_balance"
+    for i, (entry, key) in enumerate(zip(env.models, keys)):
+        group = env.name if balance else f"{env.name}/{i}"
+        params: dict[str, Any] = {"model": entry.model}
+        if entry.api_base:
+            params["api_base"] = entry.api_base
+        if key:
+            params["api_key"] = key
+        if entry.parameters is not None:
+            params.update(entry.parameters.model_dump(exclude_none=True))
+        # Prices for models litellm does not price: the Router then reports their cost itself.
+        if entry.input_cost_per_token is not None:
+            params["input_cost_per_token"] = entry.input_cost_per_token
+        if entry.output_cost_per_token is not None:
+            params["output_cost_per_token"] = entry.output_cost_per_token
+        if balance:
+            params["weight"] = entry.weight
+        if entry.rpm is not None:
+            params["rpm"] = entry.rpm
+        dep_id = f"{env.name}:{i}"
+        model_list.append({"model_name": group, "litellm_params": params, "model_info": {"id": dep_id}})
+        deployments[dep_id] = Deployment(dep_id, group, entry)
+    groups = [d.group for d in deployments.values()]
+    fallbacks = [] if balance or len(groups) < 2 else [{groups[0]: groups[1:]}]
+    router = litellm().Router(
+        model_list=model_list,
+        fallbacks=fallbacks,
+        num_retries=env.retries,
+        timeout=env.timeout_seconds,
+        routing_strategy="simple-shuffle",
+        # With failover a retry should land on the next model only after the retries; under load
+        # balancing a retry may move to another entry of the group.
+        enable_weighted_failover=balance,
+    )
+    return EnvRouter(env=env, router=router, entry_group=groups[0], deployments=deployments)
+
+
+def entry_cost(entry: ModelEntry | None, tokens_in: int, tokens_out: int) -> float | None:
+    """The environment's price for a call, when the entry has one."""
+    if entry is None or (entry.input_cost_per_token is None and entry.output_cost_per_token is None):
+        return None
+    return tokens_in * (entry.input_cost_per_token or 0.0) + tokens_out * (entry.output_cost_per_token or 0.0)

@@ -1,0 +1,261 @@
+"""The built-in offline model ``ergon/offline``: deterministic, free, and always schema-valid.
+
+With no model configured, every call lands here, so the demo and the tests run with no key and
+no network. The answer depends only on the messages (a SHA-256 of them seeds every choice), so a
+run gives the same output every time. With a ``response_schema`` it returns one JSON value valid
+against it, built from the schema: realistic-looking where the schema allows (``"<field>
+(offline)"`` strings, dates for ``format: date``, numbers inside their bounds, the first enum
+values chosen by the seed). Without a schema it returns a short text that says what it is.
+
+It never asks for a tool call, even when tools are offered: an agent loop driven by it always
+ends after one turn, and the offline model cannot cause side effects (a fetch, a write) with
+invented arguments. Responses are labelled ``offline=True``, cost nothing, and their token counts
+are estimates (characters / 4).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from datetime import date, timedelta
+from typing import Any
+
+from flows.llm.types import LlmRequest, LlmResponse
+
+MODEL = "ergon/offline"
+
+__all__ = ["MODEL", "complete_offline", "example_for_schema", "estimate_tokens"]
+
+
+def estimate_tokens(value: Any) -> int:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return max(1, len(text) // 4)
+
+
+def _seed_of(messages: list[dict[str, Any]]) -> str:
+    return hashlib.sha256(json.dumps(messages, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def complete_offline(req: LlmRequest) -> LlmResponse:
+    """Answer ``req`` without a model."""
+    seed = _seed_of(req.messages)
+    if req.response_schema is not None:
+        content = json.dumps(example_for_schema(req.response_schema, seed=seed), ensure_ascii=False)
+    else:
+        last_user = next((m for m in reversed(req.messages) if m.get("role") == "user"), None)
+        gist = " ".join(str((last_user or {}).get("content") or "").split())[:80]
+        content = f"Offline answer ({seed[:8]}): no model is configured, so this text stands in for one."
+        if gist:
+            content += f" The request began: “{gist}”."
+    return LlmResponse(
+        content=content, model=MODEL, tokens_in=estimate_tokens(req.messages), tokens_out=estimate_tokens(content),
+        cost_usd=0.0, offline=True, raw={"finish_reason": "stop"},
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Values from a JSON Schema
+
+
+class _Gen:
+    def __init__(self, root: dict[str, Any], seed: str):
+        self.root = root
+        self.seed = seed
+
+    def pick(self, path: str, n: int) -> int:
+        """A deterministic index in ``range(n)`` for the value at ``path``."""
+        if n <= 1:
+            return 0
+        digest = hashlib.sha256(f"{self.seed}:{path}".encode()).digest()
+        return int.from_bytes(digest[:4], "big") % n
+
+    def resolve(self, schema: Any) -> Any:
+        seen = 0
+        while isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and seen < 32:
+            ref = schema["$ref"]
+            if not ref.startswith("#"):
+                break
+            target: Any = self.root
+            for part in [p for p in ref[1:].split("/") if p]:
+                part = part.replace("~1", "/").replace("~0", "~")
+                target = target.get(part) if isinstance(target, dict) else None
+            rest = {k: v for k, v in schema.items() if k != "$ref"}
+            schema = {**(target or {}), **rest}
+            seen += 1
+        return schema
+
+    def value(self, schema: Any, name: str, path: str) -> Any:
+        schema = self.resolve(schema)
+        if schema is True or not isinstance(schema, dict) or not schema:
+            return f"{name or 'value'} (offline)"
+        if "const" in schema:
+            return schema["const"]
+        if "enum" in schema and schema["enum"]:
+            options = schema["enum"]
+            return options[self.pick(path, len(options))]
+        if "allOf" in schema:
+            merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
+            for part in schema["allOf"]:
+                part = self.resolve(part)
+                if isinstance(part, dict):
+                    for key, val in part.items():
+                        if key == "properties":
+                            merged["properties"] = {**merged.get("properties", {}), **val}
+                        elif key == "required":
+                            merged["required"] = sorted({*merged.get("required", []), *val})
+                        else:
+                            merged.setdefault(key, val)
+            return self.value(merged, name, path)
+        for key in ("oneOf", "anyOf"):
+            if key in schema and schema[key]:
+                # The first branch that is not null: oneOf branches are usually disjoint by type,
+                # and the first is what the author reads as the main shape.
+                branches = schema[key]
+                chosen = next((b for b in branches if self.resolve(b).get("type") != "null"), branches[0]) \
+                    if all(isinstance(self.resolve(b), dict) for b in branches) else branches[0]
+                base = {k: v for k, v in schema.items() if k not in ("oneOf", "anyOf")}
+                return self.value({**base, **self.resolve(chosen)} if isinstance(chosen, dict) else chosen, name, path)
+        kind = schema.get("type")
+        if isinstance(kind, list):
+            kind = next((k for k in kind if k != "null"), kind[0] if kind else None)
+        if kind is None:
+            kind = "object" if "properties" in schema else "array" if "items" in schema else "string"
+        return getattr(self, f"_{kind}", self._string)(schema, name, path)
+
+    def _null(self, schema: dict, name: str, path: str) -> None:
+        return None
+
+    def _boolean(self, schema: dict, name: str, path: str) -> bool:
+        return self.pick(path, 2) == 0
+
+    def _number(self, schema: dict, name: str, path: str, integer: bool = False) -> float | int:
+        low = schema.get("minimum")
+        high = schema.get("maximum")
+        ex_low, ex_high = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
+        # draft 4 booleans
+        if ex_low is True:
+            ex_low, low = low, None
+        if ex_high is True:
+            ex_high, high = high, None
+        ex_low = None if isinstance(ex_low, bool) else ex_low
+        ex_high = None if isinstance(ex_high, bool) else ex_high
+        step = schema.get("multipleOf")
+        lo = max([v for v in (low, ex_low) if v is not None], default=None)
+        hi = min([v for v in (high, ex_high) if v is not None], default=None)
+        if lo is None and hi is None:
+            lo, hi = 1, 100
+        elif lo is None:
+            lo = hi - 100
+        elif hi is None:
+            hi = lo + 100
+        span = 64
+        for i in range(span + 1):
+            frac = ((self.pick(path, 1000) + i * 37) % 1000) / 1000
+            candidate: float = lo + (hi - lo) * frac
+            if integer or (step is not None and float(step).is_integer() and step != 0):
+                candidate = round(candidate)
+            if step:
+                candidate = round(candidate / step) * step
+                if integer:
+                    candidate = int(candidate)
+            elif not integer:
+                candidate = round(candidate, 2)
+            if self._fits(candidate, low, high, ex_low, ex_high):
+                return int(candidate) if integer else candidate
+        # Bounds too tight for the rounding above: the midpoint, then an endpoint.
+        for candidate in ((lo + hi) / 2, lo, hi):
+            if integer:
+                candidate = int(candidate) if float(candidate).is_integer() else int(candidate) + 1
+            if self._fits(candidate, low, high, ex_low, ex_high):
+                return candidate
+        return lo
+
+    @staticmethod
+    def _fits(v: float, low: Any, high: Any, ex_low: Any, ex_high: Any) -> bool:
+        return ((low is None or v >= low) and (high is None or v <= high)
+                and (ex_low is None or v > ex_low) and (ex_high is None or v < ex_high))
+
+    def _integer(self, schema: dict, name: str, path: str) -> int:
+        return self._number(schema, name, path, integer=True)  # type: ignore[return-value]
+
+    def _string(self, schema: dict, name: str, path: str) -> str:
+        fmt = schema.get("format")
+        day = date(2026, 1, 1) + timedelta(days=self.pick(path, 365))
+        label = re.sub(r"[^A-Za-z0-9]+", "_", name or "value").strip("_").lower() or "value"
+        if fmt == "date":
+            text = day.isoformat()
+        elif fmt == "date-time":
+            text = f"{day.isoformat()}T09:00:00Z"
+        elif fmt == "time":
+            text = "09:00:00Z"
+        elif fmt == "email":
+            text = f"{label}@example.com"
+        elif fmt in ("uri", "url", "iri"):
+            text = f"https://example.com/{label}"
+        elif fmt == "uuid":
+            digest = hashlib.sha256(f"{self.seed}:{path}".encode()).hexdigest()
+            text = f"{digest[:8]}-{digest[8:12]}-4{digest[13:16]}-8{digest[17:20]}-{digest[20:32]}"
+        elif fmt in ("hostname", "idn-hostname"):
+            text = "example.com"
+        elif fmt == "ipv4":
+            text = "192.0.2.1"
+        elif fmt == "ipv6":
+            text = "2001:db8::1"
+        else:
+            text = f"{name or 'value'} (offline)"
+        low, high = schema.get("minLength"), schema.get("maxLength")
+        if low is not None and len(text) < low:
+            text = text + "." * (low - len(text))
+        if high is not None and len(text) > high:
+            text = text[:high]
+        return text
+
+    def _array(self, schema: dict, name: str, path: str) -> list:
+        low = schema.get("minItems", 0) or 0
+        high = schema.get("maxItems")
+        count = max(low, 1)
+        if high is not None:
+            count = min(count, high)
+        items = schema.get("items", {})
+        prefix = schema.get("prefixItems") or (items if isinstance(items, list) else [])
+        out = []
+        singular = name[:-1] if name.endswith("s") and len(name) > 1 else name
+        for i in range(count):
+            sub = prefix[i] if i < len(prefix) else (items if isinstance(items, dict) else {})
+            item = self.value(sub, singular, f"{path}[{i}]")
+            if schema.get("uniqueItems") and item in out:
+                # Vary the choice (other seeds, then a numbered string); give up on the item when
+                # the schema allows too few distinct values.
+                variants = (self.value(sub, singular, f"{path}[{i}]#{k}") for k in range(1, 24))
+                item = next((v for v in variants if v not in out), item)
+                if item in out and isinstance(item, str) and not (isinstance(sub, dict) and ("enum" in sub or "const" in sub)):
+                    item = f"{item} {i + 1}"
+                if item in out:
+                    break
+            out.append(item)
+        return out
+
+    def _object(self, schema: dict, name: str, path: str) -> dict:
+        props = schema.get("properties", {}) or {}
+        out = {}
+        for key, sub in props.items():
+            out[key] = self.value(sub, key, f"{path}.{key}")
+        for key in schema.get("required", []) or []:
+            if key not in out:
+                extra = schema.get("additionalProperties")
+                out[key] = self.value(extra if isinstance(extra, dict) else {}, key, f"{path}.{key}")
+        need = schema.get("minProperties", 0) or 0
+        extra = schema.get("additionalProperties", True)
+        i = 0
+        while len(out) < need and extra is not False:
+            key = f"extra_{i}"
+            out[key] = self.value(extra if isinstance(extra, dict) else {}, key, f"{path}.{key}")
+            i += 1
+        return out
+
+
+def example_for_schema(schema: dict[str, Any], *, seed: str = "") -> Any:
+    """A deterministic value valid against ``schema`` (for the schemas Ergon definitions use)."""
+    gen = _Gen(schema if isinstance(schema, dict) else {}, seed)
+    return gen.value(schema, "", "$")

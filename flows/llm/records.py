@@ -1,0 +1,102 @@
+"""LLM calls in the store: recording every call, and reusing completed calls on resume.
+
+Every call made for a run (``req.run_id`` set) is one ``llm_calls`` row — successful, failed
+(with its error), replayed from a cassette, or reused. The stored response is
+:func:`response_record`: content, tool calls, the model that answered and how (environment,
+deployment, retries, fallbacks, where the cost came from).
+
+**Resume never repeats a completed call.** The engine redoes an unfinished node in a *new*
+visit (same run, node, item and attempt number, higher sequence). Before calling a model the
+gateway asks :func:`reusable` whether such an earlier, unfinished visit already got an answer to
+the same request (same cassette key); the n-th identical request of the new visit takes the
+n-th answer of the earlier one. The reused answer is recorded again for the new visit with zero
+cost and tokens (the run already paid for it) and ``reused_from`` pointing at the original row.
+Retries inside one execution have a higher attempt number, so they do call the model again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flows.llm.types import LlmRequest, LlmResponse, ToolCallRequest
+
+__all__ = ["record", "response_from_record", "response_record", "reusable"]
+
+
+def response_record(resp: LlmResponse) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "content": resp.content,
+        "tool_calls": [{"id": t.id, "name": t.name, "arguments": t.arguments} for t in resp.tool_calls],
+        "model": resp.model,
+    }
+    for key, value in (resp.raw or {}).items():
+        out.setdefault(key, value)
+    return out
+
+
+def response_from_record(data: dict[str, Any], *, model: str, tokens_in: int = 0, tokens_out: int = 0,
+                         cost_usd: float = 0.0, offline: bool = False) -> LlmResponse:
+    calls = [ToolCallRequest(id=str(c.get("id", "")), name=str(c.get("name", "")), arguments=dict(c.get("arguments") or {}))
+             for c in data.get("tool_calls") or []]
+    raw = {k: v for k, v in data.items() if k not in ("content", "tool_calls", "model")}
+    return LlmResponse(content=data.get("content"), tool_calls=calls, model=str(data.get("model") or model),
+                       tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost_usd, offline=offline, raw=raw)
+
+
+def record(req: LlmRequest, *, model: str, messages: list[dict[str, Any]], resp: LlmResponse | None,
+           cassette_key: str, error: str | None = None, offline: bool = False) -> None:
+    """Store one call of ``req`` (no-op without a run)."""
+    if req.run_id is None:
+        return
+    from flows.store import repo
+
+    repo.record_llm_call(
+        req.run_id, model, visit_id=req.visit_id, messages=messages,
+        response=response_record(resp) if resp is not None else None, tools=req.tools,
+        tokens_in=resp.tokens_in if resp else 0, tokens_out=resp.tokens_out if resp else 0,
+        cost_usd=resp.cost_usd if resp else 0.0, latency_ms=round(resp.latency_ms) if resp else None,
+        attempt=req.attempt, repair=req.repair, cassette_key=cassette_key,
+        offline=resp.offline if resp else offline, error=error,
+    )
+
+
+def reusable(req: LlmRequest, cassette_key: str) -> LlmResponse | None:
+    """The answer an earlier, unfinished visit of the same node got to this request, if any."""
+    if req.run_id is None or req.visit_id is None:
+        return None
+    from sqlmodel import col, func, select
+
+    from flows.store.db import session
+    from flows.store.models import LlmCall, NodeVisit
+
+    with session() as s:
+        visit = s.get(NodeVisit, req.visit_id)
+        if visit is None:
+            return None
+        done_here = s.exec(
+            select(func.count()).select_from(LlmCall)
+            .where(LlmCall.visit_id == visit.id, LlmCall.cassette_key == cassette_key, col(LlmCall.error).is_(None))
+        ).one()
+        earlier = s.exec(
+            select(NodeVisit.id)
+            .where(NodeVisit.run_id == visit.run_id, NodeVisit.node_id == visit.node_id,
+                   NodeVisit.attempt == visit.attempt, NodeVisit.status != "completed",
+                   NodeVisit.sequence < visit.sequence,
+                   col(NodeVisit.item_key).is_(None) if visit.item_key is None else NodeVisit.item_key == visit.item_key)
+            .order_by(col(NodeVisit.sequence).desc())
+        ).all()
+        for visit_id in earlier:
+            calls = s.exec(
+                select(LlmCall)
+                .where(LlmCall.visit_id == visit_id, LlmCall.cassette_key == cassette_key, col(LlmCall.error).is_(None))
+                .order_by(LlmCall.created_at, LlmCall.id)
+            ).all()
+            if len(calls) > done_here:
+                row = calls[done_here]
+                data = dict(row.response or {})
+                original = data.get("reused_from") or row.id
+                resp = response_from_record(data, model=row.model, offline=row.offline)
+                resp.raw = {**(resp.raw or {}), "reused_from": original}
+                resp.cassette_key = cassette_key
+                return resp
+    return None

@@ -1,0 +1,154 @@
+"""The gateway against a real HTTP server: model resolution, retries, failover, cost, records, secrets."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from flows.llm.gateway import complete, resolve_target
+from flows.llm.types import LlmError, LlmRequest
+
+MESSAGES = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Say hi."}]
+
+
+def ask(req: LlmRequest, **kw):
+    return asyncio.run(complete(req, **kw))
+
+
+def test_no_model_means_offline_and_ergon_model_overrides(monkeypatch):
+    assert resolve_target(None, {}).kind == "offline"
+    monkeypatch.setenv("ERGON_MODEL", "openai/gpt-4o-mini")
+    assert resolve_target(None, {}).name == "openai/gpt-4o-mini"
+    resp = ask(LlmRequest(messages=MESSAGES, model="ergon/offline"))
+    assert resp.offline and resp.model == "ergon/offline" and resp.cost_usd == 0
+
+
+def test_plain_model_string_over_http_is_recorded(fake, direct, run_id, visit):
+    vid = visit()
+    resp = ask(LlmRequest(messages=MESSAGES, model="openai/plain-a", parameters=direct, run_id=run_id, visit_id=vid))
+    assert resp.content == "ok from fake" and not resp.offline
+    assert resp.tokens_in > 0 and resp.tokens_out > 0 and resp.latency_ms > 0
+    # litellm does not price this model: the call still succeeds, cost 0 and flagged
+    assert resp.cost_usd == 0 and resp.raw["cost_source"] == "unpriced"
+    from flows.store import repo
+
+    [row] = repo.llm_calls_for_run(run_id, visit_id=vid)
+    assert row.model == "openai/plain-a" and row.messages == MESSAGES and row.response["content"] == "ok from fake"
+    assert row.tokens_in == resp.tokens_in and row.error is None and row.cassette_key == resp.cassette_key
+    assert repo.get_run(run_id).tokens == resp.tokens_in + resp.tokens_out
+
+
+def test_429_then_success_retries_with_exponential_backoff(fake, direct, sleeps):
+    fake.script("plain-b", {"status": 429}, {"status": 503})
+    resp = ask(LlmRequest(messages=MESSAGES, model="openai/plain-b", parameters=direct))
+    assert [r.status for r in fake.for_model("plain-b")] == [429, 503, 200]
+    assert resp.raw["retries"] == 2
+    assert len(sleeps) == 2 and sleeps[1] > sleeps[0] > 0
+
+
+def test_a_400_is_not_retried_and_the_failure_is_recorded(fake, direct, run_id):
+    fake.script("plain-c", {"status": 400})
+    with pytest.raises(LlmError, match="plain-c"):
+        ask(LlmRequest(messages=MESSAGES, model="openai/plain-c", parameters=direct, run_id=run_id))
+    assert len(fake.for_model("plain-c")) == 1
+    from flows.store import repo
+
+    [row] = repo.llm_calls_for_run(run_id)
+    assert row.error and row.response is None
+
+
+def test_failover_retries_the_first_model_then_uses_the_next(fake, make_env, run_id, sleeps):
+    env = make_env("failing_first", ["fo-a", "fo-b"], retries=2)
+    fake.script("fo-a", {"status": 429}, {"status": 500}, {"status": 429})
+    resp = ask(LlmRequest(messages=MESSAGES, model="failing_first", run_id=run_id), environments={env.name: env})
+    assert [(r.model, r.status) for r in fake.requests] == [("fo-a", 429), ("fo-a", 500), ("fo-a", 429), ("fo-b", 200)]
+    assert resp.model == "openai/fo-b"
+    assert resp.raw["environment"] == "failing_first" and resp.raw["deployment"] == "fo-b"
+    assert resp.raw["fallbacks"] == 1
+    assert len(sleeps) >= 2  # the Router backed off between the retries of fo-a
+    from flows.store import repo
+
+    [row] = repo.llm_calls_for_run(run_id)
+    assert row.model == "openai/fo-b" and row.response["environment"] == "failing_first"
+
+
+def test_environment_prices_unpriced_models(fake, make_env, run_id):
+    env = make_env("priced", [{"model": "openai/priced-a", "input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}])
+    resp = ask(LlmRequest(messages=MESSAGES, model="priced", run_id=run_id), environments={"priced": env})
+    assert resp.cost_usd == pytest.approx(resp.tokens_in * 1e-6 + resp.tokens_out * 2e-6)
+    from flows.store import repo
+
+    assert repo.get_run(run_id).cost_usd == pytest.approx(resp.cost_usd)
+
+
+def test_load_balance_spreads_by_weight(fake, make_env):
+    env = make_env("balanced", [{"model": "openai/lb-a", "weight": 1}, {"model": "openai/lb-b", "weight": 1}],
+                   strategy="load_balance")
+
+    async def many():
+        for i in range(12):
+            await complete(LlmRequest(messages=[{"role": "user", "content": f"q{i}"}], model="balanced"),
+                           environments={"balanced": env})
+
+    asyncio.run(many())
+    served = {r.model for r in fake.requests}
+    assert served == {"lb-a", "lb-b"}
+
+
+def test_secrets_stay_out_of_prompts_records_and_errors(fake, make_env, run_id, monkeypatch):
+    secret = "sk-very-secret-value-123"
+    monkeypatch.setenv("ERGON_SECRET_FAKE_KEY", secret)
+    env = make_env("with_secret", [{"model": "openai/sec-a", "api_key": "secret:fake_key"}])
+    ask(LlmRequest(messages=MESSAGES, model="with_secret", run_id=run_id), environments={env.name: env})
+    fake.script("sec-a", {"status": 401})
+    with pytest.raises(LlmError) as failure:
+        ask(LlmRequest(messages=MESSAGES, model="with_secret", run_id=run_id), environments={env.name: env})
+    # the key is sent only as the provider's auth header
+    assert all(secret not in r.text for r in fake.requests)
+    assert fake.requests[0].headers.get("authorization") == f"Bearer {secret}"
+    from flows.store import repo
+
+    stored = json.dumps([row.model_dump(mode="json") for row in repo.llm_calls_for_run(run_id)])
+    assert secret not in stored and secret not in str(failure.value)
+
+
+def test_a_missing_key_reference_fails_naming_the_reference_only(make_env, monkeypatch):
+    env = make_env("no_key", [{"model": "openai/nk-a", "api_key": "secret:absent"}])
+    monkeypatch.delenv("ERGON_SECRET_ABSENT", raising=False)
+    with pytest.raises(LlmError, match="secret:absent is not set"):
+        ask(LlmRequest(messages=MESSAGES, model="no_key"), environments={env.name: env})
+
+
+def test_json_schema_mode_when_litellm_says_the_model_supports_it(fake, direct):
+    from flows.llm._litellm import litellm
+
+    litellm().register_model({"openai/schema-capable": {
+        "litellm_provider": "openai", "mode": "chat", "supports_response_schema": True,
+        "input_cost_per_token": 1e-7, "output_cost_per_token": 1e-7}})
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"],
+              "additionalProperties": False}
+    resp = ask(LlmRequest(messages=MESSAGES, model="openai/schema-capable", parameters=direct, response_schema=schema))
+    body = fake.requests[-1].body
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["strict"] is True
+    assert json.loads(resp.content)["answer"] and resp.raw["structured_mode"] == "json_schema"
+    assert resp.cost_usd > 0 and resp.raw["cost_source"] == "litellm"
+
+
+def test_instructions_when_the_model_has_no_schema_mode(fake, direct):
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}}
+    resp = ask(LlmRequest(messages=MESSAGES, model="openai/plain-d", parameters=direct, response_schema=schema))
+    body = fake.requests[-1].body
+    assert "response_format" not in body
+    assert '"answer"' in body["messages"][0]["content"] and body["messages"][0]["role"] == "system"
+    assert resp.raw["structured_mode"] == "instructions"
+
+
+def test_tool_calls_come_back_parsed(fake, direct):
+    tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
+    fake.script("plain-t", {"tool_calls": [{"name": "lookup", "arguments": {"q": "acme"}}]})
+    resp = ask(LlmRequest(messages=MESSAGES, model="openai/plain-t", parameters=direct, tools=tools))
+    assert [(c.name, c.arguments) for c in resp.tool_calls] == [("lookup", {"q": "acme"})]
+    assert fake.requests[-1].body["tools"] == tools
