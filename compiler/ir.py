@@ -124,7 +124,7 @@ class ToolConfig(IRModel):
 class ToolNode(NodeBase):
     """A deterministic step: a fixed `config.context_update`, or a registered tool called with `input`."""
 
-    type: Literal["tool"]
+    type: Literal["tool"] = Field(description="Node type `tool`.")
     tool: str | None = Field(None, description="Name of a registered tool to call.")
     config: ToolConfig | None = Field(None, description="Fixed configuration (`context_update`).")
     input: dict[str, Any] | None = Field(None, description="Arguments: a mapping of values and `{{ }}` templates rendered against the context.")
@@ -134,7 +134,7 @@ class ToolNode(NodeBase):
 class InteractionNode(NodeBase):
     """One LLM call through a named interaction; the result schema is derived from `writes`."""
 
-    type: Literal["interaction"]
+    type: Literal["interaction"] = Field(description="Node type `interaction`.")
     interaction: str = Field(description="Name of an `interaction` definition (or a built-in `sys:*`).")
     input: dict[str, Any] | None = Field(None, description="Input of the interaction: a mapping of values and templates.")
     environment: str | None = Field(None, description="Environment to run on (overrides the interaction's).")
@@ -145,7 +145,7 @@ class InteractionNode(NodeBase):
 class AgentNode(NodeBase):
     """A tool-using LLM worker that returns one JSON object matching the derived result schema."""
 
-    type: Literal["agent"]
+    type: Literal["agent"] = Field(description="Node type `agent`.")
     prompt: str | None = Field(None, description="Jinja2 prompt rendered against the context.")
     tools: list[str] = Field(
         default_factory=list,
@@ -172,7 +172,7 @@ class ConditionBranch(IRModel):
 class ConditionNode(NodeBase):
     """Pure routing: the first branch whose `when` passes, else the `default: true` branch."""
 
-    type: Literal["condition"]
+    type: Literal["condition"] = Field(description="Node type `condition`.")
     branches: list[ConditionBranch] = Field(description="Arms, evaluated in order.")
 
 
@@ -191,7 +191,7 @@ class CollectSpec(IRModel):
 class ForeachNode(NodeBase):
     """Runs a leaf body once per item of a context array, at most `max_concurrency` at a time."""
 
-    type: Literal["foreach"]
+    type: Literal["foreach"] = Field(description="Node type `foreach`.")
     foreach: str = Field(description="Context path to an array (at most 1000 items).")
     as_: str = Field("item", alias="as", description="Name under which each item is visible to the child body.")
     item_id: str | None = Field(None, description="Template for a stable per-item id, e.g. `{{invoice.id}}`.")
@@ -212,7 +212,7 @@ class BranchArm(IRModel):
 class BranchNode(NodeBase):
     """Fixed named branches, all run in parallel, joined, results collected."""
 
-    type: Literal["branch"]
+    type: Literal["branch"] = Field(description="Node type `branch`.")
     join: Literal["all"] = Field("all", description="Join policy: wait for all branches.")
     branches: list[BranchArm] = Field(description="The branches.")
     collect: str | CollectSpec | None = Field(None, description="Context field for the per-branch results, or an envelope spec.")
@@ -229,7 +229,7 @@ class Returns(IRModel):
 class ProcessNode(NodeBase):
     """Runs another definition as a subflow and waits for it."""
 
-    type: Literal["process"]
+    type: Literal["process"] = Field(description="Node type `process`.")
     process: str | None = Field(None, description="Name of the child definition.")
     process_version: int | None = Field(None, ge=1, description="Published version to pin (default: latest).")
     process_definition: ProcessDef | None = Field(None, description="An inline child definition.")
@@ -263,7 +263,7 @@ class TaskSpec(IRModel):
 class HumanTaskNode(NodeBase):
     """Pauses the run until a person answers; the answer is copied into the context per `writes`."""
 
-    type: Literal["human_task"]
+    type: Literal["human_task"] = Field(description="Node type `human_task`.")
     task: TaskSpec = Field(description="The task to create.")
     timeout: str | float | None = Field(None, description="Expire after this long (seconds, or `30m`, `2h`, `3d`).")
     on_timeout: str | None = Field(None, description="Node to go to when the task expires (otherwise the run fails).")
@@ -272,7 +272,7 @@ class HumanTaskNode(NodeBase):
 class FinalNode(NodeBase):
     """Terminal node; its id is the run's outcome."""
 
-    type: Literal["final"]
+    type: Literal["final"] = Field(description="Node type `final`.")
 
 
 Node = Annotated[
@@ -291,6 +291,8 @@ LEAF_TYPES: frozenset[str] = frozenset({"tool", "interaction", "agent", "process
 
 
 class TriggerBase(IRModel):
+    """Fields every trigger accepts."""
+
     input: dict[str, Any] = Field(default_factory=dict, description="Input parameters the run starts with.")
     as_user: str | None = Field(None, description="Identity the run acts for (who created the trigger).")
     retry: RetryPolicy | None = Field(None, description="Retry a failed triggered run (backoff); the schedule stays enabled.")
@@ -298,24 +300,32 @@ class TriggerBase(IRModel):
 
 
 class CronTrigger(TriggerBase):
-    type: Literal["cron"]
+    """Start on a cron schedule."""
+
+    type: Literal["cron"] = Field(description="A cron schedule.")
     cron: str = Field(description="5-field cron expression.")
     timezone: str = Field("UTC", description="IANA time zone.")
 
 
 class IntervalTrigger(TriggerBase):
-    type: Literal["interval"]
+    """Start at a fixed interval."""
+
+    type: Literal["interval"] = Field(description="A fixed interval.")
     every: float | str = Field(description="Seconds, or `30s`, `5m`, `1h`.")
 
 
 class WebhookTrigger(TriggerBase):
-    type: Literal["webhook"]
+    """Start on an HMAC-signed HTTP request."""
+
+    type: Literal["webhook"] = Field(description="A signed webhook.")
     path: str = Field(description="URL path under the webhook server, e.g. `/hooks/invoice`.")
     secret: str = Field(description="Name of the Ergon secret holding the HMAC-SHA256 key.")
 
 
 class OnCompleteTrigger(TriggerBase):
-    type: Literal["on_complete"]
+    """Start when another definition's run completes."""
+
+    type: Literal["on_complete"] = Field(description="Chained after another definition.")
     definition: str = Field(description="Start when this definition completes.")
     outcomes: list[str] | None = Field(None, description="Only for these outcomes (final node ids).")
     map: dict[str, str] = Field(default_factory=dict, description="Input field ← template over the finished run's context.")
@@ -353,7 +363,7 @@ class ProcessDef(IRModel):
 class PipelineDef(IRModel):
     """A DAG: nodes run as soon as their `needs` are done; independent nodes run in parallel."""
 
-    kind: Literal["pipeline"]
+    kind: Literal["pipeline"] = Field(description="Definition kind `pipeline`.")
     name: str = Field(description="Pipeline name (unique in `definitions/`).")
     description: str | None = Field(None, description="What the pipeline does.")
     context: ContextSpec = Field(default_factory=ContextSpec, description="Typed state.")
@@ -377,15 +387,15 @@ class ModelParameters(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="allow")
 
-    temperature: float | None = Field(None, ge=0, le=2)
-    max_tokens: int | None = Field(None, gt=0)
-    top_p: float | None = Field(None, ge=0, le=1)
+    temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature (0 = most deterministic).")
+    max_tokens: int | None = Field(None, gt=0, description="Upper bound on the tokens of the answer.")
+    top_p: float | None = Field(None, ge=0, le=1, description="Nucleus sampling: keep the most likely tokens up to this mass.")
 
 
 class InteractionDef(IRModel):
     """One LLM call: ordered prompt segments, input schema, result schema, model."""
 
-    kind: Literal["interaction"]
+    kind: Literal["interaction"] = Field(description="Definition kind `interaction`.")
     name: str = Field(description="Interaction name.")
     description: str | None = Field(None, description="What it does.")
     prompts: list[PromptSegment] = Field(description="Ordered prompt segments.")
@@ -417,7 +427,7 @@ class TemplateStep(IRModel):
 class TemplateDef(IRModel):
     """A multi-step agent template over forms; lowered to a pipeline."""
 
-    kind: Literal["template"]
+    kind: Literal["template"] = Field(description="Definition kind `template`.")
     name: str = Field(description="Template name.")
     description: str | None = Field(None, description="What it does.")
     input_form: str = Field(description="Form defining the template's input.")
@@ -445,7 +455,7 @@ class WorkflowStep(IRModel):
 class WorkflowDef(IRModel):
     """The Vertesia workflow DSL; lowered to a pipeline."""
 
-    kind: Literal["workflow"]
+    kind: Literal["workflow"] = Field(description="Definition kind `workflow`.")
     name: str = Field(description="Workflow name.")
     description: str | None = Field(None, description="What it does.")
     vars: dict[str, Any] = Field(default_factory=dict, description="Variables (literal values; `${}` references allowed).")
@@ -478,7 +488,7 @@ class FormGroup(IRModel):
 class FormDef(IRModel):
     """Groups of typed fields; compiles to a JSON Schema."""
 
-    kind: Literal["form"]
+    kind: Literal["form"] = Field(description="Definition kind `form`.")
     name: str = Field(description="Form name.")
     description: str | None = Field(None, description="What it captures.")
     groups: list[FormGroup] = Field(description="Field groups.")
@@ -501,7 +511,7 @@ class ModelEntry(IRModel):
 class EnvironmentDef(IRModel):
     """Named model configurations with failover and load balancing."""
 
-    kind: Literal["environment"]
+    kind: Literal["environment"] = Field(description="Definition kind `environment`.")
     name: str = Field(description="Environment name.")
     description: str | None = Field(None, description="What it is for.")
     models: list[ModelEntry] = Field(min_length=1, description="Models, in failover order.")

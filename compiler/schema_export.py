@@ -24,4 +24,7 @@ def definition_schema(kind: str | None = None) -> dict[str, Any]:
         if kind not in KINDS:
             raise KeyError(f"unknown kind `{kind}`; kinds are: {', '.join(KINDS)}")
         schema = KINDS[kind].model_json_schema(by_alias=True)
+        ref = schema.pop("$ref", None)
+        if ref:  # recursive kinds (a process holds inline processes) come as a bare $ref: inline it
+            schema = {**schema["$defs"][ref.rsplit("/", 1)[-1]], **schema}
     return {"$schema": SCHEMA_URI, **schema}

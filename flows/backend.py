@@ -41,11 +41,11 @@ from compiler.plan import Plan, PlanNode  # noqa: E402
 from flows.runtime.bodies import ChildResult, Services  # noqa: E402
 from flows.runtime.context import schema_errors  # noqa: E402
 from flows.runtime.engine import Engine, Listener  # noqa: E402
-from flows.runtime.errors import NoTransition, RunCancelled, WriteRejected  # noqa: E402
+from flows.runtime.errors import BudgetExhausted, InputRejected, NoTransition, RunCancelled, WriteRejected  # noqa: E402
 from flows.runtime.recording import StoreRecorder  # noqa: E402
 
 #: Errors that retrying cannot fix.
-NEVER_RETRIED = (WriteRejected, NoTransition, RunCancelled)
+NEVER_RETRIED = (WriteRejected, NoTransition, RunCancelled, InputRejected, BudgetExhausted)
 #: Error kinds a retry policy may name, beyond exception class names.
 ERROR_KINDS: dict[str, tuple[str, ...]] = {
     "timeout": ("TimeoutError", "TimedOut", "ReadTimeout", "ConnectTimeout"),
@@ -232,7 +232,7 @@ async def execute(plan: Plan, params: dict[str, Any]) -> Any:
                                       resolve_interaction=catalog.interaction, environments=catalog.environments(),
                                       default_environment=plan.environment, run_id=recorder.run_id,
                                       started_by=request.started_by, process_name=plan.name,
-                                      process_description=plan.description),
+                                      process_description=plan.description, run_budget=plan.budget),
                     listener=request.listener or (lambda *a: None))
     heartbeat = asyncio.ensure_future(_heartbeat(recorder))
     try:

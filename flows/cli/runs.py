@@ -64,9 +64,15 @@ def _progress_listener(console: Console):
 
 
 def execute_run(compiled: Any, inputs: dict[str, Any], *, catalog: Any, run_id: str | None = None,
-                trigger: str = "manual", listener: Any = None) -> dict[str, Any]:
-    """Run a compiled definition in this process through its Prefect flow; returns the result dict."""
+                trigger: str = "manual", listener: Any = None, record: str | None = None,
+                replay: str | None = None) -> dict[str, Any]:
+    """Run a compiled definition in this process through its Prefect flow; returns the result dict.
+
+    ``record``/``replay`` name a cassette file: every model response is stored in it, or every
+    model call is answered from it (a miss fails the node loudly).
+    """
     from flows.backend import REQUEST, RunRequest, build_flow
+    from flows.llm.cassettes import use_cassette
     from flows.store import repo
 
     plan = compiled.plan
@@ -83,7 +89,8 @@ def execute_run(compiled: Any, inputs: dict[str, Any], *, catalog: Any, run_id: 
     token = REQUEST.set(request)
     state = None
     try:
-        state = asyncio.run(flow(**{k: v for k, v in inputs.items() if k in accepted}, return_state=True))
+        with use_cassette(record=record, replay=replay):
+            state = asyncio.run(flow(**{k: v for k, v in inputs.items() if k in accepted}, return_state=True))
     except KeyboardInterrupt:
         if repo.run_status(request.run_id) not in ("cancelled", "completed", "failed", "crashed"):
             repo.set_run_status(request.run_id, "cancelled", error="interrupted (Ctrl-C)")
@@ -103,6 +110,8 @@ def run(
     input: Annotated[list[str] | None, Parameter(name=["--input", "-i"])] = None,
     input_file: Annotated[str | None, Parameter(name="--input-file")] = None,
     json_: Annotated[bool, Parameter(name="--json")] = False,
+    record: Annotated[str | None, Parameter(name="--record")] = None,
+    replay: Annotated[str | None, Parameter(name="--replay")] = None,
 ) -> int:
     """Validate a definition, run it on Prefect, show progress node by node, wait for the end.
 
@@ -116,6 +125,10 @@ def run(
         YAML/JSON file with the inputs.
     json_
         Print one JSON object {run_id, status, outcome, context, error} as the last line.
+    record
+        Store every model response in this cassette file.
+    replay
+        Answer every model call from this cassette file (a miss fails loudly).
     """
     from compiler import CompileError
     from flows.catalog import Catalog, DefinitionNotFound
@@ -142,7 +155,8 @@ def run(
         return 2
     _prepare_runtime()
     console.print(f"[bold]{compiled.plan.name}[/] [dim]version {compiled.plan.version}[/]")
-    result = execute_run(compiled, inputs, catalog=catalog, listener=_progress_listener(console))
+    result = execute_run(compiled, inputs, catalog=catalog, listener=_progress_listener(console),
+                         record=record, replay=replay)
     _print_result(result, json_, console)
     return EXIT.get(result["status"], 1)
 
@@ -249,7 +263,13 @@ def runs_show(run_id: str, *, json_: Annotated[bool, Parameter(name="--json")] =
 
 
 @runs_app.command(name="resume")
-def runs_resume(run_id: str, *, json_: Annotated[bool, Parameter(name="--json")] = False) -> int:
+def runs_resume(
+    run_id: str,
+    *,
+    json_: Annotated[bool, Parameter(name="--json")] = False,
+    record: Annotated[str | None, Parameter(name="--record")] = None,
+    replay: Annotated[str | None, Parameter(name="--replay")] = None,
+) -> int:
     """Re-run a failed or crashed run from its last completed visit (completed visits are not repeated).
 
     Parameters
@@ -258,6 +278,10 @@ def runs_resume(run_id: str, *, json_: Annotated[bool, Parameter(name="--json")]
         The run.
     json_
         Print the result as JSON on the last line.
+    record
+        Store every model response in this cassette file.
+    replay
+        Answer every model call from this cassette file.
     """
     from flows.catalog import Catalog
     from flows.store import repo
@@ -276,7 +300,7 @@ def runs_resume(run_id: str, *, json_: Annotated[bool, Parameter(name="--json")]
     console.print(f"resuming [bold]{run_id}[/] ({compiled.plan.name})")
     repo.set_run_status(run_id, "pending")
     result = execute_run(compiled, dict(run_rec.inputs or {}), catalog=catalog, run_id=run_id,
-                         trigger=run_rec.trigger, listener=_progress_listener(console))
+                         trigger=run_rec.trigger, listener=_progress_listener(console), record=record, replay=replay)
     _print_result(result, json_, console)
     return EXIT.get(result["status"], 1)
 

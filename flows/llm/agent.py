@@ -47,6 +47,8 @@ class AgentTask:
     repair_turns: int = 1
     run_id: str | None = None
     visit_id: str | None = None
+    #: called before every model call; raises to stop (budgets)
+    guard: Any = None
 
 
 @dataclass
@@ -95,19 +97,6 @@ def user_prompt(task: AgentTask) -> str:
     return "\n".join(parts)
 
 
-def tool_definitions(names: list[str]) -> list[dict[str, Any]]:
-    """OpenAI-style function definitions of the registered tools among ``names``."""
-    from flows.tools import REGISTRY
-
-    out = []
-    for name in names:
-        spec = REGISTRY.get(name)
-        if spec is not None:
-            out.append({"type": "function", "function": {
-                "name": spec.name, "description": spec.description, "parameters": spec.parameters}})
-    return out
-
-
 def parse_answer(content: str | None, schema: dict[str, Any]) -> tuple[dict[str, Any] | None, list[str]]:
     """The final answer as an object valid against ``schema``, or the reasons it is not."""
     from flows.runtime.context import schema_errors
@@ -130,9 +119,9 @@ def parse_answer(content: str | None, schema: dict[str, Any]) -> tuple[dict[str,
 async def run_agent(task: AgentTask, *, environments: Any = None) -> AgentResult:
     """Run the tool loop until a valid final answer (or fail with a reason)."""
     from flows.llm.gateway import complete
-    from flows.tools.invoke import invoke
+    from flows.tools.invoke import invoke, tool_definitions
 
-    tools = tool_definitions(task.tools)
+    tools = await tool_definitions(task.tools)  # also asks HTTP tool servers for names they provide
     allowed = {t["function"]["name"] for t in tools}
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": system_prompt(task)},
@@ -143,6 +132,8 @@ async def run_agent(task: AgentTask, *, environments: Any = None) -> AgentResult
     calls = 0
     repairs = 0
     for _ in range(task.max_iterations):
+        if task.guard is not None:
+            task.guard()
         req = LlmRequest(messages=list(messages), model=task.model, tools=tools or None,
                          response_schema=task.result_schema, run_id=task.run_id, visit_id=task.visit_id,
                          repair=repairs > 0)
@@ -172,6 +163,8 @@ async def run_agent(task: AgentTask, *, environments: Any = None) -> AgentResult
             continue
         answer, problems = parse_answer(resp.content, task.result_schema)
         if answer is not None:
+            if task.guard is not None:
+                task.guard()  # a node that went over its budget with this answer writes nothing
             return AgentResult(output=answer, responses=responses, tool_calls=calls)
         if repairs >= task.repair_turns:
             raise InvalidOutput(f"agent `{task.node_id}` answered with output that does not match its result "

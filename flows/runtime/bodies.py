@@ -8,19 +8,14 @@ record. Bodies that need the outside world (sub-processes, LLM calls) get it thr
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
-
 from compiler.plan import Plan, PlanNode
 from compiler.templates import render_value
 from flows.runtime.context import get_path
-from flows.runtime.errors import NodeFailed
-from flows.tools import REGISTRY
+from flows.runtime.errors import InputRejected, NodeFailed
 
 
 @dataclass
@@ -61,6 +56,8 @@ class Services:
     started_by: str | None = None
     process_name: str = ""
     process_description: str | None = None
+    #: the run's token/cost ceiling (the definition's `budget:`)
+    run_budget: dict[str, Any] | None = None
 
 
 def _project(result: Any, node: PlanNode) -> dict[str, Any]:
@@ -73,25 +70,27 @@ def _project(result: Any, node: PlanNode) -> dict[str, Any]:
     return {}
 
 
-async def call_tool(name: str, args: dict[str, Any]) -> Any:
-    """Call a registered tool with validated arguments (sync tools run in a worker thread)."""
-    spec = REGISTRY.get(name)
-    if spec is None:
-        raise NodeFailed(f"tool `{name}` is not registered (known: {', '.join(sorted(REGISTRY)) or 'none'})")
+async def call_tool(name: str, args: dict[str, Any], services: Services | None = None, node: PlanNode | None = None,
+                    visit_id: str | None = None) -> Any:
+    """Call a tool the way agents do (:func:`flows.tools.invoke.invoke`: validated arguments,
+    recorded call), with this visit as the tool context."""
+    from flows.tools.context import CURRENT, ToolContext
+    from flows.tools.errors import ToolArgumentError, UnknownTool
+    from flows.tools.invoke import invoke
+
+    token = CURRENT.set(ToolContext(run_id=services.run_id if services else None, visit_id=visit_id,
+                                    node_id=node.id if node else None,
+                                    started_by=services.started_by if services else None, record_calls=False))
     try:
-        if spec.is_async:
-            return await spec.fn(**args)
-        result = await asyncio.to_thread(spec.fn, **args)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
-    except NodeFailed:
-        raise
-    except ValidationError as exc:  # validate_call checks the arguments before the tool runs
-        raise NodeFailed(f"tool `{name}` rejected its arguments: {exc}") from exc
+        return await invoke(name, args)
+    except (UnknownTool, ToolArgumentError) as exc:  # not the tool's own failure: never retried
+        raise InputRejected(str(exc)) from exc
+    finally:
+        CURRENT.reset(token)
 
 
-async def tool_body(node: PlanNode, context: dict[str, Any]) -> Effect:
+async def tool_body(node: PlanNode, context: dict[str, Any], services: Services | None = None,
+                    visit_id: str | None = None) -> Effect:
     body = node.body
     fixed = (body.get("config") or {}).get("context_update")
     tool = body.get("tool")
@@ -106,7 +105,7 @@ async def tool_body(node: PlanNode, context: dict[str, Any]) -> Effect:
         return Effect(update=updates, output=updates, input=args)
     if not tool:
         return Effect(input=args)
-    result = await call_tool(tool, args)
+    result = await call_tool(tool, args, services, node, visit_id)
     update = _project(result, node)
     if fixed:
         update = {**render_value(fixed, context), **update}
@@ -148,7 +147,7 @@ async def not_built_body(node: PlanNode, context: dict[str, Any]) -> Effect:
 async def leaf_effect(node: PlanNode, context: dict[str, Any], services: Services, visit_id: str | None) -> Effect:
     """Run one leaf body (tool, interaction, agent, process) or routing-only node."""
     if node.type == "tool":
-        return await tool_body(node, context)
+        return await tool_body(node, context, services, visit_id)
     if node.type == "process":
         return await process_body(node, context, services, visit_id)
     if node.type in ("condition", "final"):

@@ -24,3 +24,11 @@ class RunCancelled(Exception):
 
 class RunPaused(BaseException):
     """The run is waiting for a person (human tasks; raised through Prefect like its own Pause)."""
+
+
+class InputRejected(NodeFailed):
+    """The node's call is wrong as written (unknown tool, arguments refused). Never retried."""
+
+
+class BudgetExhausted(NodeFailed):
+    """The node or the run reached its token/cost budget. Never retried."""

@@ -21,6 +21,16 @@ def _update(node: PlanNode, result: Any) -> dict[str, Any]:
     return {k: v for k, v in result.items() if k != "_next_node" and k in node.writes}
 
 
+def _guard(node: PlanNode, services: Any, visit_id: str | None):
+    from flows.runtime import budget
+
+    def check() -> None:
+        budget.check(run_id=services.run_id, visit_id=visit_id, node_id=node.id,
+                     node_budget=node.body.get("budget"), run_budget=services.run_budget)
+
+    return check
+
+
 def _model(node: PlanNode, services: Any, fallback: str | None = None) -> str | None:
     body = node.body
     return body.get("model") or body.get("environment") or fallback or services.default_environment
@@ -33,6 +43,8 @@ async def interaction_effect(node: PlanNode, context: dict[str, Any], services: 
 
     interaction = services.resolve_interaction(node.body["interaction"])
     data = render_value(node.body.get("input") or {}, context)
+    guard = _guard(node, services, visit_id)
+    guard()
     try:
         result = await run_interaction(
             interaction, data, result_schema=node.result_schema,
@@ -41,6 +53,7 @@ async def interaction_effect(node: PlanNode, context: dict[str, Any], services: 
         )
     except LlmError as exc:
         raise NodeFailed(f"interaction `{interaction.name}` on `{node.id}`: {exc}") from exc
+    guard()  # over budget after the call: the node fails and writes nothing
     return Effect(update=_update(node, result), output=result, input=data)
 
 
@@ -57,7 +70,7 @@ async def agent_effect(node: PlanNode, context: dict[str, Any], services: Any, v
         result_schema=node.result_schema or {"type": "object"}, context=context,
         tools=list(node.agent_tools or []), next_nodes=list(node.next_node_enum or []),
         max_iterations=body.get("max_iterations", 20), model=_model(node, services),
-        run_id=services.run_id, visit_id=visit_id,
+        run_id=services.run_id, visit_id=visit_id, guard=_guard(node, services, visit_id),
     )
     token = CURRENT.set(ToolContext(run_id=services.run_id, visit_id=visit_id, node_id=node.id,
                                     started_by=services.started_by))

@@ -17,6 +17,9 @@ class ToolContext:
     visit_id: str | None = None
     node_id: str | None = None
     started_by: str | None = None
+    #: False for tool *nodes*: their visit already records the input and output, so a tool-call
+    #: row would store the same thing twice (and cost a write per node)
+    record_calls: bool = True
 
 
 CURRENT: contextvars.ContextVar[ToolContext] = contextvars.ContextVar("ergon_tool_context", default=ToolContext())

@@ -133,7 +133,7 @@ async def _run(spec: ToolSpec, args: dict[str, Any]) -> Any:
 
 def _record(name: str, args: Any, result: Any, status: str, latency_ms: int, error: str | None) -> None:
     ctx = current()
-    if not ctx.run_id:
+    if not ctx.run_id or not ctx.record_calls:
         return
     try:
         from flows.store import repo
@@ -147,7 +147,8 @@ def _record(name: str, args: Any, result: Any, status: str, latency_ms: int, err
 
 
 async def _arecord(*fields: Any) -> None:
-    if current().run_id:  # a store write blocks: keep it off the event loop (parallel branches)
+    ctx = current()
+    if ctx.run_id and ctx.record_calls:  # a store write blocks: keep it off the event loop (parallel branches)
         await asyncio.to_thread(_record, *fields)
 
 

@@ -1,0 +1,146 @@
+"""LLM benchmark: a foreach of 200 interaction calls (window 20) vs. plain litellm calls.
+
+Both sides talk to the same local OpenAI-compatible server (the test suite's fake, answering
+each request after 50 ms) in one process:
+
+* **Ergon** — a process whose `foreach` runs an `interaction` node per item,
+  ``max_concurrency: 20``: each item is a Prefect task run, an LLM call recorded in the store,
+  structured output validated, the result collected.
+* **baseline** — ``asyncio.gather`` of the same 200 ``litellm.acompletion`` calls behind an
+  ``asyncio.Semaphore(20)``.
+
+Aim: Ergon ≤ 2× the baseline's wall time. Usage: ``python benchmarks/llm.py [--repeat N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "llm"))
+
+ITEMS = 200
+WINDOW = 20
+LATENCY = 0.05
+
+PROCESS = f"""
+format_version: 1
+process: bench_llm_foreach
+initial: each
+context:
+  schema:
+    type: object
+    properties:
+      topics: {{type: array}}
+      labels: {{type: array}}
+      label: {{type: string}}
+    required: [topics]
+nodes:
+  each:
+    type: foreach
+    foreach: topics
+    as: topic
+    max_concurrency: {WINDOW}
+    node:
+      type: interaction
+      interaction: Label
+      input: {{topic: "{{{{ topic }}}}"}}
+      writes: [label]
+    collect: labels
+    writes: [labels]
+    transitions: [{{to: done}}]
+  done: {{type: final}}
+"""
+
+INTERACTION = """
+kind: interaction
+name: Label
+environment: bench
+prompts:
+  - {role: user, template: "Label {{ topic }}."}
+input_schema: {type: object, properties: {topic: {type: string}}, required: [topic]}
+"""
+
+ENV = """
+kind: environment
+name: bench
+models:
+  - {{model: openai/bench, api_base: "{url}", api_key: "env:BENCH_KEY", input_cost_per_token: 0, output_cost_per_token: 0}}
+"""
+
+
+async def baseline(url: str) -> float:
+    from flows.llm._litellm import litellm
+
+    lm = litellm()
+    window = asyncio.Semaphore(WINDOW)
+
+    async def one(i: int) -> None:
+        async with window:
+            await lm.acompletion(model="openai/bench", api_base=url, api_key="sk-bench",
+                                 messages=[{"role": "user", "content": f"Label topic {i}."}])
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(ITEMS)))
+    return time.perf_counter() - started
+
+
+def ergon(folder: Path) -> float:
+    from flows.catalog import Catalog
+    from flows.cli.runs import execute_run
+
+    os.environ["ERGON_DEFINITIONS"] = str(folder)
+    catalog = Catalog.load()
+    compiled = catalog.compile("bench_llm_foreach")
+    started = time.perf_counter()
+    result = execute_run(compiled, {"topics": [f"topic {i}" for i in range(ITEMS)]}, catalog=catalog)
+    elapsed = time.perf_counter() - started
+    assert result["status"] == "completed", result
+    assert len(result["context"]["labels"]) == ITEMS
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    os.environ.setdefault("ERGON_HOME", tempfile.mkdtemp(prefix="ergon-bench-"))
+    os.environ["BENCH_KEY"] = "sk-bench"
+    from flows.settings import configure_prefect_env
+
+    configure_prefect_env()
+    from fake_openai import FakeOpenAI
+
+    from flows.server import ensure_api_url
+    from flows.store import db
+
+    ensure_api_url()
+    db.init_db()
+    server = FakeOpenAI(latency=LATENCY).start()
+    folder = Path(tempfile.mkdtemp(prefix="ergon-bench-defs-"))
+    (folder / "process.yaml").write_text(PROCESS)
+    (folder / "interaction.yaml").write_text(INTERACTION)
+    (folder / "env.yaml").write_text(ENV.format(url=server.url))
+    base_times, ergon_times = [], []
+    try:
+        for _ in range(args.repeat):
+            time.sleep(6)  # let the Prefect server drain its event backlog (see runtime.py)
+            base_times.append(asyncio.run(baseline(server.url)))
+            time.sleep(6)
+            ergon_times.append(ergon(folder))
+    finally:
+        server.stop()
+    b, e = min(base_times), min(ergon_times)
+    print(f"{ITEMS} interaction calls, window {WINDOW}, server latency {LATENCY * 1000:.0f} ms, best of {args.repeat}")
+    print(f"ergon foreach {e:6.2f} s   litellm gather {b:6.2f} s   ratio {e / b:5.2f}  (aim <= 2)")
+
+
+if __name__ == "__main__":
+    main()

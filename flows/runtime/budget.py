@@ -1,0 +1,44 @@
+"""Token and cost budgets (`budget:` on a definition or a node): checked around every LLM call.
+
+A budget is a ceiling on what has been *spent*, read from the store (every recorded LLM call adds
+its tokens and cost to the run's totals and is tied to its visit). Before a call, a node or run
+already at its ceiling stops; after a call, one that went over it fails the node, which writes
+nothing. The run's own totals include its retries and repairs, since those cost money too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flows.runtime.errors import BudgetExhausted
+
+
+def _over(limit: dict[str, Any] | None, tokens: int, cost: float) -> str | None:
+    if not limit:
+        return None
+    if limit.get("max_tokens") is not None and tokens >= limit["max_tokens"]:
+        return f"{tokens} tokens spent, budget {limit['max_tokens']}"
+    if limit.get("max_cost_usd") is not None and cost >= limit["max_cost_usd"]:
+        return f"${cost:.6f} spent, budget ${limit['max_cost_usd']}"
+    return None
+
+
+def check(*, run_id: str | None, visit_id: str | None, node_id: str, node_budget: dict[str, Any] | None,
+          run_budget: dict[str, Any] | None) -> None:
+    """Raise :class:`BudgetExhausted` when the node's or the run's budget is spent."""
+    if run_id is None or not (node_budget or run_budget):
+        return
+    from flows.store import repo
+
+    if run_budget:
+        run = repo.get_run(run_id)
+        reason = _over(run_budget, run.tokens or 0, run.cost_usd or 0.0) if run else None
+        if reason:
+            raise BudgetExhausted(f"run budget exhausted before/at node `{node_id}`: {reason}")
+    if node_budget and visit_id:
+        calls = repo.llm_calls_for_run(run_id, visit_id=visit_id)
+        tokens = sum((c.tokens_in or 0) + (c.tokens_out or 0) for c in calls)
+        cost = sum(c.cost_usd or 0.0 for c in calls)
+        reason = _over(node_budget, tokens, cost)
+        if reason:
+            raise BudgetExhausted(f"node `{node_id}` budget exhausted: {reason}")

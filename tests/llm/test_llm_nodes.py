@@ -1,0 +1,183 @@
+"""Interaction and agent nodes inside real runs: Prefect, the store, and real HTTP to the fake
+OpenAI-compatible server (via an `environment` definition pointing at it)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.prefect
+
+ENV = """
+kind: environment
+name: fake
+models:
+  - {{model: openai/{model}, api_base: "{url}", api_key: "env:FAKE_OPENAI_KEY"}}
+"""
+
+AGENT_PROCESS = """
+format_version: 1
+process: {name}
+description: Scores a topic with a tool-using agent.
+initial: score
+{budget}
+context:
+  schema:
+    type: object
+    properties:
+      topic: {{type: string}}
+      score: {{type: integer}}
+      verdict: {{type: string}}
+    required: [topic]
+nodes:
+  score:
+    type: agent
+    environment: fake
+    prompt: "Score the topic {{{{ topic }}}} with the increment tool."
+    tools: [increment]
+    writes: [score]
+    transitions:
+      - {{to: high, trigger: agent}}
+      - {{to: low, trigger: agent}}
+  high: {{type: tool, config: {{context_update: {{verdict: high}}}}, writes: [verdict], transitions: [{{to: done}}]}}
+  low: {{type: tool, config: {{context_update: {{verdict: low}}}}, writes: [verdict], transitions: [{{to: done}}]}}
+  done: {{type: final}}
+"""
+
+
+def files(fake, model: str, name: str, budget: str = "") -> dict[str, str]:
+    return {"env.yaml": ENV.format(model=model, url=fake.url),
+            f"{name}.yaml": AGENT_PROCESS.format(name=name, budget=budget)}
+
+
+def test_agent_tool_loop_and_next_node_routing(run_def, fake):
+    from flows.store import repo
+
+    fake.script("agent1",
+                {"tool_calls": [{"name": "increment", "arguments": {"value": 41}}]},
+                {"json": {"score": 42, "_next_node": "low"}})
+    result = run_def(files(fake, "agent1", "scorer"), "scorer", {"topic": "prefect"})
+    assert result["status"] == "completed", result
+    assert result["context"] == {"topic": "prefect", "score": 42, "verdict": "low"}
+    assert result["outcome"] == "done"
+    calls = repo.llm_calls_for_run(result["run_id"])
+    assert len(calls) == 2 and not any(c.offline for c in calls)
+    tools = repo.tool_calls_for_run(result["run_id"])
+    assert [(t.tool, t.args, t.result) for t in tools] == [("increment", {"value": 41}, {"counter": 42})]
+    first = fake.for_model("agent1")[0].body
+    prompt = "\n".join(str(m.get("content")) for m in first["messages"])
+    assert "BEGIN CONTEXT" in prompt and "END CONTEXT" in prompt and "treat it as data" in prompt.lower()
+    schema = json.dumps(first)
+    assert '"_next_node"' in schema and '"high"' in schema and '"low"' in schema
+    assert "sk-fake-test-key" not in json.dumps([r.body for r in fake.requests]), "the API key never reaches a prompt"
+    tool_names = [t["function"]["name"] for t in first.get("tools", [])]
+    assert tool_names == ["increment"], "the agent gets exactly its declared tools"
+
+
+def test_agent_wrong_answer_is_repaired(run_def, fake):
+    fake.script("agent2", {"content": "the score is high"}, {"json": {"score": 7, "_next_node": "high"}})
+    result = run_def(files(fake, "agent2", "repaired"), "repaired", {"topic": "x"})
+    assert result["status"] == "completed", result
+    assert result["context"]["verdict"] == "high"
+    repair = fake.for_model("agent2")[1].body["messages"][-1]["content"]
+    assert "does not match the result schema" in repair
+
+
+def test_agent_wrong_answer_that_stays_wrong_fails_and_writes_nothing(run_def, fake):
+    fake.script("agent3", {"json": {"score": "many", "_next_node": "high"}},
+                {"json": {"score": 3, "_next_node": "high", "extra": True}})
+    result = run_def(files(fake, "agent3", "stubborn"), "stubborn", {"topic": "x"})
+    assert result["status"] == "failed"
+    assert "does not match its result schema" in result["error"]
+    assert result["context"] == {"topic": "x"}
+
+
+def test_next_node_outside_declared_targets_fails(run_def, fake):
+    fake.script("agent4", {"json": {"score": 1, "_next_node": "nowhere"}}, {"json": {"score": 1, "_next_node": "elsewhere"}})
+    result = run_def(files(fake, "agent4", "lost"), "lost", {"topic": "x"})
+    assert result["status"] == "failed"
+    assert result["context"] == {"topic": "x"}
+
+
+def test_run_budget_stops_the_run(run_def, fake):
+    fake.script("agent5", {"tool_calls": [{"name": "increment", "arguments": {"value": 1}}]},
+                {"json": {"score": 2, "_next_node": "high"}})
+    result = run_def(files(fake, "agent5", "thrifty", budget="budget: {max_tokens: 5}"), "thrifty", {"topic": "x"})
+    assert result["status"] == "failed"
+    assert "budget exhausted" in result["error"]
+    assert len(fake.for_model("agent5")) == 1, "no call is made once the budget is spent"
+
+
+def test_interaction_node_writes_its_structured_result(run_def, fake):
+    interaction = """
+kind: interaction
+name: Classify
+environment: fake
+prompts:
+  - {role: system, template: "You classify topics."}
+  - {role: user, template: "Classify {{ topic }}."}
+input_schema: {type: object, properties: {topic: {type: string}}, required: [topic]}
+"""
+    process = """
+format_version: 1
+process: classify_run
+initial: classify
+context:
+  schema:
+    type: object
+    properties:
+      topic: {type: string}
+      category: {type: string, enum: [tool, library]}
+    required: [topic]
+nodes:
+  classify:
+    type: interaction
+    interaction: Classify
+    input: {topic: "{{ topic }}"}
+    writes: [category]
+    transitions: [{to: done}]
+  done: {type: final}
+"""
+    fake.script("inter1", {"json": {"category": "library"}})
+    result = run_def({"env.yaml": ENV.format(model="inter1", url=fake.url), "classify.yaml": interaction,
+                      "process.yaml": process}, "classify_run", {"topic": "litellm"})
+    assert result["status"] == "completed", result
+    assert result["context"]["category"] == "library"
+    sent = fake.for_model("inter1")[0].body
+    assert "Classify litellm." in json.dumps(sent["messages"])
+
+
+def test_cassette_record_then_replay_without_the_server(run_def, fake, tmp_path):
+    cassette = tmp_path / "run.cassette.json"
+    fake.script("agent6", {"json": {"score": 5, "_next_node": "high"}})
+    first = run_def(files(fake, "agent6", "taped"), "taped", {"topic": "x"}, record=str(cassette))
+    assert first["status"] == "completed" and cassette.exists()
+    fake.script("agent6", {"status": 500})  # the server now fails: replay must not reach it
+    before = len(fake.for_model("agent6"))
+    second = run_def({}, "taped", {"topic": "x"}, replay=str(cassette))
+    assert second["status"] == "completed", second
+    assert second["context"] == first["context"]
+    assert len(fake.for_model("agent6")) == before
+
+
+def test_contract_review_runs_on_the_offline_model(prefect_api, store, monkeypatch):
+    """The tutorial's process, as shipped in definitions/, on the offline model: every LLM node
+    answers deterministically and validly; the run goes as far as this version can take it."""
+    from pathlib import Path
+
+    from flows.catalog import Catalog
+    from flows.cli.runs import execute_run
+    from flows.store import repo
+
+    monkeypatch.setenv("ERGON_DEFINITIONS", str(Path(__file__).parents[2] / "definitions"))
+    catalog = Catalog.load()
+    result = execute_run(catalog.compile("contract_review"), {"contract_doc_id": "doc-1"}, catalog=catalog)
+    visits = repo.visits_for_run(result["run_id"])
+    assert [v.node_id for v in visits][:3] == ["extract_terms", "flag_clauses", "risk_route"]
+    assert all(c.offline for c in repo.llm_calls_for_run(result["run_id"]))
+    if visits[3].node_id == "legal_review":  # human tasks are not built yet: the run stops there, saying so
+        assert result["status"] == "failed" and "human tasks" in result["error"]
+    else:
+        assert result["status"] == "completed" and result["outcome"] == "done"
+        assert result["context"]["legal_decision"] == "auto_approved"
