@@ -18,7 +18,7 @@ app = App(
 )
 
 # Command modules register themselves on `app` when imported.
-from flows.cli import definitions, documents, interactions, runs  # noqa: E402,F401
+from flows.cli import definitions, documents, interactions, runs, tasks, users  # noqa: E402,F401
 
 
 def run(tokens: list[str] | None = None) -> int:

@@ -1,0 +1,253 @@
+"""`ergon tasks list|show|claim|answer`: the task inbox on the command line.
+
+The CLI acts as ``--as USER``, else ``ERGON_USER``, else the OS user, and applies exactly the
+rules of the dashboard (:mod:`flows.humans`): it lists and shows only the tasks that user may
+see, and a refused claim or answer prints the reason and exits 1 with the task unchanged.
+Exit 2 is for a usage mistake (unknown task, a ``--set`` without ``=``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from cyclopts import App, Parameter
+from rich.console import Console
+from rich.markup import escape
+
+from flows.cli import app
+from flows.cli.runs import current_user
+
+tasks_app = App(name="tasks", help="Human tasks: the inbox of the user given by --as or ERGON_USER.")
+app.command(tasks_app)
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+As = Annotated[str | None, Parameter(name="--as", help="Act as this user (default: ERGON_USER, else the OS user).")]
+Json = Annotated[bool, Parameter(name="--json", help="Print JSON.")]
+
+
+def _who(as_: str | None) -> str:
+    from flows.store import db
+
+    db.init_db()
+    return as_ or current_user()
+
+
+def _assignee(task: Any) -> str:
+    return task.assignee or "anyone"
+
+
+@tasks_app.command(name="list")
+def tasks_list(
+    *,
+    status: str = "open",
+    run: Annotated[str | None, Parameter(name="--run")] = None,
+    limit: int = 50,
+    as_: As = None,
+    json_: Json = False,
+) -> int:
+    """List the tasks you may see, newest first.
+
+    Parameters
+    ----------
+    status
+        open (pending + in progress), pending, in_progress, completed, cancelled, expired or all.
+    run
+        Only the tasks of this run.
+    limit
+        At most this many rows.
+    """
+    from rich.table import Column, Table
+
+    from flows.humans import task_dict
+    from flows.store import repo
+
+    user = _who(as_)
+    if status not in repo.TASK_FILTERS:
+        err.print(f"[red]error:[/] --status must be one of: {', '.join(repo.TASK_FILTERS)}")
+        return 2
+    rows, total = repo.list_tasks(status, visible_to=user, run_id=run, limit=limit)
+    if json_:
+        print(json.dumps({"user": user, "total": total, "tasks": [task_dict(t) for t in rows]}))
+        return 0
+    # The id is what the next command needs: never wrapped (a narrow terminal squeezes the title).
+    table = Table(Column("task", no_wrap=True), "title", "assignee", "status", "taken by",
+                  Column("created", no_wrap=True))
+    for t in rows:
+        table.add_row(t.id, t.title, _assignee(t), t.status, t.claimed_by or "",
+                      t.created_at.strftime("%Y-%m-%d %H:%M") if t.created_at else "")
+    out.print(table)
+    out.print(f"[dim]{len(rows)} of {total} {status} task(s) for {escape(user)}[/]")
+    return 0
+
+
+@tasks_app.command(name="show")
+def tasks_show(task_id: str, *, as_: As = None, json_: Json = False) -> int:
+    """Show a task: its rendered title and description, its fields, the run's context.
+
+    Parameters
+    ----------
+    task_id
+        The task.
+    """
+    from flows import humans
+    from flows.store import repo
+
+    user = _who(as_)
+    task = repo.get_task(task_id)
+    if task is None:
+        err.print(f"[red]error:[/] no task {task_id}")
+        return 2
+    if not humans.can_see(task, user):
+        err.print(f"[red]refused:[/] {escape(user)} may not see task {task_id} (assigned to {escape(_assignee(task))})")
+        return 1
+    run_rec = repo.get_run(task.run_id)
+    started_by = run_rec.started_by if run_rec else None
+    may_answer, reason = humans.can_answer(task, user, started_by)
+    context = run_rec.context if run_rec else None
+    if json_:
+        run_info = None if run_rec is None else {
+            "run_id": run_rec.id, "definition": run_rec.definition_name, "status": run_rec.status,
+            "started_by": started_by}
+        print(json.dumps({"task": humans.task_dict(task), "run": run_info, "context": context,
+                          "events": [e.model_dump(mode="json") for e in repo.task_events(task_id)],
+                          "may_answer": may_answer, "reason": reason or None}, default=str))
+        return 0
+    out.print(f"[bold]{escape(task.title)}[/]")
+    out.print(f"[dim]task {task.id} · node {escape(task.node_id)} · run {task.run_id}"
+              + (escape(f" ({run_rec.definition_name}, {run_rec.status}, started by {started_by})") if run_rec else "")
+              + "[/]")
+    line = f"status [bold]{task.status}[/] · assigned to {escape(_assignee(task))}"
+    if task.claimed_by:
+        line += f" · taken by {escape(task.claimed_by)}"
+    if task.four_eyes:
+        line += " · four-eyes"
+    out.print(line)
+    if task.description:
+        out.print()
+        out.print(task.description, markup=False)
+    out.print()
+    out.print("[bold]fields[/]")
+    for f in humans.normalize_fields(task.fields):
+        extra = [f["type"]] + (["required"] if f["required"] else [])
+        if f["options"]:
+            extra.append("one of: " + ", ".join(str(o) for o in f["options"]))
+        if f["default"] is not None:
+            extra.append(f"default {f['default']!r}")
+        label = f" — {f['label']}" if f["label"] else ""
+        out.print(f"  {escape(f['name'] + label)} [dim]({escape('; '.join(extra))})[/]")
+    if task.status == "completed":
+        out.print()
+        out.print(f"answered by [bold]{escape(task.answered_by or '')}[/] via {task.answered_via} at "
+                  f"{task.answered_at.isoformat(timespec='seconds') if task.answered_at else '?'}")
+        out.print(json.dumps(task.answer, indent=2, default=str), markup=False)
+    elif not may_answer:
+        out.print(f"\n[yellow]{escape(user)} may not answer: {escape(reason)}[/]")
+    out.print()
+    out.print("[bold]run context[/]")
+    out.print(json.dumps(context, indent=2, default=str), markup=False)
+    return 0
+
+
+@tasks_app.command(name="claim")
+def tasks_claim(task_id: str, *, as_: As = None, json_: Json = False) -> int:
+    """Take a task, so that others see you are working on it.
+
+    Parameters
+    ----------
+    task_id
+        The task.
+    """
+    from flows import humans
+
+    user = _who(as_)
+    try:
+        task = humans.claim(task_id, user)
+    except humans.TaskNotFound as exc:
+        err.print(f"[red]error:[/] {exc}")
+        return 2
+    except humans.TaskRefused as exc:
+        return _refused(exc, json_)
+    if json_:
+        print(json.dumps({"task": humans.task_dict(task)}))
+    else:
+        out.print(f"task {task.id} taken by [bold]{escape(task.claimed_by or '')}[/]")
+    return 0
+
+
+def _parse_sets(pairs: list[str]) -> tuple[dict[str, str], list[str]]:
+    """``FIELD=VALUE`` pairs as a dict of raw strings; each value is converted to its field's
+    type by :func:`flows.humans.validate_answer` (so `--set ok=yes` and `--set amount=12.5` work
+    and a text field keeps exactly what was typed)."""
+    answer: dict[str, str] = {}
+    problems = []
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            problems.append(f"--set {pair!r}: expected FIELD=VALUE")
+        elif name in answer:
+            problems.append(f"--set {name}: given twice")
+        else:
+            answer[name] = value
+    return answer, problems
+
+
+def _refused(exc: Any, json_: bool) -> int:
+    if json_:
+        print(json.dumps({"refused": True, "task_id": exc.task_id, "reason": exc.reason, "errors": exc.errors}))
+    err.print(f"[red]refused:[/] {escape(exc.reason)}" if not exc.errors else "[red]refused:[/] invalid answer")
+    for e in exc.errors:
+        err.print(f"  {e}", markup=False)
+    return 1
+
+
+@tasks_app.command(name="answer")
+def tasks_answer(
+    task_id: str,
+    *,
+    set_: Annotated[list[str] | None, Parameter(name="--set", negative=())] = None,
+    as_: As = None,
+    json_: Json = False,
+) -> int:
+    """Answer a task; the answer is checked against its fields before the run resumes.
+
+    Parameters
+    ----------
+    task_id
+        The task.
+    set_
+        FIELD=VALUE (repeatable); booleans take true/false/yes/no, numbers are parsed.
+    """
+    from flows import humans
+
+    user = _who(as_)
+    raw, problems = _parse_sets(set_ or [])
+    if problems:
+        for p in problems:
+            err.print(f"[red]error:[/] {escape(p)}")
+        return 2
+    try:
+        result = humans.answer(task_id, user, raw, via="cli")
+    except humans.TaskNotFound as exc:
+        err.print(f"[red]error:[/] {exc}")
+        return 2
+    except humans.TaskRefused as exc:
+        return _refused(exc, json_)
+    task = result.task
+    if json_:
+        print(json.dumps({"task_id": task.id, "run_id": task.run_id, "status": task.status, "answer": task.answer,
+                          "answered_by": task.answered_by,
+                          "answered_at": task.answered_at.isoformat() if task.answered_at else None,
+                          "hook_errors": result.hook_errors}, default=str))
+    else:
+        out.print(f"task {task.id} answered by [bold]{escape(task.answered_by or '')}[/]: "
+                  + escape(", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in task.answer.items())))
+    if result.hook_errors:
+        # The answer is recorded and final, but the run did not get it: say so, and fail.
+        for e in result.hook_errors:
+            err.print(f"[red]the answer is recorded, but the run was not resumed:[/] {escape(e)}")
+        return 1
+    return 0

@@ -1,0 +1,63 @@
+"""Fixtures for the human-task tests: a store copied from a once-migrated template (migrating
+costs ~0.5 s a test), the people of the examples, and a paused run with its task."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from flows.store import db, repo
+from human_fields import FIELDS
+
+
+@pytest.fixture(scope="session")
+def migrated_template(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("humans-template")
+    url = f"sqlite:///{folder / 'ergon.db'}"
+    db.init_db(url)
+    db.dispose_all()
+    return folder / "ergon.db"
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch, migrated_template) -> str:
+    monkeypatch.delenv("ERGON_DATABASE_URL", raising=False)
+    monkeypatch.setenv("ERGON_HOME", str(tmp_path))
+    monkeypatch.delenv("ERGON_USER", raising=False)
+    shutil.copy(migrated_template, tmp_path / "ergon.db")
+    url = db.database_url()
+    db.init_db(url)
+    yield url
+    db.dispose_all()
+
+
+@pytest.fixture(autouse=True)
+def _no_hooks(monkeypatch):
+    from flows import humans
+
+    monkeypatch.setattr(humans, "on_answered", [])
+
+
+@pytest.fixture
+def people(store):
+    from flows import people as p
+
+    p.add_user("ann", ["legal"])
+    p.add_user("bob", ["sales"])
+    p.add_user("root", admin=True)
+    p.add_user("starter", ["legal"])
+
+
+@pytest.fixture
+def make_task(people):
+    """make_task(assignee=..., four_eyes=..., fields=...) → a pending task of a run started by `starter`."""
+
+    def make(assignee: str | None = "group:legal", *, four_eyes: bool = False, fields=None, started_by="starter"):
+        run = repo.create_run("contract_review", started_by=started_by, context={"parties": "ACME / Globex"})
+        return repo.create_task(run.id, "legal_review", "Review ACME / Globex", description="Please review.",
+                                assignee=assignee, fields=FIELDS if fields is None else fields,
+                                four_eyes=four_eyes, pause_key=f"legal-review-{run.id[:6]}")
+
+    return make
