@@ -227,13 +227,15 @@ async def execute(plan: Plan, params: dict[str, Any]) -> Any:
             REQUEST.reset(token)
         return StoreRecorder.child_result(recorder.run_id, parent_visit_id, result)
 
+    listener = request.listener or (lambda *a: None)
     engine = Engine(plan=plan, context=context, recorder=recorder, executor=PrefectExecutor(),
                     services=Services(run_child=run_child, resolve_plan=catalog.resolve,
                                       resolve_interaction=catalog.interaction, environments=catalog.environments(),
                                       default_environment=plan.environment, run_id=recorder.run_id,
                                       started_by=request.started_by, process_name=plan.name,
-                                      process_description=plan.description, run_budget=plan.budget),
-                    listener=request.listener or (lambda *a: None))
+                                      process_description=plan.description, run_budget=plan.budget,
+                                      listener=listener),
+                    listener=listener)
     heartbeat = asyncio.ensure_future(_heartbeat(recorder))
     try:
         outcome = await engine.run()

@@ -18,7 +18,9 @@ from pathlib import Path
 #: Prefect settings Ergon applies unless the user set them. Keep every Prefect default here.
 PREFECT_DEFAULTS: dict[str, str] = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING",
+    # Ergon prints its own progress and errors; Prefect's console copies (with tracebacks of
+    # failed nodes) would repeat them. Logs still reach the Prefect API and its UI.
+    "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "CRITICAL",
     "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",
     "PREFECT_SERVER_EPHEMERAL_ENABLED": "false",
     "PREFECT_UI_ENABLED": "true",

@@ -45,6 +45,12 @@ def _progress_listener(console: Console):
              "cancelled": "[yellow]■[/]", "paused": "[yellow]⏸[/]"}
 
     def listen(event: str, node: str, detail: dict[str, Any]) -> None:
+        if event == "paused":
+            task = detail["task_id"]
+            console.print(f"  {icons['paused']} {node} waits for a person: [bold]{detail.get('title', '')}[/]\n"
+                          f"      task {task} — answer with: ergon tasks answer {task} --set FIELD=VALUE …\n"
+                          f"      (or from the dashboard, or Prefect's own resume form); this command waits")
+            return
         if event == "started" and not detail.get("items") and detail.get("attempt", 1) == 1:
             return  # one line per node: its end, unless it is a retry or a fan-out
         extra = ""

@@ -17,6 +17,10 @@ from rich.markup import escape
 
 from flows.cli import app
 from flows.cli.runs import current_user
+from flows.resume import register as _register_resume
+
+# An answer given here resumes the paused run (the dashboard registers the same hook).
+_register_resume()
 
 tasks_app = App(name="tasks", help="Human tasks: the inbox of the user given by --as or ERGON_USER.")
 app.command(tasks_app)

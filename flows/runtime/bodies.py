@@ -26,6 +26,8 @@ class Effect:
     output: Any = None
     input: Any = None
     child_run_id: str | None = None
+    #: set when the body itself decides where the run goes (a human task's `on_timeout`)
+    route_to: str | None = None
 
 
 @dataclass
@@ -58,6 +60,8 @@ class Services:
     process_description: str | None = None
     #: the run's token/cost ceiling (the definition's `budget:`)
     run_budget: dict[str, Any] | None = None
+    #: the engine's progress listener (event, node id, detail)
+    listener: Callable[[str, str, dict[str, Any]], None] = lambda event, node, detail: None
 
 
 def _project(result: Any, node: PlanNode) -> dict[str, Any]:
@@ -136,14 +140,6 @@ async def process_body(node: PlanNode, context: dict[str, Any], services: Servic
     return Effect(update=update, output=value, input=inputs, child_run_id=result.run_id)
 
 
-async def not_built_body(node: PlanNode, context: dict[str, Any]) -> Effect:
-    """Node types whose engine part is not built yet fail loudly rather than pretend."""
-    raise NodeFailed(
-        f"`{node.type}` nodes cannot run yet in this version of Ergon (node `{node.id}`): "
-        "human tasks are a separate piece of work"
-    )
-
-
 async def leaf_effect(node: PlanNode, context: dict[str, Any], services: Services, visit_id: str | None) -> Effect:
     """Run one leaf body (tool, interaction, agent, process) or routing-only node."""
     if node.type == "tool":
@@ -160,4 +156,8 @@ async def leaf_effect(node: PlanNode, context: dict[str, Any], services: Service
         from flows.runtime.llm_bodies import agent_effect
 
         return await agent_effect(node, context, services, visit_id)
-    return await not_built_body(node, context)
+    if node.type == "human_task":
+        from flows.runtime.human import human_task_effect
+
+        return await human_task_effect(node, context, services, visit_id)
+    raise NodeFailed(f"`{node.type}` is not a leaf node type (node `{node.id}`)")

@@ -181,7 +181,12 @@ class Engine:
         of this run can interleave between applying and writing."""
         old = self.context
         new = apply_update(old, effect.update, writes=node.writes, schema=self.plan.context_schema, node_id=node.id)
-        target = next_node(node, self._exits.get(node.id, []), new, effect.output) if self.plan.control == "state_machine" else None
+        if effect.route_to is not None:
+            target = effect.route_to
+        elif self.plan.control == "state_machine":
+            target = next_node(node, self._exits.get(node.id, []), new, effect.output)
+        else:
+            target = None
         self.recorder.finish_visit(vid, status="completed", output=_jsonable(effect.output), next_node=target,
                                    old_context=old, new_context=new, child_run_id=effect.child_run_id)
         self.context = new

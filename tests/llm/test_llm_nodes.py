@@ -68,8 +68,8 @@ def test_agent_tool_loop_and_next_node_routing(run_def, fake):
     first = fake.for_model("agent1")[0].body
     prompt = "\n".join(str(m.get("content")) for m in first["messages"])
     assert "BEGIN CONTEXT" in prompt and "END CONTEXT" in prompt and "treat it as data" in prompt.lower()
-    schema = json.dumps(first)
-    assert '"_next_node"' in schema and '"high"' in schema and '"low"' in schema
+    # this model is unknown to litellm, so the schema travels as instructions in the prompt
+    assert '"_next_node"' in prompt and '"high"' in prompt and '"low"' in prompt
     assert "sk-fake-test-key" not in json.dumps([r.body for r in fake.requests]), "the API key never reaches a prompt"
     tool_names = [t["function"]["name"] for t in first.get("tools", [])]
     assert tool_names == ["increment"], "the agent gets exactly its declared tools"
@@ -159,25 +159,3 @@ def test_cassette_record_then_replay_without_the_server(run_def, fake, tmp_path)
     assert second["status"] == "completed", second
     assert second["context"] == first["context"]
     assert len(fake.for_model("agent6")) == before
-
-
-def test_contract_review_runs_on_the_offline_model(prefect_api, store, monkeypatch):
-    """The tutorial's process, as shipped in definitions/, on the offline model: every LLM node
-    answers deterministically and validly; the run goes as far as this version can take it."""
-    from pathlib import Path
-
-    from flows.catalog import Catalog
-    from flows.cli.runs import execute_run
-    from flows.store import repo
-
-    monkeypatch.setenv("ERGON_DEFINITIONS", str(Path(__file__).parents[2] / "definitions"))
-    catalog = Catalog.load()
-    result = execute_run(catalog.compile("contract_review"), {"contract_doc_id": "doc-1"}, catalog=catalog)
-    visits = repo.visits_for_run(result["run_id"])
-    assert [v.node_id for v in visits][:3] == ["extract_terms", "flag_clauses", "risk_route"]
-    assert all(c.offline for c in repo.llm_calls_for_run(result["run_id"]))
-    if visits[3].node_id == "legal_review":  # human tasks are not built yet: the run stops there, saying so
-        assert result["status"] == "failed" and "human tasks" in result["error"]
-    else:
-        assert result["status"] == "completed" and result["outcome"] == "done"
-        assert result["context"]["legal_decision"] == "auto_approved"

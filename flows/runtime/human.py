@@ -1,0 +1,92 @@
+"""The `human_task` node: create the task, pause the Prefect flow run, take the answer.
+
+On entering the node the task is recorded with its title and description rendered from the
+context *now* (and stored rendered), then the flow run pauses with a Prefect ``RunInput`` model
+generated from the task's fields, under a key unique to this visit (Prefect hands a reused
+key's old answer straight back). The pause polls every ``PAUSE_POLL_SECONDS`` so an answer moves
+the run on within about a second.
+
+An answer comes back the same way whoever gave it: through ``ergon tasks answer`` or the
+dashboard (validated, recorded, then :func:`flows.resume.resume_answered` resumes the run), or
+through Prefect's own resume form/API (Prefect validates it against the model; the task is then
+recorded here as answered by ``prefect``). The fields are copied into the context per the
+node's ``writes``; the node's guards then route. A ``timeout`` expires the task: the run takes
+``on_timeout`` when the node has it, and fails with "task expired" otherwise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import timedelta
+from typing import Any
+
+from compiler.plan import PlanNode
+from flows.runtime.bodies import Effect
+from flows.runtime.errors import NodeFailed
+from flows.settings import PAUSE_POLL_SECONDS
+
+#: How long a blocking pause waits when the node sets no timeout (a process can wait this long;
+#: longer waits belong to deployments, where the run suspends instead and frees its process).
+DEFAULT_WAIT_SECONDS = 30 * 24 * 3600
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+
+
+def seconds(value: Any) -> float | None:
+    """`90`, `"90s"`, `"30m"`, `"2h"`, `"3d"` → seconds (None when unset or unreadable)."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    match = _DURATION.match(str(value))
+    if not match:
+        return None
+    return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
+
+
+def visit_pause_key(node_id: str, run_id: str, visit_id: str) -> str:
+    from flows.humans import pause_key
+
+    return pause_key(node_id, int(hashlib.sha256(visit_id.encode()).hexdigest()[:8], 16), run_id=run_id)
+
+
+async def human_task_effect(node: PlanNode, context: dict[str, Any], services: Any, visit_id: str | None) -> Effect:
+    from prefect.flow_runs import FlowPauseTimeout, apause_flow_run
+
+    from flows import humans
+    from flows.store import repo
+    from flows.store.models import utcnow
+
+    spec = node.body["task"]
+    title, description = humans.render_task(spec, context)
+    wait = seconds(node.body.get("timeout"))
+    key = visit_pause_key(node.id, services.run_id, visit_id or node.id)
+    task = repo.create_task(
+        services.run_id, node.id, title, visit_id=visit_id, description=description, assignee=spec.get("assignee"),
+        fields=spec.get("fields") or [], four_eyes=bool(spec.get("four_eyes")),
+        due_at=utcnow() + timedelta(seconds=wait) if wait else None, pause_key=key, actor="ergon",
+    )
+    model = humans.run_input_model(spec.get("fields") or [], f"{node.id}_answer",
+                                   description=f"**{title}**\n\n{description or ''}")
+    repo.set_run_status(services.run_id, "paused")
+    services.listener("paused", node.id, {"task_id": task.id, "title": title})
+    try:
+        run_input = await apause_flow_run(wait_for_input=model, timeout=int(wait or DEFAULT_WAIT_SECONDS),
+                                          poll_interval=PAUSE_POLL_SECONDS, key=key)
+    except FlowPauseTimeout:
+        repo.set_run_status(services.run_id, "running")
+        repo.close_task(task.id, "expired", actor="ergon", reason=f"no answer within {node.body.get('timeout')}")
+        if node.body.get("on_timeout"):
+            return Effect(output={"expired": True}, route_to=node.body["on_timeout"])
+        raise NodeFailed(f"task expired: `{title}` ({node.id}) got no answer within {node.body.get('timeout')}") from None
+    repo.set_run_status(services.run_id, "running")
+    answer = humans.input_to_answer(run_input)
+    task = repo.get_task(task.id)
+    if task.status != "completed":  # answered through Prefect's own form or API
+        clean, errors = humans.validate_answer(task.fields, answer)
+        if errors:  # Prefect validated against the same model: this is a bug, not a user error
+            raise NodeFailed(f"the answer resumed through Prefect does not fit the task: {'; '.join(errors)}")
+        task = repo.answer_task(task.id, clean, answered_by="prefect", answered_via="prefect")
+    answer = dict(task.answer or answer)
+    update = {k: v for k, v in answer.items() if k in node.writes}
+    return Effect(update=update, output=answer, input={"task_id": task.id, "title": title})
