@@ -187,6 +187,17 @@ def _run_row(r: Any) -> dict[str, Any]:
             "created_at": r.created_at.isoformat() if r.created_at else None, "duration_s": dur, "error": r.error}
 
 
+def _find_run(run_id: str) -> Any:
+    """The run, or None after saying so (commands then exit 2)."""
+    from flows.store import db, repo
+
+    db.init_db()
+    run_rec = repo.get_run(run_id)
+    if run_rec is None:
+        err.print(f"[red]error:[/] no run {run_id}")
+    return run_rec
+
+
 @runs_app.command(name="list")
 def runs_list(
     *,
@@ -238,12 +249,10 @@ def runs_show(run_id: str, *, json_: Annotated[bool, Parameter(name="--json")] =
     json_
         Print JSON.
     """
-    from flows.store import db, repo
+    from flows.store import repo
 
-    db.init_db()
-    run_rec = repo.get_run(run_id)
+    run_rec = _find_run(run_id)
     if run_rec is None:
-        err.print(f"[red]error:[/] no run {run_id}")
         return 2
     visits = repo.visits_for_run(run_id)
     if json_:
@@ -293,9 +302,8 @@ def runs_resume(
     from flows.store import repo
 
     _prepare_runtime()
-    run_rec = repo.get_run(run_id)
+    run_rec = _find_run(run_id)
     if run_rec is None:
-        err.print(f"[red]error:[/] no run {run_id}")
         return 2
     if run_rec.status not in ("failed", "crashed"):
         err.print(f"[red]error:[/] run {run_id} is {run_rec.status}; only failed or crashed runs resume")
@@ -336,12 +344,10 @@ def runs_cancel(run_id: str) -> int:
     run_id
         The run.
     """
-    from flows.store import db, repo
+    from flows.store import repo
 
-    db.init_db()
-    run_rec = repo.get_run(run_id)
+    run_rec = _find_run(run_id)
     if run_rec is None:
-        err.print(f"[red]error:[/] no run {run_id}")
         return 2
     if run_rec.status in ("completed", "failed", "crashed", "cancelled"):
         err.print(f"run {run_id} already ended ({run_rec.status})")
@@ -360,11 +366,9 @@ def runs_export(run_id: str) -> int:
     run_id
         The run.
     """
-    from flows.store import db, repo
+    from flows.store import repo
 
-    db.init_db()
-    if repo.get_run(run_id) is None:
-        err.print(f"[red]error:[/] no run {run_id}")
+    if _find_run(run_id) is None:
         return 2
     print(json.dumps(repo.export_run(run_id), indent=2, default=str))
     return 0

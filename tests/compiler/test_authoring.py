@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import textwrap
-
-from compiler import check_workspace, workspace_from_texts
+from checking import brief, diagnostics
 from compiler.passes.authoring import looks_like_schema
 
 AUTHORING_CODES = {
@@ -15,12 +13,7 @@ AUTHORING_CODES = {
 
 
 def rules(text: str, *, file: str = "p.yaml") -> list:
-    ws = workspace_from_texts({file: textwrap.dedent(text)})
-    return [d for d in check_workspace(ws).diagnostics if d.code in AUTHORING_CODES]
-
-
-def brief(diags) -> list[tuple[str, int, int]]:
-    return [(d.code, d.line, d.col) for d in diags]
+    return diagnostics(text, AUTHORING_CODES, file=file)
 
 
 HEAD = """\

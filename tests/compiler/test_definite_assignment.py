@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from compiler import check_workspace, workspace_from_texts
+from checking import diagnostics
 
 
 def diags(text: str, *codes: str):
-    report = check_workspace(workspace_from_texts({"d.yaml": text}))
-    return [d for d in report.diagnostics if d.code in codes]
+    return diagnostics(text, codes, file="d.yaml")
 
 
 # The contract-review tutorial of the seed, as YAML (prompts shortened).
@@ -112,7 +111,7 @@ def test_contract_review_reports_legal_notes_on_the_auto_approve_path():
 
 def test_contract_review_clean_with_initial_legal_notes():
     fixed = CONTRACT.replace("    flagged_clauses: []\n", '    flagged_clauses: []\n    legal_notes: ""\n')
-    assert check_workspace(workspace_from_texts({"d.yaml": fixed})).diagnostics == []
+    assert diagnostics(fixed, file="d.yaml") == []
 
 
 def test_required_input_or_default_also_sets_a_field():

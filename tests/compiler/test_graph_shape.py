@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import textwrap
-
-from compiler import check_workspace, workspace_from_texts
+from checking import brief, diagnostics
 
 GRAPH_CODES = {
     "unknown-target", "unreachable-node", "dead-end", "final-has-exit", "condition-no-default",
@@ -14,12 +12,7 @@ GRAPH_CODES = {
 
 def shape(text: str) -> list:
     """Diagnostics of this pass's codes for one document (other passes' findings left out)."""
-    ws = workspace_from_texts({"p.yaml": textwrap.dedent(text)})
-    return [d for d in check_workspace(ws).diagnostics if d.code in GRAPH_CODES]
-
-
-def brief(diags) -> list[tuple[str, int, int]]:
-    return [(d.code, d.line, d.col) for d in diags]
+    return diagnostics(text, GRAPH_CODES)
 
 
 HEAD = """\

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import textwrap
-
-from compiler import check_workspace, workspace_from_texts
+from checking import brief, diagnostics
 
 REFERENCE_CODES = {"unknown-interaction", "unknown-tool", "unknown-process", "unknown-environment", "missing-field"}
 
@@ -36,13 +34,7 @@ nodes:
 
 def refs(text: str, *, tools: tuple[str, ...] = (), others: dict[str, str] | None = None) -> list:
     """Diagnostics of this pass's codes in ``p.yaml``, beside the given other definitions."""
-    texts = {"p.yaml": textwrap.dedent(text), **(others or {})}
-    ws = workspace_from_texts(texts, tools=tools)
-    return [d for d in check_workspace(ws).diagnostics if d.code in REFERENCE_CODES and d.file == "p.yaml"]
-
-
-def brief(diags) -> list[tuple[str, int, int]]:
-    return [(d.code, d.line, d.col) for d in diags]
+    return diagnostics(text, REFERENCE_CODES, tools=tools, others=others)
 
 
 LIBRARY = {"i.yaml": INTERACTION, "e.yaml": ENVIRONMENT, "c.yaml": CHILD, "r.yaml": PIPELINE}
