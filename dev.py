@@ -69,6 +69,44 @@ def os_packages() -> None:
         print(f"warning: could not install {', '.join(missing)}", flush=True)
 
 
+def start_postgres() -> tuple[str, callable] | tuple[None, None]:
+    """A throwaway PostgreSQL cluster on loopback for the store's PostgreSQL tests (root + Debian
+    packages only; elsewhere those tests skip with their reason). Returns (URL, stop)."""
+    import glob
+    import socket
+    import tempfile
+    import time
+
+    bins = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if os.geteuid() != 0 or not bins or not shutil.which("runuser"):
+        return None, None
+    bindir = Path(bins[-1]).parent
+    data = Path(tempfile.mkdtemp(prefix="ergon-pg-"))
+    shutil.chown(data, "postgres", "postgres")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    as_pg = ["runuser", "-u", "postgres", "--"]
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    if subprocess.call([*as_pg, bindir / "initdb", "-D", data / "db", "-U", "postgres", "--auth=trust"], **quiet) != 0:
+        return None, None
+    opts = f"-p {port} -c listen_addresses=127.0.0.1 -k {data}"
+    if subprocess.call([*as_pg, bindir / "pg_ctl", "-D", data / "db", "-o", opts, "-l", data / "log", "-w", "start"], **quiet) != 0:
+        return None, None
+
+    def stop() -> None:
+        subprocess.call([*as_pg, bindir / "pg_ctl", "-D", data / "db", "-m", "fast", "stop"], **quiet)
+        shutil.rmtree(data, ignore_errors=True)
+
+    for _ in range(50):
+        if subprocess.call([bindir / "psql" if (bindir / "psql").exists() else "psql", "-h", "127.0.0.1", "-p", str(port),
+                            "-U", "postgres", "-c", "create database ergon_test"], **quiet) == 0:
+            return f"postgresql+psycopg://postgres@127.0.0.1:{port}/ergon_test", stop
+        time.sleep(0.2)
+    stop()
+    return None, None
+
+
 def demo() -> int:
     setup()
     ergon = BIN / "ergon"
@@ -80,7 +118,16 @@ def demo() -> int:
 def test(args: list[str]) -> int:
     setup()
     os_packages()
-    code = run([PY, "-m", "pytest", *args])
+    env = dict(os.environ)
+    pg_url, stop_pg = (None, None) if env.get("ERGON_TEST_POSTGRES_URL") else start_postgres()
+    if pg_url:
+        env["ERGON_TEST_POSTGRES_URL"] = pg_url
+        print(f"PostgreSQL for the tests at {pg_url}", flush=True)
+    try:
+        code = run([PY, "-m", "pytest", *args], env=env)
+    finally:
+        if stop_pg:
+            stop_pg()
     if code == 5:  # pytest: no tests collected
         if args:
             print("pytest collected no tests for this selection", flush=True)

@@ -185,7 +185,7 @@ print(json.dumps([s if isinstance(s, str) else f"error: {{s}}" for s in statuses
 """
 
 
-def bench_concurrent(processes: int = 5, runs_each: int = 10) -> tuple[float, int, int]:
+def bench_concurrent(processes: int = 5, runs_each: int = 10) -> tuple[float, int, int, dict]:
     import json
 
     script = CONCURRENT_WORKER.format(root=str(ROOT), runs=runs_each)
@@ -196,12 +196,15 @@ def bench_concurrent(processes: int = 5, runs_each: int = 10) -> tuple[float, in
     outputs = [p.communicate(timeout=900) for p in procs]
     elapsed = time.perf_counter() - started
     completed = locked = 0
+    seen: dict[str, int] = {}
     for out, err in outputs:
         locked += err.count("database is locked")
-        statuses = json.loads(out.strip().splitlines()[-1]) if out.strip() else []
+        statuses = json.loads(out.strip().splitlines()[-1]) if out.strip() else ["no output: " + err.strip()[-300:]]
         completed += sum(1 for s in statuses if s == "completed")
         locked += sum(1 for s in statuses if "database is locked" in s)
-    return elapsed, completed, locked
+        for s in statuses:
+            seen[s[:120]] = seen.get(s[:120], 0) + 1
+    return elapsed, completed, locked, seen
 
 
 def main() -> None:
@@ -218,9 +221,11 @@ def main() -> None:
         ergon, base = bench_foreach(args.repeat)
         print(f"foreach 1000 items, window 50 ergon {ergon:7.2f}   prefect map {base:7.2f}   ratio {ergon / base:5.2f}  (aim <= 1.3)")
     if "concurrent" in args.which:
-        elapsed, completed, locked = bench_concurrent()
+        elapsed, completed, locked, seen = bench_concurrent()
         print(f"50 concurrent runs (5 processes x 10) on SQLite: {elapsed:.1f} s, {completed}/50 completed, "
               f"{locked} 'database is locked' errors (aim: 0)")
+        if completed < 50:
+            print(f"  outcomes: {seen}")
 
 
 if __name__ == "__main__":
