@@ -22,6 +22,7 @@ from datetime import timedelta
 from typing import Any
 
 from compiler.plan import PlanNode
+from flows.tools import tool
 from flows.runtime.bodies import Effect
 from flows.runtime.errors import NodeFailed
 from flows.settings import PAUSE_POLL_SECONDS
@@ -50,36 +51,43 @@ def visit_pause_key(node_id: str, run_id: str, visit_id: str) -> str:
     return pause_key(node_id, int(hashlib.sha256(visit_id.encode()).hexdigest()[:8], 16), run_id=run_id)
 
 
-async def human_task_effect(node: PlanNode, context: dict[str, Any], services: Any, visit_id: str | None) -> Effect:
+class TaskExpired(Exception):
+    """Nobody answered within the task's timeout (the task is closed as expired)."""
+
+
+async def ask_person(*, run_id: str, visit_id: str | None, node_id: str, title: str, description: str | None,
+                     assignee: str | None, fields: list[dict[str, Any]], four_eyes: bool = False,
+                     timeout: float | None = None, listener: Any = None) -> tuple[Any, dict[str, Any]]:
+    """Create a task, pause the flow run until it is answered, return (task, answer).
+
+    Shared by `human_task` nodes and the agents' `ask_user` tool. Raises :class:`TaskExpired`.
+    """
     from prefect.flow_runs import FlowPauseTimeout, apause_flow_run
 
     from flows import humans
     from flows.store import repo
     from flows.store.models import utcnow
 
-    spec = node.body["task"]
-    title, description = humans.render_task(spec, context)
-    wait = seconds(node.body.get("timeout"))
-    key = visit_pause_key(node.id, services.run_id, visit_id or node.id)
+    key = visit_pause_key(node_id, run_id, visit_id or node_id)
+    if repo.task_by_pause_key(key) is not None:  # a second question in the same visit
+        key = visit_pause_key(node_id, run_id, f"{visit_id}-{utcnow().timestamp()}")
     task = repo.create_task(
-        services.run_id, node.id, title, visit_id=visit_id, description=description, assignee=spec.get("assignee"),
-        fields=spec.get("fields") or [], four_eyes=bool(spec.get("four_eyes")),
-        due_at=utcnow() + timedelta(seconds=wait) if wait else None, pause_key=key, actor="ergon",
+        run_id, node_id, title, visit_id=visit_id, description=description, assignee=assignee, fields=fields,
+        four_eyes=four_eyes, due_at=utcnow() + timedelta(seconds=timeout) if timeout else None, pause_key=key,
+        actor="ergon",
     )
-    model = humans.run_input_model(spec.get("fields") or [], f"{node.id}_answer",
-                                   description=f"**{title}**\n\n{description or ''}")
-    repo.set_run_status(services.run_id, "paused")
-    services.listener("paused", node.id, {"task_id": task.id, "title": title})
+    model = humans.run_input_model(fields, f"{node_id}_answer", description=f"**{title}**\n\n{description or ''}")
+    repo.set_run_status(run_id, "paused")
+    if listener is not None:
+        listener("paused", node_id, {"task_id": task.id, "title": title})
     try:
-        run_input = await apause_flow_run(wait_for_input=model, timeout=int(wait or DEFAULT_WAIT_SECONDS),
+        run_input = await apause_flow_run(wait_for_input=model, timeout=int(timeout or DEFAULT_WAIT_SECONDS),
                                           poll_interval=PAUSE_POLL_SECONDS, key=key)
     except FlowPauseTimeout:
-        repo.set_run_status(services.run_id, "running")
-        repo.close_task(task.id, "expired", actor="ergon", reason=f"no answer within {node.body.get('timeout')}")
-        if node.body.get("on_timeout"):
-            return Effect(output={"expired": True}, route_to=node.body["on_timeout"])
-        raise NodeFailed(f"task expired: `{title}` ({node.id}) got no answer within {node.body.get('timeout')}") from None
-    repo.set_run_status(services.run_id, "running")
+        repo.set_run_status(run_id, "running")
+        repo.close_task(task.id, "expired", actor="ergon", reason=f"no answer within {timeout} s")
+        raise TaskExpired(task.id) from None
+    repo.set_run_status(run_id, "running")
     answer = humans.input_to_answer(run_input)
     task = repo.get_task(task.id)
     if task.status != "completed":  # answered through Prefect's own form or API
@@ -87,6 +95,49 @@ async def human_task_effect(node: PlanNode, context: dict[str, Any], services: A
         if errors:  # Prefect validated against the same model: this is a bug, not a user error
             raise NodeFailed(f"the answer resumed through Prefect does not fit the task: {'; '.join(errors)}")
         task = repo.answer_task(task.id, clean, answered_by="prefect", answered_via="prefect")
-    answer = dict(task.answer or answer)
+    return task, dict(task.answer or answer)
+
+
+async def human_task_effect(node: PlanNode, context: dict[str, Any], services: Any, visit_id: str | None) -> Effect:
+    from flows import humans
+
+    spec = node.body["task"]
+    title, description = humans.render_task(spec, context)
+    wait = seconds(node.body.get("timeout"))
+    try:
+        task, answer = await ask_person(
+            run_id=services.run_id, visit_id=visit_id, node_id=node.id, title=title, description=description,
+            assignee=spec.get("assignee"), fields=spec.get("fields") or [], four_eyes=bool(spec.get("four_eyes")),
+            timeout=wait, listener=services.listener,
+        )
+    except TaskExpired:
+        if node.body.get("on_timeout"):
+            return Effect(output={"expired": True}, route_to=node.body["on_timeout"])
+        raise NodeFailed(f"task expired: `{title}` ({node.id}) got no answer within {node.body.get('timeout')}") from None
     update = {k: v for k, v in answer.items() if k in node.writes}
     return Effect(update=update, output=answer, input={"task_id": task.id, "title": title})
+
+
+@tool(name="ask_user")
+async def ask_user(question: str, fields: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Ask a person a question and wait for the answer (creates a human task; the run pauses).
+
+    Args:
+        question: What to ask, in plain language.
+        fields: Extra answer fields the person fills in, each {name, type (text|string|number|boolean|select),
+            required, options, label}; a free-text `answer` field is always included.
+    """
+    from flows.tools.context import current
+
+    ctx = current()
+    if not ctx.run_id:
+        raise NodeFailed("ask_user needs a run: it creates a human task")
+    asked = [{"name": "answer", "type": "text", "required": True, "label": question}]
+    asked += [f for f in (fields or []) if isinstance(f, dict) and f.get("name") not in ("answer", None)]
+    try:
+        task, answer = await ask_person(run_id=ctx.run_id, visit_id=ctx.visit_id, node_id=ctx.node_id or "ask_user",
+                                        title=question, description=f"Asked by the agent of node `{ctx.node_id}`.",
+                                        assignee=ctx.assignee, fields=asked, listener=ctx.listener)
+    except TaskExpired:
+        return {"error": "nobody answered in time"}
+    return {"answered_by": task.answered_by, **answer}

@@ -73,7 +73,8 @@ async def agent_effect(node: PlanNode, context: dict[str, Any], services: Any, v
         run_id=services.run_id, visit_id=visit_id, guard=_guard(node, services, visit_id),
     )
     token = CURRENT.set(ToolContext(run_id=services.run_id, visit_id=visit_id, node_id=node.id,
-                                    started_by=services.started_by))
+                                    started_by=services.started_by, assignee=body.get("ask_user"),
+                                    listener=services.listener))
     try:
         result = await run_agent(task, environments=services.environments)
     except LlmError as exc:

@@ -40,3 +40,5 @@ async def sleep(seconds: float = 1.0) -> dict:
 
 # Registered on import (kept at the end: they import `tool` from the package, like this module).
 from flows.tools import builtins_agent, builtins_documents, http  # noqa: E402,F401
+# `ask_user` lives with the human-task machinery it shares (it pauses the run).
+from flows.runtime import human  # noqa: E402,F401

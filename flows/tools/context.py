@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextvars
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,10 @@ class ToolContext:
     #: False for tool *nodes*: their visit already records the input and output, so a tool-call
     #: row would store the same thing twice (and cost a write per node)
     record_calls: bool = True
+    #: who the agents' `ask_user` tool assigns its questions to (the node's `ask_user:` setting)
+    assignee: str | None = None
+    #: the engine's progress listener, so a question shows up like a human task node
+    listener: Any = None
 
 
 CURRENT: contextvars.ContextVar[ToolContext] = contextvars.ContextVar("ergon_tool_context", default=ToolContext())
