@@ -211,9 +211,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("which", nargs="*", default=["chain", "foreach", "concurrent"])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-tags", action="store_true", help="run node visits untagged (ERGON_TASK_TAGS=0)")
     args = parser.parse_args()
+    if args.no_tags:
+        os.environ["ERGON_TASK_TAGS"] = "0"
     _setup_env()
-    print(f"runtime benchmarks, best of {args.repeat} (seconds; each run after a {SETTLE_SECONDS:.0f} s settle)")
+    print(f"runtime benchmarks, best of {args.repeat} (seconds; each run after a {SETTLE_SECONDS:.0f} s settle)"
+          f"{'; node visits untagged' if args.no_tags else ''}")
     if "chain" in args.which:
         ergon, base = bench_chain(args.repeat)
         print(f"chain of 200 no-op nodes      ergon {ergon:7.2f}   prefect {base:7.2f}   ratio {ergon / base:5.2f}  (aim <= 1.3)")

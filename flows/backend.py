@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from flows.settings import TASK_DEFAULTS, configure_prefect_env
+from flows.settings import TASK_DEFAULTS, configure_prefect_env, task_tags_enabled
 
 configure_prefect_env()
 
@@ -120,7 +120,7 @@ class PrefectExecutor:
         key = id(node)
         if key not in self._tasks:
             policy = node.retry
-            tags = [node.type] + ([f"lane:{node.lane}"] if node.lane else [])
+            tags = [node.type] + ([f"lane:{node.lane}"] if node.lane else []) if task_tags_enabled() else []
             self._tasks[key] = node_visit.with_options(
                 name=node.id,
                 tags=tags,

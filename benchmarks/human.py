@@ -1,0 +1,91 @@
+"""Human-task benchmark: latency from an answer to the next node starting (aim: under 2 s).
+
+A process waits on a human task in a separate `ergon run` process (Prefect's default pause poll
+in Ergon is 1 s). This script answers the task the way `ergon tasks answer` does
+(:func:`flows.humans.answer` → validate, record, resume), then reads from the store when the
+next node's visit started. Both timestamps come from the store (one clock). Repeated N times.
+
+Usage: ``python benchmarks/human.py [--repeat N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+PROCESS = """
+format_version: 1
+process: bench_human
+initial: ask
+context:
+  schema: {type: object, properties: {ok: {type: boolean}, after: {type: string}}}
+nodes:
+  ask:
+    type: human_task
+    task:
+      title: Proceed?
+      fields: [{name: ok, type: boolean, required: true}]
+    writes: [ok]
+    transitions: [{to: next}]
+  next: {type: tool, config: {context_update: {after: "yes"}}, writes: [after], transitions: [{to: done}]}
+  done: {type: final}
+"""
+
+
+def one(env: dict) -> float:
+    from flows import humans
+    from flows.resume import register
+    from flows.store import repo
+
+    register()
+    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "run", "bench_human", "--json"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        task = None
+        while time.monotonic() < deadline and task is None:
+            rows, _ = repo.list_tasks(status="pending")
+            task = next((t for t in rows if repo.get_run(t.run_id).status == "paused"), None)
+            time.sleep(0.1)
+        assert task is not None, proc.stderr.read() if proc.poll() is not None else "no task"
+        answered = humans.answer(task.id, "bench", {"ok": True}, via="api").task
+        proc.communicate(timeout=120)
+        nxt = next(v for v in repo.visits_for_run(task.run_id) if v.node_id == "next")
+        return (nxt.started_at - answered.answered_at).total_seconds()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    os.environ.setdefault("ERGON_HOME", tempfile.mkdtemp(prefix="ergon-bench-"))
+    from flows.settings import configure_prefect_env
+
+    configure_prefect_env()
+    from flows.server import ensure_api_url
+    from flows.store import db
+
+    ensure_api_url()
+    db.init_db()
+    folder = Path(tempfile.mkdtemp(prefix="ergon-bench-defs-"))
+    (folder / "bench_human.yaml").write_text(PROCESS)
+    env = {**os.environ, "ERGON_DEFINITIONS": str(folder)}
+    latencies = [one(env) for _ in range(args.repeat)]
+    print(f"answer → next node started, {args.repeat} runs: median {statistics.median(latencies):.2f} s, "
+          f"max {max(latencies):.2f} s  (aim < 2 s; pause poll {1} s)")
+
+
+if __name__ == "__main__":
+    main()
