@@ -31,7 +31,10 @@ PREFECT_DEFAULTS: dict[str, str] = {
     # Deployment runs: pick up scheduled and resumed runs quickly.
     "PREFECT_RUNNER_POLL_FREQUENCY": "2",
     "PREFECT_WORKER_QUERY_SECONDS": "2",
+    # A SQLite-backed Prefect server answers 503 when its database is locked (many runs at once):
+    # retry more than the default 5 times before a run gives up.
     "PREFECT_CLIENT_RETRY_EXTRA_CODES": "503",
+    "PREFECT_CLIENT_MAX_RETRIES": "10",
 }
 
 #: Task-run options every node visit gets unless its retry policy says otherwise.
