@@ -27,7 +27,7 @@ PY = BIN / "python"
 STAMP = VENV / ".ergon-installed"
 #: OS packages (Debian names) the full suite uses, and a binary that shows each is present.
 OS_PACKAGES = {"chromium": "/usr/bin/chromium", "postgresql": "/usr/lib/postgresql"}
-DEMO_DEFINITION = "document_intake"  # contract_review once LLM nodes and human tasks run
+DEMO_DEFINITION = "vendor_onboarding"  # branch, an interaction on the offline model, a sub-process
 
 
 def run(cmd: list[str], **kw) -> int:
@@ -112,7 +112,8 @@ def demo() -> int:
     ergon = BIN / "ergon"
     if run([ergon, "check", "definitions"]) != 0:
         return 1
-    return run([ergon, "run", DEMO_DEFINITION, "--input", "documentId=doc-demo"])
+    return run([ergon, "run", DEMO_DEFINITION, "--input", "vendor_name=Acme Tools", "--input", "country=FR",
+                "--input", "category=hardware"])
 
 
 def test(args: list[str]) -> int:

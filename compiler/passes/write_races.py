@@ -3,10 +3,13 @@
 Three places run work concurrently, and in each the last writer would win at random:
 
 * **pipeline nodes** with no order between them (neither needs the other, even indirectly);
-* **branch arms** of a ``branch`` without ``collect`` (each arm writes into the context
-  directly; with ``collect`` their results are kept apart in envelopes);
-* **foreach items** whose body declares ``writes`` when the foreach has no ``collect`` and
+* **branch arms** of a ``branch`` whose writes reach the context: all of them without
+  ``collect``, and with ``collect`` those the branch node itself declares in ``writes`` (the
+  rest are kept apart in the envelopes);
+* **foreach items** whose body's writes reach the context in the same way, when
   ``max_concurrency`` is not 1 (every item writes the same fields).
+
+(The runtime applies a child's update for exactly those fields: :mod:`flows.runtime.engine`.)
 
 For pipelines the "is ordered before" relation is an ancestor bitset per node (one int, bit =
 topological index), so checking a field's writers costs one AND per writer, not a pair loop:
@@ -66,26 +69,32 @@ def _pipeline_races(defn: PipelineDef, path: DocPath) -> Iterator[Finding]:
             seen_writers[field] = earlier | (1 << position[n])
 
 
+def _reaching(node: BranchNode | ForeachNode, writes: list[str]) -> set[str]:
+    """The child fields that reach the context (see the module docstring)."""
+    return set(writes) if node.collect is None else set(writes) & set(node.writes)
+
+
 def _branch_races(nid: str, node: BranchNode, base: DocPath) -> Iterator[Finding]:
-    if node.collect is not None:
-        return
     first_writer: dict[str, str] = {}
     for a, arm in enumerate(node.branches):
+        reaching = _reaching(node, arm.node.writes)
         for i, field in enumerate(arm.node.writes):
+            if field not in reaching:
+                continue
             if field in first_writer and first_writer[field] != arm.id:
                 yield Finding(
                     "write-race", (*base, "branches", a, "node", "writes", i),
                     f"branches `{first_writer[field]}` and `{arm.id}` of `{nid}` both write `{field}` and run at the same time",
-                    hint="add `collect` to the branch node so each branch's result is kept separately, "
-                    "or let the branches write different fields",
+                    hint="let the branches write different fields, or keep only the collected envelopes "
+                    "(`collect`, without the field in the branch node's `writes`)",
                 )
             else:
                 first_writer.setdefault(field, arm.id)
 
 
 def _foreach_races(nid: str, node: ForeachNode, base: DocPath) -> Iterator[Finding]:
-    writes = node.node.writes
-    if not writes or node.collect is not None or node.max_concurrency == 1:
+    writes = [w for w in node.node.writes if w in _reaching(node, node.node.writes)]
+    if not writes or node.max_concurrency == 1:
         return
     fields = ", ".join(f"`{w}`" for w in writes)
     limit = "all at once" if node.max_concurrency is None else f"{node.max_concurrency} at a time"

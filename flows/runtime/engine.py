@@ -297,6 +297,8 @@ class Engine:
     def _collect(self, node: PlanNode, items: list, results: list[dict[str, Any] | None]) -> Effect:
         body = node.body
         collect = body.get("collect")
+        target = collect if isinstance(collect, str) else (collect or {}).get("into")
+        reaching = set(node.writes) - {target}
         is_branch = node.type == "branch"
         envelopes = []
         update: dict[str, Any] = {}
@@ -314,10 +316,12 @@ class Engine:
             else:
                 env.update({"item_id": key, "item": item})
             envelopes.append(env)
-            if not collect and effect is not None and res["status"] == "completed":
-                # No collect: items write into the context directly, in item order (the checker
-                # refuses this when items may run concurrently and write the same fields).
-                update.update(effect.update if not res.get("reused") else (output or {}))
+            if effect is not None and res["status"] == "completed":
+                # A child's writes reach the context for the fields the fan-out node declares in
+                # its own `writes`, applied in item order; the write-race pass refuses two
+                # children that may run at once writing the same such field.
+                child_update = (output or {}) if res.get("reused") and child.writes else effect.update
+                update.update({k: v for k, v in child_update.items() if k in reaching})
         if isinstance(collect, str):
             update[collect] = [e["output"] for e in envelopes]
         elif isinstance(collect, dict):

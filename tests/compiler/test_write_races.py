@@ -127,11 +127,14 @@ def test_foreach_items_race_unless_collected_or_sequential():
     assert found[0].message == "every item of `each` writes `code`, and items run all at once: each item overwrites the others' result"
     assert "max_concurrency: 4" not in found[0].message
     assert races(FOREACH.replace("EXTRA", "max_concurrency: 1")) == []
-    assert races(FOREACH.replace("EXTRA", "collect: results")) == []
+    collected = FOREACH.replace("EXTRA", "collect: results").replace("    writes: [code]\n    transitions", "    writes: [results]\n    transitions")
+    assert races(collected) == []
+    # collected, but the foreach also declares the items' field: every item writes it
+    assert [d.path for d in races(FOREACH.replace("EXTRA", "collect: results"))] == ["nodes.each.node.writes"]
     found = races(FOREACH.replace("EXTRA", "max_concurrency: 4"))
     assert "4 at a time" in found[0].message
 
 
 def test_a_process_state_machine_alone_never_races():
-    text = FOREACH.replace("EXTRA", "collect: results")
+    text = FOREACH.replace("EXTRA", "collect: results").replace("    writes: [code]\n    transitions", "    writes: [results]\n    transitions")
     assert races(text) == []
