@@ -57,11 +57,24 @@ def prefect_api():
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def migrated_template(tmp_path_factory) -> Path:
+    """An SQLite store migrated once per session; tests copy it (migrating costs ~0.5 s)."""
+    from flows.store import db
+
+    folder = tmp_path_factory.mktemp("store-template")
+    url = f"sqlite:///{folder / 'ergon.db'}"
+    db.init_db(url)
+    db.dispose_all()  # closes the connections, which checkpoints the WAL into the file
+    return folder / "ergon.db"
+
+
 @pytest.fixture
-def store(tmp_path, monkeypatch):
+def store(tmp_path, monkeypatch, migrated_template):
     """A fresh, migrated Ergon store in a temporary SQLite file."""
     from flows.store import db
 
+    shutil.copy(migrated_template, tmp_path / "ergon.db")
     url = f"sqlite:///{tmp_path / 'ergon.db'}"
     monkeypatch.setenv("ERGON_DATABASE_URL", url)
     db.init_db(url)

@@ -4,21 +4,11 @@ costs ~0.5 s a test), the people of the examples, and a paused run with its task
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 
 from flows.store import db, repo
 from human_fields import FIELDS
-
-
-@pytest.fixture(scope="session")
-def migrated_template(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("humans-template")
-    url = f"sqlite:///{folder / 'ergon.db'}"
-    db.init_db(url)
-    db.dispose_all()
-    return folder / "ergon.db"
 
 
 @pytest.fixture

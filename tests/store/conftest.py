@@ -7,20 +7,10 @@ file that each test copies; ``init_db`` on the copy then finds the schema at hea
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 
 from flows.store import db
-
-
-@pytest.fixture(scope="session")
-def migrated_template(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("store-template")
-    url = f"sqlite:///{folder / 'ergon.db'}"
-    db.init_db(url)
-    db.dispose_all()  # closes the connections, which checkpoints the WAL into the file
-    return folder / "ergon.db"
 
 
 @pytest.fixture

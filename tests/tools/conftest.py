@@ -11,15 +11,6 @@ import pytest
 from flows.store import db
 
 
-@pytest.fixture(scope="session")
-def migrated_template(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("tools-store-template")
-    url = f"sqlite:///{folder / 'ergon.db'}"
-    db.init_db(url)
-    db.dispose_all()
-    return folder / "ergon.db"
-
-
 @pytest.fixture
 def home(tmp_path, monkeypatch) -> Path:
     """ERGON_HOME = tmp_path (documents live under it)."""
