@@ -46,7 +46,7 @@ def _setup_env() -> None:
 
 
 def chain_definition(n: int) -> str:
-    lines = [f"format_version: 1\nprocess: bench_chain\ninitial: n0\nnodes:"]
+    lines = ["format_version: 1\nprocess: bench_chain\ninitial: n0\nnodes:"]
     for i in range(n):
         lines.append(f"  n{i}: {{type: tool, tool: noop, transitions: [{{to: {'n' + str(i + 1) if i + 1 < n else 'done'}}}]}}")
     lines.append("  done: {type: final}")

@@ -241,7 +241,7 @@ def _fanout(site: NodeSite) -> Iterator[Finding]:
         if node.type not in LEAF_TYPES:
             yield Finding("fanout-child", (*path, "type"), f"a {parent} body cannot be a `{node.type}` node",
                           hint="use a `tool`, `interaction`, `agent` or `process` body; put routing on the "
-                          f"parent and nested work in a sub-process")
+                          "parent and nested work in a sub-process")
         for field in ("transitions", "needs", "when"):
             if written(node, field):
                 yield Finding("fanout-child", (*path, field), f"a {parent} body does not route: `{field}` is not allowed here",
