@@ -100,6 +100,18 @@ class Catalog:
         """Environment definitions by name."""
         return {name: unit.defn for name, unit in self.ws.named("environment").items() if unit.defn is not None}
 
+    def compile_content(self, name: str, content: Any, *, label: str) -> Compiled:
+        """Compile stored content of ``name`` (a run's snapshot, a published version) in place of
+        the folder's current file; its references still resolve against this folder."""
+        import json
+
+        from compiler import workspace_from_texts
+
+        ws = workspace_from_texts({f"{name}{label}.json": json.dumps(content)})
+        ws.units.extend(u for u in self.ws.units if u.name != name)
+        ws.tools = self.ws.tools
+        return Compiled(plan=build_plan(ws.units[0], ws), content=content, unit=ws.units[0])
+
     def resolve(self, name: str, version: int | None = None) -> Plan:
         """Resolver for process nodes that name their child (pinned versions come from the store)."""
         if version is not None:
@@ -108,14 +120,7 @@ class Catalog:
             pinned = repo.get_version(name, version)
             if pinned is None:
                 raise DefinitionNotFound(f"`{name}` has no published version {version}")
-            from compiler import workspace_from_texts
-            import json
-
-            ws = workspace_from_texts({f"{name}@v{version}.json": json.dumps(pinned.content)})
-            for unit in self.ws.units:  # its own references resolve against the current folder
-                if unit.name != name:
-                    ws.units.append(unit)
-            return build_plan(ws.units[0], ws)
+            return self.compile_content(name, pinned.content, label=f"@v{version}").plan
         if name not in self._plans:
             self._plans[name] = build_plan(self.unit_for(name), self.ws)
         return self._plans[name]

@@ -59,7 +59,7 @@ HEARTBEAT_TIMEOUT_SECONDS = 300
 
 def ergon_home() -> Path:
     """The state folder (created on first use)."""
-    home = Path(os.environ.get("ERGON_HOME", ".ergon")).resolve()
+    home = Path(os.environ.get("ERGON_HOME") or ".ergon").expanduser().resolve()
     home.mkdir(parents=True, exist_ok=True)
     return home
 

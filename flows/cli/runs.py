@@ -321,18 +321,12 @@ def runs_resume(
 
 def snapshot_compiled(run_rec: Any, catalog: Any) -> Any:
     """The Plan of the exact content a run started with (its pinned snapshot)."""
-    from compiler import workspace_from_texts
-    from compiler.plan import build_plan
-    from flows.catalog import Compiled
     from flows.store import repo
 
     content = repo.get_snapshot(run_rec.content_hash) if run_rec.content_hash else None
     if content is None:
         return catalog.compile(run_rec.definition_name)
-    ws = workspace_from_texts({f"{run_rec.definition_name}.snapshot.json": json.dumps(content)})
-    ws.units.extend(u for u in catalog.ws.units if u.name != run_rec.definition_name)
-    ws.tools = catalog.ws.tools
-    return Compiled(plan=build_plan(ws.units[0], ws), content=content, unit=ws.units[0])
+    return catalog.compile_content(run_rec.definition_name, content, label=".snapshot")
 
 
 @runs_app.command(name="cancel")

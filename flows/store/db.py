@@ -28,6 +28,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from flows.settings import ergon_home
+
 #: Execution option that makes the SQLite ``begin`` hook take the write lock up front.
 IMMEDIATE = "ergon_sqlite_immediate"
 
@@ -37,13 +39,6 @@ _engines: dict[str, Engine] = {}
 _write_locks: dict[Engine, threading.RLock] = {}
 _migrated: set[str] = set()
 _lock = threading.Lock()
-
-
-def ergon_home() -> Path:
-    """The folder holding local state (``ERGON_HOME``, default ``./.ergon``); created if missing."""
-    home = Path(os.environ.get("ERGON_HOME") or ".ergon").expanduser().resolve()
-    home.mkdir(parents=True, exist_ok=True)
-    return home
 
 
 def database_url() -> str:
