@@ -18,7 +18,9 @@ app = App(
 )
 
 # Command modules register themselves on `app` when imported.
-from flows.cli import definitions, documents, interactions, runs, tasks, users  # noqa: E402,F401
+from flows.cli import (  # noqa: E402,F401
+    definitions, deploy, documents, interactions, runs, secrets, tasks, triggers, ui, users, versions,
+)
 
 
 def run(tokens: list[str] | None = None) -> int:

@@ -118,6 +118,7 @@ def run(
     json_: Annotated[bool, Parameter(name="--json")] = False,
     record: Annotated[str | None, Parameter(name="--record")] = None,
     replay: Annotated[str | None, Parameter(name="--replay")] = None,
+    run_id: Annotated[str | None, Parameter(name="--run-id", show=False)] = None,
 ) -> int:
     """Validate a definition, run it on Prefect, show progress node by node, wait for the end.
 
@@ -135,6 +136,8 @@ def run(
         Store every model response in this cassette file.
     replay
         Answer every model call from this cassette file (a miss fails loudly).
+    run_id
+        Execute this pending run (recorded by :mod:`flows.launch`) instead of recording a new one.
     """
     from compiler import CompileError
     from flows.catalog import Catalog, DefinitionNotFound
@@ -160,9 +163,18 @@ def run(
             print(d.format(), file=sys.stderr)
         return 2
     _prepare_runtime()
+    trigger = "manual"
+    if run_id is not None:
+        from flows.store import repo
+
+        pending = repo.get_run(run_id)
+        if pending is None or pending.status != "pending":
+            err.print(f"[red]error:[/] run {run_id} is not a pending run")
+            return 2
+        trigger = pending.trigger
     console.print(f"[bold]{compiled.plan.name}[/] [dim]version {compiled.plan.version}[/]")
     result = execute_run(compiled, inputs, catalog=catalog, listener=_progress_listener(console),
-                         record=record, replay=replay)
+                         record=record, replay=replay, run_id=run_id, trigger=trigger)
     _print_result(result, json_, console)
     return EXIT.get(result["status"], 1)
 

@@ -1,0 +1,66 @@
+"""Start a run in the background: the dashboard's start form, replays, webhooks, chained runs.
+
+A run started from a long-lived process (Streamlit, the webhook server) must not block it, and
+must survive it: :func:`start_detached` records the run first (so the caller has its id at once),
+then runs ``ergon run NAME --run-id ID`` in its own session with the inputs in a file. The child
+process is an ordinary ``ergon run``: the same validation, progress log, pause/resume and crash
+detection as a run started by hand. Its output goes to ``ERGON_HOME/logs/run-<id>.log``.
+
+Inputs are validated here against the definition before anything is recorded, so an invalid
+start is refused with the same diagnostics as ``ergon run`` and no run row is left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+from compiler import Diagnostic
+
+
+class StartRefused(ValueError):
+    """The definition does not compile or the inputs do not fit its context schema."""
+
+    def __init__(self, problems: list[Diagnostic]) -> None:
+        super().__init__("; ".join(p.message for p in problems))
+        self.problems = problems
+
+
+def start_detached(name: str, inputs: dict[str, Any], *, started_by: str, trigger: str = "manual",
+                   catalog: Any = None, env: dict[str, str] | None = None) -> str:
+    """Validate, record a pending run, start ``ergon run`` for it in the background; return the run id.
+
+    ``trigger`` is one of the store's run triggers (``manual``, ``replay``, ``webhook``,
+    ``on_complete``, ``schedule``…). ``env`` adds variables to the child's environment.
+    """
+    from compiler import CompileError
+    from flows.catalog import Catalog
+    from flows.cli.inputs import validate_inputs
+    from flows.settings import ergon_home
+    from flows.store import repo
+
+    catalog = catalog or Catalog.load()
+    try:
+        compiled = catalog.compile(name)
+    except CompileError as exc:
+        raise StartRefused(list(exc.diagnostics)) from exc
+    problems = validate_inputs(compiled.plan, inputs, source="inputs")
+    if problems:
+        raise StartRefused(problems)
+    run = repo.create_run(compiled.plan.name, content=compiled.content, inputs=inputs, trigger=trigger,
+                          started_by=started_by)
+    logs = ergon_home() / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    inputs_file = logs / f"run-{run.id}.inputs.json"
+    inputs_file.write_text(json.dumps(inputs), encoding="utf-8")
+    child_env = {**os.environ, **(env or {}), "ERGON_USER": started_by}
+    with open(logs / f"run-{run.id}.log", "ab") as log:
+        subprocess.Popen(
+            [sys.executable, "-m", "flows.cli", "run", name, "--run-id", run.id, "--input-file", str(inputs_file)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=child_env,
+            start_new_session=True,  # outlives the caller (a Streamlit rerun, a stopped server)
+        )
+    return run.id
