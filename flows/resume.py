@@ -20,10 +20,13 @@ def resume_answered(task: Any) -> None:
     ensure_api_url()
     from prefect.flow_runs import resume_flow_run
 
-    run = repo.get_run(task.run_id)
-    if run is None or not run.prefect_flow_run_id:
+    waiting = task.prefect_flow_run_id  # the task's own subflow, or its run's flow run
+    if not waiting:
+        run = repo.get_run(task.run_id)
+        waiting = run.prefect_flow_run_id if run else None
+    if not waiting:
         raise RuntimeError(f"task {task.id}: its run has no Prefect flow run to resume")
-    resume_flow_run(run.prefect_flow_run_id, run_input=dict(task.answer or {}))
+    resume_flow_run(waiting, run_input=dict(task.answer or {}))
 
 
 def register() -> None:

@@ -343,7 +343,7 @@ def snapshot_compiled(run_rec: Any, catalog: Any) -> Any:
 
 @runs_app.command(name="cancel")
 def runs_cancel(run_id: str) -> int:
-    """Cancel a run; it stops before its next node.
+    """Cancel a run: a running run stops before its next node; a paused run's tasks close.
 
     Parameters
     ----------
@@ -355,11 +355,12 @@ def runs_cancel(run_id: str) -> int:
     run_rec = _find_run(run_id)
     if run_rec is None:
         return 2
-    if run_rec.status in ("completed", "failed", "crashed", "cancelled"):
-        err.print(f"run {run_id} already ended ({run_rec.status})")
+    try:
+        status = cancel_run(run_rec.id, actor=current_user())
+    except AlreadyEnded as exc:
+        err.print(str(exc))
         return 1
-    repo.set_run_status(run_id, "cancelling" if run_rec.status == "running" else "cancelled")
-    out.print(f"run {run_id}: cancel requested")
+    out.print(f"run {run_rec.id}: {'cancel requested' if status == 'cancelling' else 'cancelled'}")
     return 0
 
 
@@ -372,7 +373,7 @@ def runs_export(run_id: str) -> int:
     run_id
         The run.
     """
-    from flows.store import repo
+    from flows.cancel import AlreadyEnded, cancel_run
 
     if _find_run(run_id) is None:
         return 2

@@ -36,6 +36,7 @@ from compiler.templates import render
 from flows.runtime.bodies import Effect, Services, leaf_effect
 from flows.runtime.context import apply_update, get_path
 from flows.runtime.errors import NodeFailed, RunCancelled
+from flows.runtime.parallel import mark_parallel
 from flows.runtime.routing import next_node
 
 MAX_FOREACH_ITEMS = 1000
@@ -195,6 +196,7 @@ class Engine:
 
     def _fail(self, node: PlanNode, vid: str, exc: BaseException) -> None:
         status = "cancelled" if isinstance(exc, (asyncio.CancelledError, RunCancelled)) else "failed"
+        status = getattr(exc, "visit_status", status)  # e.g. a run suspended for a person: `paused`
         self.recorder.finish_visit(vid, status=status, error=_error_text(exc))
         self.listener(status, node.id, {"error": _error_text(exc)})
 
@@ -236,6 +238,7 @@ class Engine:
         results: list[dict[str, Any] | None] = [None] * len(items)
 
         async def one(index: int, key: str, item: Any, scope: dict[str, Any], child: PlanNode) -> None:
+            mark_parallel()  # this coroutine runs as its own asyncio task (gather): the mark stays local
             if key in done_before:
                 results[index] = {"status": "completed", "effect": Effect(output=done_before[key]), "reused": True}
                 return
@@ -361,7 +364,7 @@ class Engine:
                         self.recorder.skip_visit(node=node, reason="`when` is false")
                         self.listener("skipped", nid, {})
                         continue
-                    running[asyncio.ensure_future(self._visit(node))] = nid
+                    running[asyncio.ensure_future(self._parallel_visit(node))] = nid
                 if any(ready(n) for n in nodes):
                     continue  # skips can unlock more nodes without any task finishing
             if not running:
@@ -381,6 +384,11 @@ class Engine:
                     self.recorder.skip_visit(node=node, reason="not run: an upstream node failed", status="failed")
             return Outcome("failed", None, self.context, failure)
         return Outcome("completed", "completed", self.context)
+
+    async def _parallel_visit(self, node: PlanNode) -> str | None:
+        """A DAG node's visit: it may overlap others (see :mod:`flows.runtime.parallel`)."""
+        mark_parallel()
+        return await self._visit(node)
 
     def _when_passes(self, node: PlanNode) -> bool:
         if node.when is not None and not evaluate(node.when, self.context):

@@ -16,15 +16,21 @@ node's ``writes``; the node's guards then route. A ``timeout`` expires the task:
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import re
+from collections.abc import Awaitable
 from datetime import timedelta
 from typing import Any
+
+from prefect import flow
 
 from compiler.plan import PlanNode
 from flows.tools import tool
 from flows.runtime.bodies import Effect
-from flows.runtime.errors import NodeFailed
+from flows.runtime.errors import NodeFailed, RunCancelled
+from flows.runtime import suspend
+from flows.runtime.parallel import IN_PARALLEL
 from flows.settings import PAUSE_POLL_SECONDS
 
 #: How long a blocking pause waits when the node sets no timeout (a process can wait this long;
@@ -58,44 +64,113 @@ class TaskExpired(Exception):
 async def ask_person(*, run_id: str, visit_id: str | None, node_id: str, title: str, description: str | None,
                      assignee: str | None, fields: list[dict[str, Any]], four_eyes: bool = False,
                      timeout: float | None = None, listener: Any = None) -> tuple[Any, dict[str, Any]]:
-    """Create a task, pause the flow run until it is answered, return (task, answer).
+    """Create a task, wait until it is answered, return (task, answer).
 
-    Shared by `human_task` nodes and the agents' `ask_user` tool. Raises :class:`TaskExpired`.
+    Shared by `human_task` nodes and the agents' `ask_user` tool. Raises :class:`TaskExpired`, and
+    :class:`RunCancelled` when the run is cancelled while it waits.
     """
-    from prefect.flow_runs import FlowPauseTimeout, apause_flow_run
+    from prefect.runtime import flow_run
 
     from flows import humans
     from flows.store import repo
     from flows.store.models import utcnow
 
-    key = visit_pause_key(node_id, run_id, visit_id or node_id)
-    if repo.task_by_pause_key(key) is not None:  # a second question in the same visit
-        key = visit_pause_key(node_id, run_id, f"{visit_id}-{utcnow().timestamp()}")
-    task = repo.create_task(
-        run_id, node_id, title, visit_id=visit_id, description=description, assignee=assignee, fields=fields,
-        four_eyes=four_eyes, due_at=utcnow() + timedelta(seconds=timeout) if timeout else None, pause_key=key,
-        actor="ergon",
-    )
-    model = humans.run_input_model(fields, f"{node_id}_answer", description=f"**{title}**\n\n{description or ''}")
-    repo.set_run_status(run_id, "paused")
+    own_subflow = IN_PARALLEL.get()
+    # a run resumed after suspending re-enters this visit: same task, same key (flows.runtime.suspend)
+    task = None if own_subflow else suspend.reentered_task(run_id, node_id, visit_id)
+    if task is None:
+        key = visit_pause_key(node_id, run_id, visit_id or node_id)
+        if repo.task_by_pause_key(key) is not None:  # a second question in the same visit
+            key = visit_pause_key(node_id, run_id, f"{visit_id}-{utcnow().timestamp()}")
+        task = repo.create_task(
+            run_id, node_id, title, visit_id=visit_id, description=description, assignee=assignee, fields=fields,
+            four_eyes=four_eyes, due_at=utcnow() + timedelta(seconds=timeout) if timeout else None, pause_key=key,
+            prefect_flow_run_id=None if own_subflow else str(flow_run.id), actor="ergon",
+        )
+    key = task.pause_key
+    if repo.run_status(run_id) == "running":
+        repo.set_run_status(run_id, "paused")
     if listener is not None:
         listener("paused", node_id, {"task_id": task.id, "title": title})
-    try:
-        run_input = await apause_flow_run(wait_for_input=model, timeout=int(timeout or DEFAULT_WAIT_SECONDS),
-                                          poll_interval=PAUSE_POLL_SECONDS, key=key)
-    except FlowPauseTimeout:
-        repo.set_run_status(run_id, "running")
+    wait = int(timeout or DEFAULT_WAIT_SECONDS)
+    prompt = f"**{title}**\n\n{description or ''}"
+    if own_subflow:
+        waiting = _answer_subflow.with_options(flow_run_name=f"{node_id}: {title}"[:120])(
+            task.id, fields, f"{node_id}_answer", prompt, key, wait)
+    elif suspend.suspendable(timeout):  # under a deployment: the process exits until the answer comes
+        waiting = suspend.suspend_for_answer(fields, f"{node_id}_answer", prompt, key)
+    else:
+        waiting = _await_answer(fields, f"{node_id}_answer", prompt, key, wait)
+    answer = await _unless_cancelled(waiting, run_id)
+    if answer is None:
         repo.close_task(task.id, "expired", actor="ergon", reason=f"no answer within {timeout} s")
-        raise TaskExpired(task.id) from None
-    repo.set_run_status(run_id, "running")
-    answer = humans.input_to_answer(run_input)
+        _running_again(run_id)
+        raise TaskExpired(task.id)
     task = repo.get_task(task.id)
     if task.status != "completed":  # answered through Prefect's own form or API
         clean, errors = humans.validate_answer(task.fields, answer)
         if errors:  # Prefect validated against the same model: this is a bug, not a user error
             raise NodeFailed(f"the answer resumed through Prefect does not fit the task: {'; '.join(errors)}")
         task = repo.answer_task(task.id, clean, answered_by="prefect", answered_via="prefect")
+    _running_again(run_id)
     return task, dict(task.answer or answer)
+
+
+def _running_again(run_id: str) -> None:
+    """The run is running again once none of its tasks waits any more (others may, in parallel)."""
+    from flows.store import repo
+
+    if repo.run_status(run_id) == "paused" and repo.open_tasks_count(run_id) == 0:
+        repo.set_run_status(run_id, "running")
+
+
+async def _await_answer(fields: list[dict[str, Any]], model_name: str, prompt: str, key: str,
+                        wait: int) -> dict[str, Any] | None:
+    """Pause the current flow run until resumed with input; the answer, or None on timeout."""
+    from prefect.flow_runs import FlowPauseTimeout, apause_flow_run
+
+    from flows import humans
+
+    model = humans.run_input_model(fields, model_name, description=prompt)
+    try:
+        run_input = await apause_flow_run(wait_for_input=model, timeout=wait, poll_interval=PAUSE_POLL_SECONDS, key=key)
+    except FlowPauseTimeout:
+        return None
+    return humans.input_to_answer(run_input)
+
+
+@flow(name="ergon-human-task", persist_result=False, validate_parameters=False, log_prints=False)
+async def _answer_subflow(task_id: str, fields: list[dict[str, Any]], model_name: str, prompt: str, key: str,
+                          wait: int) -> dict[str, Any] | None:
+    """A task's own flow run, paused until its answer comes (one of several open at once)."""
+    from prefect.runtime import flow_run
+
+    from flows.store import repo
+
+    repo.set_task_flow_run(task_id, str(flow_run.id))
+    return await _await_answer(fields, model_name, prompt, key, wait)
+
+
+async def _unless_cancelled(waiting: Awaitable[Any], run_id: str) -> Any:
+    """Await ``waiting``; give up with :class:`RunCancelled` when the run is cancelled meanwhile
+    (Prefect's pause only watches its own flow run's state, not Ergon's store)."""
+    from flows.store import repo
+
+    async def cancelled() -> None:
+        while repo.run_status(run_id) not in ("cancelling", "cancelled"):
+            await asyncio.sleep(PAUSE_POLL_SECONDS)
+
+    answer = asyncio.ensure_future(waiting)
+    watch = asyncio.ensure_future(cancelled())
+    try:
+        done, _ = await asyncio.wait({answer, watch}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for pending in (answer, watch):
+            if not pending.done():
+                pending.cancel()
+    if answer in done:
+        return answer.result()
+    raise RunCancelled("cancelled while waiting for a person")
 
 
 async def human_task_effect(node: PlanNode, context: dict[str, Any], services: Any, visit_id: str | None) -> Effect:

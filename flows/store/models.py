@@ -254,6 +254,9 @@ class HumanTask(SQLModel, table=True):
     answered_at: datetime | None = None
     due_at: datetime | None = None
     pause_key: str | None = Field(default=None, index=True)
+    #: the Prefect flow run that waits for the answer: the run's own, or the task's subflow when
+    #: several tasks of one run may be open at once (each pauses its own subflow)
+    prefect_flow_run_id: str | None = None
     created_at: datetime = _created()
 
 

@@ -760,16 +760,31 @@ def create_task(
     four_eyes: bool = False,
     due_at: datetime | None = None,
     pause_key: str | None = None,
+    prefect_flow_run_id: str | None = None,
     actor: str | None = None,
 ) -> HumanTask:
     """Create a ``pending`` task and its ``created`` audit event."""
     task = HumanTask(run_id=run_id, visit_id=visit_id, node_id=node_id, title=title, description=description,
-                     assignee=assignee, fields=fields or [], four_eyes=four_eyes, due_at=due_at, pause_key=pause_key)
+                     assignee=assignee, fields=fields or [], four_eyes=four_eyes, due_at=due_at, pause_key=pause_key,
+                     prefect_flow_run_id=prefect_flow_run_id)
     with session(write=True) as s:
         s.add(task)
         s.flush()  # the event's foreign key needs the task row first
         s.add(TaskEvent(task_id=task.id, actor=actor, action="created", detail={"assignee": assignee}))
     return task
+
+
+def set_task_flow_run(task_id: str, prefect_flow_run_id: str) -> None:
+    """Record which Prefect flow run waits for the task's answer (known once its subflow starts)."""
+    with session(write=True) as s:
+        s.exec(update(HumanTask).where(HumanTask.id == task_id).values(prefect_flow_run_id=prefect_flow_run_id))
+
+
+def open_tasks_count(run_id: str) -> int:
+    """How many of the run's tasks still wait for an answer."""
+    with session() as s:
+        return len(s.exec(select(HumanTask.id).where(HumanTask.run_id == run_id,
+                                                     HumanTask.status.in_(TASK_OPEN))).all())
 
 
 def get_task(task_id: str) -> HumanTask | None:

@@ -1,0 +1,67 @@
+"""Cancelling a run, the same way from the CLI and the dashboard.
+
+What cancelling does depends on where the run is:
+
+* ``pending`` — nothing runs it yet: it becomes ``cancelled``.
+* ``running`` — it becomes ``cancelling``; the process running it stops before its next node
+  (the engine reads the flag at every checkpoint) and records ``cancelled``.
+* ``paused`` — its open human tasks are closed as ``cancelled`` (nobody can answer them any
+  more). When a live process is blocked waiting for the answer (heartbeat fresh), the run becomes
+  ``cancelling`` and that process, which watches the store while it waits, ends the run. When
+  nothing waits (the process is gone, or the run is suspended under a deployment), the run becomes
+  ``cancelled`` here and its Prefect flow run is cancelled too, so a worker never resumes it.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from flows.store import repo
+from flows.store.models import RUN_TERMINAL, TASK_OPEN, utcnow
+
+#: A paused run whose heartbeat is younger than this has a process waiting for its answer
+#: (the waiting process beats every 15 s).
+WAITING_HEARTBEAT = timedelta(seconds=45)
+
+
+class AlreadyEnded(ValueError):
+    """The run already ended; there is nothing to cancel."""
+
+
+def cancel_run(run_id: str, *, actor: str | None = None) -> str:
+    """Cancel ``run_id``; return its new status (``cancelling`` or ``cancelled``)."""
+    run = repo.require_run(run_id)
+    if run.status in RUN_TERMINAL:
+        raise AlreadyEnded(f"run {run_id} already ended ({run.status})")
+    if run.status == "paused":
+        for task in repo.tasks_for_run(run_id):
+            if task.status in TASK_OPEN:
+                repo.close_task(task.id, "cancelled", actor=actor, reason="the run was cancelled")
+        if _process_waiting(run):
+            return repo.set_run_status(run_id, "cancelling").status
+        _cancel_prefect_flow_run(run.prefect_flow_run_id)
+        return repo.set_run_status(run_id, "cancelled", error=f"cancelled by {actor or 'someone'} while paused").status
+    if run.status in ("running", "cancelling"):
+        return repo.set_run_status(run_id, "cancelling").status
+    return repo.set_run_status(run_id, "cancelled", error=f"cancelled by {actor or 'someone'}").status
+
+
+def _process_waiting(run) -> bool:
+    last = run.heartbeat_at
+    return last is not None and utcnow() - last < WAITING_HEARTBEAT
+
+
+def _cancel_prefect_flow_run(flow_run_id: str | None) -> None:
+    """Move the Prefect flow run to Cancelled (forced: a paused/suspended run accepts nothing else)."""
+    if not flow_run_id:
+        return
+    from flows.server import ensure_api_url
+    from flows.settings import configure_prefect_env
+
+    configure_prefect_env()
+    ensure_api_url()
+    from prefect import get_client
+    from prefect.states import Cancelled
+
+    with get_client(sync_client=True) as client:
+        client.set_flow_run_state(flow_run_id, Cancelled(message="cancelled in Ergon"), force=True)
