@@ -10,7 +10,8 @@ again, so everything derived is computed here once —
   (sorted keys, no whitespace), so reformatting or reordering keys keeps the version and any
   change of content makes a new one (it becomes the Prefect flow version);
 * ``input_schema``: the run's parameters — the context schema's ``required`` properties plus
-  the properties that no node writes and ``context.initial`` does not set;
+  the properties that no node writes; a ``context.initial`` value becomes the parameter's
+  ``default`` (so ``publish: false`` is an optional input, as Prefect's form shows it);
 * per node: the derived ``result_schema`` of interaction and agent nodes, the ``_next_node``
   enum, the resolved agent tool list, the retry policy (default: no retries), ``halt`` for
   human tasks, fan-out leaves compiled as child nodes (``children``), and inline
@@ -197,10 +198,13 @@ def _all_writes(nodes) -> set[str]:
 
 
 def run_input_schema(context_schema: dict[str, Any], context_initial: dict[str, Any], written: set[str]) -> dict[str, Any]:
-    """Run parameters: required properties, plus properties nothing writes or initialises."""
+    """Run parameters: required properties, plus properties nothing writes (initial values as defaults)."""
     props = context_schema.get("properties") or {}
     required = [r for r in context_schema.get("required", []) if r in props]
-    chosen = {k: v for k, v in props.items() if k in required or (k not in written and k not in context_initial)}
+    chosen = {k: v for k, v in props.items() if k in required or k not in written}
+    for k in chosen:
+        if k in context_initial and isinstance(chosen[k], dict) and "default" not in chosen[k]:
+            chosen[k] = {**chosen[k], "default": context_initial[k]}
     out: dict[str, Any] = {"type": "object", "properties": chosen}
     if required:
         out["required"] = required

@@ -180,5 +180,7 @@ def test_input_schema_includes_unwritten_properties():
     text = text.replace("required: [doc_id]\n", "required: [doc_id]\n  initial: {region: eu}\n")
     ws = workspace_from_texts({"mini_review.yaml": text, "mini_summarize.yaml": MINI_INTERACTION})
     plan = compile_plan(ws, "mini_review")
-    assert list(plan.input_schema["properties"]) == ["doc_id", "locale"]  # region has a value; the rest are written
+    # the rest are written by nodes; region is an optional input whose default is its initial value
+    assert list(plan.input_schema["properties"]) == ["doc_id", "locale", "region"]
+    assert plan.input_schema["properties"]["region"]["default"] == "eu"
     assert plan.input_schema["required"] == ["doc_id"]

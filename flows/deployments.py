@@ -1,0 +1,251 @@
+"""Deployment entrypoints: one compiled Prefect flow per definition, as an attribute of this module.
+
+A Prefect worker (or ``prefect deploy``) imports a deployment's entrypoint
+``flows/deployments.py:<attribute>`` and runs the flow it finds there. The attributes do not
+exist until asked for: the module-level :func:`__getattr__` (PEP 562) reads the definitions
+folder, compiles the definition the attribute names, and caches its flow. So the same definitions
+run unchanged under any worker that shares the folder and the code — no generated Python.
+
+Attribute names (:func:`entry_attribute`):
+
+* ``flow_<name>`` — the definition as it is in the folder when the run starts (the draft,
+  "latest");
+* ``flow_<name>__v<N>`` — its published version ``N``, pinned at deploy time: the run executes
+  that content whatever the folder holds now.
+
+The flows built here differ from :func:`flows.backend.build_flow` in one way: their body tells
+the engine how it was started (trigger ``schedule`` for runs Prefect's scheduler created, ``api``
+otherwise), pins the executed content as the run's snapshot and records the published version.
+Everything else — typed parameters, the ``__qualname__`` set to the attribute name (Prefect
+derives entrypoints from it), find-or-create of the Ergon run by Prefect flow-run id, so a
+re-entered flow body (a suspended run resumed, a retried run) continues from its checkpoint — is
+the backend's.
+
+:func:`deployment_entry` builds the ``prefect.yaml`` entry of a definition (see
+:mod:`flows.cli.deploy`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+#: The work pool deployments go to unless ``--work-pool`` says otherwise.
+DEFAULT_WORK_POOL = "ergon"
+#: Where deployments point: this file, relative to the project folder a worker runs from.
+ENTRYPOINT_FILE = "flows/deployments.py"
+_PINNED = re.compile(r"^(?P<base>flow_\w+?)__v(?P<version>\d+)$")
+_flows: dict[str, Any] = {}
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a deployment runs: a definition, and a published version or the folder's draft."""
+
+    name: str
+    version: int | None = None  # None: the definition as it is in the folder when the run starts
+
+
+def entry_attribute(name: str, version: int | None = None) -> str:
+    """The attribute of this module that holds the flow of ``name`` (pinned to ``version``)."""
+    from flows.backend import attribute_name
+
+    base = attribute_name(name)
+    return base if version is None else f"{base}__v{version}"
+
+
+def entrypoint(name: str, version: int | None = None) -> str:
+    """The deployment entrypoint of a definition (``file.py:attribute``)."""
+    return f"{ENTRYPOINT_FILE}:{entry_attribute(name, version)}"
+
+
+def __getattr__(attribute: str) -> Any:
+    """``flow_<name>[__v<N>]`` → the compiled flow (PEP 562: asked only for missing names)."""
+    if not attribute.startswith("flow_"):
+        raise AttributeError(f"module {__name__!r} has no attribute {attribute!r}")
+    if attribute not in _flows:
+        _flows[attribute] = _build(attribute)
+    return _flows[attribute]
+
+
+def _build(attribute: str) -> Any:
+    from flows.catalog import Catalog
+
+    catalog = Catalog.load()
+    target = _target(attribute, catalog)
+    compiled = compile_target(target, catalog)
+    return deployment_flow(compiled, attribute, catalog=catalog, version=target.version)
+
+
+def _target(attribute: str, catalog: Any) -> Target:
+    """The definition an attribute names (names are matched through the same mangling)."""
+    from compiler.plan import RUNNABLE_KINDS
+    from flows.backend import attribute_name
+
+    pinned = _PINNED.match(attribute)
+    base, version = (pinned.group("base"), int(pinned.group("version"))) if pinned else (attribute, None)
+    names = [n for n in catalog.ws.named(*RUNNABLE_KINDS) if attribute_name(n) == base]
+    if not names:
+        raise AttributeError(
+            f"no runnable definition in the definitions folder compiles to `{attribute}`: check ERGON_DEFINITIONS "
+            "and the worker's working directory (it must see the folder the deployment was made from)"
+        )
+    return Target(names[0], version)
+
+
+def compile_target(target: Target, catalog: Any) -> Any:
+    """The :class:`flows.catalog.Compiled` a deployment runs: a published version, or the draft."""
+    if target.version is None:
+        return catalog.compile(target.name)
+    try:  # the versions module owns what "published version N" means, when it is there
+        from flows.versions import resolve_for_deployment  # type: ignore[import-not-found]
+    except ImportError:
+        resolve_for_deployment = None
+    if resolve_for_deployment is not None:
+        resolved = resolve_for_deployment(target.name, target.version)
+        if hasattr(resolved, "plan"):
+            return resolved
+        if hasattr(resolved, "content"):  # a stored version row
+            return catalog.compile_content(target.name, resolved.content, label=f"@v{target.version}")
+        return catalog.compile_content(target.name, resolved, label=f"@v{target.version}")
+    from flows.catalog import DefinitionNotFound
+    from flows.store import repo
+
+    pinned = repo.get_version(target.name, target.version)
+    if pinned is None:
+        raise DefinitionNotFound(f"`{target.name}` has no published version {target.version} (ergon versions {target.name})")
+    return catalog.compile_content(target.name, pinned.content, label=f"@v{target.version}")
+
+
+def deployment_flow(compiled: Any, attribute: str, *, catalog: Any, version: int | None = None) -> Any:
+    """The Prefect flow a worker runs for ``compiled`` (see the module docstring)."""
+    from prefect import flow
+
+    from flows.backend import REQUEST, RunRequest, execute, flow_signature
+
+    plan = compiled.plan
+    content = compiled.content
+
+    async def _entry(**params: Any) -> Any:
+        from flows.store import db, repo
+
+        db.init_db()  # a worker's flow-run process starts with nothing set up (cheap when at head)
+        request = REQUEST.get()
+        if request is None:  # started by Prefect: a worker, a schedule, `run_deployment`, its UI
+            request = RunRequest(trigger=_trigger(), content_hash=repo.snapshot_definition(content), catalog=catalog)
+        token = REQUEST.set(request)
+        try:
+            return await execute(plan, params)
+        finally:  # also when the run suspends (Prefect's Pause unwinds the body)
+            REQUEST.reset(token)
+            if version is not None:
+                _record_version(version)
+
+    _entry.__signature__ = flow_signature(plan)  # type: ignore[attr-defined]
+    _entry.__name__ = attribute
+    _entry.__qualname__ = attribute  # Prefect derives entrypoints from it (a `<locals>` name crashes the run)
+    _entry.__doc__ = plan.description
+    return flow(_entry, name=plan.name, version=plan.version, description=plan.description,
+                validate_parameters=True, persist_result=False, log_prints=False)
+
+
+def _record_version(version: int) -> None:
+    """The published version the run executed, on its store record."""
+    from prefect.runtime import flow_run
+
+    from flows.store import repo
+
+    run = repo.get_run_by_prefect_id(str(flow_run.id)) if flow_run.id else None
+    if run is not None and run.definition_version != version:
+        repo.update_run(run.id, definition_version=version)
+
+
+def _trigger() -> str:
+    """``schedule`` when one of Prefect's schedules created the flow run, ``api`` otherwise.
+
+    A scheduled run then acts for its trigger's ``as_user`` and gets the trigger's retry policy
+    (:func:`flows.triggers.retries.run_scheduled`, which the flow body calls for it)."""
+    from prefect.context import FlowRunContext
+
+    try:
+        from flows.triggers.origin import schedule_slug_of_current_run
+    except ImportError:  # without the triggers package: Prefect's own flag
+        ctx = FlowRunContext.get()
+        return "schedule" if ctx and getattr(ctx.flow_run, "auto_scheduled", False) else "api"
+    return "schedule" if schedule_slug_of_current_run() else "api"
+
+
+# --------------------------------------------------------------------------- prefect.yaml entries
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _seconds(every: Any) -> float:
+    if isinstance(every, (int, float)):
+        return float(every)
+    match = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$", str(every))
+    if not match:
+        raise ValueError(f"interval `{every}` is not seconds or `30s`/`5m`/`1h`/`1d`")
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+def schedule_entries(plan: Any) -> list[dict[str, Any]]:
+    """The ``schedules:`` of a deployment from the definition's cron and interval triggers.
+
+    Uses :func:`flows.triggers.schedules.prefect_schedules` when that module is present (it owns
+    the trigger → schedule rules); otherwise maps them here: cron with its time zone, interval in
+    seconds, the trigger's ``input`` as the schedule's parameters, ``enabled: false`` as inactive.
+    """
+    try:
+        from flows.triggers.schedules import prefect_schedules  # type: ignore[import-not-found]
+    except ImportError:
+        prefect_schedules = None
+    if prefect_schedules is not None:  # the deployed content's triggers (a pinned version's own)
+        return [_schedule_dict(s) for s in prefect_schedules(plan)]
+    entries = []
+    for trigger in plan.triggers:
+        kind = trigger.get("type")
+        if kind == "cron":
+            entry: dict[str, Any] = {"cron": trigger["cron"], "timezone": trigger.get("timezone") or "UTC"}
+        elif kind == "interval":
+            entry = {"interval": _seconds(trigger["every"])}
+        else:
+            continue  # webhooks and on_complete start runs through Ergon, not Prefect's scheduler
+        entry["active"] = bool(trigger.get("enabled", True))
+        if trigger.get("input"):
+            entry["parameters"] = dict(trigger["input"])
+        entries.append(entry)
+    return entries
+
+
+#: What a prefect.yaml schedule entry may carry (Prefect 3.9's deployment schedule fields).
+_SCHEDULE_KEYS = ("cron", "timezone", "interval", "anchor_date", "rrule", "day_or", "active", "parameters", "slug")
+
+
+def _schedule_dict(schedule: Any) -> dict[str, Any]:
+    """A Prefect schedule object (``DeploymentScheduleCreate``) or a ready dict as a
+    ``prefect.yaml`` schedule entry."""
+    if isinstance(schedule, dict):
+        return dict(schedule)
+    data = schedule.model_dump(mode="json", exclude_none=True)
+    inner = data.pop("schedule", None)
+    if isinstance(inner, dict):  # DeploymentScheduleCreate(schedule=CronSchedule(...), active=..., parameters=...)
+        data = {**inner, **data}
+    if "interval" in data:  # JSON mode writes a timedelta as an ISO duration; prefect.yaml wants seconds
+        data["interval"] = schedule.schedule.interval.total_seconds()
+    return {k: data[k] for k in _SCHEDULE_KEYS if k in data and (data[k] not in ({}, []) or k == "active")}
+
+
+def deployment_entry(compiled: Any, *, version: int | None, work_pool: str) -> dict[str, Any]:
+    """The ``prefect.yaml`` deployment of one definition (one deployment per definition)."""
+    plan = compiled.plan
+    return {
+        "name": plan.name,
+        "entrypoint": entrypoint(plan.name, version),
+        "description": plan.description or f"Ergon {plan.kind} `{plan.name}`",
+        "version": plan.version,
+        "tags": ["ergon", plan.kind, f"version:{'latest' if version is None else version}"],
+        "work_pool": {"name": work_pool},
+        "schedules": schedule_entries(plan),
+        "enforce_parameter_schema": True,
+    }

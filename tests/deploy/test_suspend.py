@@ -1,0 +1,82 @@
+"""A human task under a deployment suspends the run: the flow-run process exits, the answer
+reschedules the same flow run, a worker runs the flow body again from the top, and the run
+completes from its checkpoint without repeating a completed visit or creating a second task."""
+
+from __future__ import annotations
+
+import pytest
+
+from deploy_helpers import Worker, cli, flow_run, pid_alive, start_deployment, wait_for
+from testing_tools import marks
+
+pytestmark = pytest.mark.prefect
+
+APPROVAL = """
+format_version: 1
+process: approval
+initial: a
+context:
+  schema:
+    type: object
+    properties:
+      party: {type: string}
+      last: {type: string}
+      decision: {type: string}
+    required: [party]
+nodes:
+  a: {type: tool, tool: mark, input: {name: a}, writes: [last], transitions: [{to: review}]}
+  review:
+    type: human_task
+    task:
+      title: "Approve {{ party }}"
+      fields:
+        - {name: decision, type: select, required: true, options: [approve, reject]}
+    writes: [decision]
+    transitions: [{to: c}]
+  c: {type: tool, tool: mark, input: {name: c}, writes: [last], transitions: [{to: done}]}
+  done: {type: final}
+"""
+
+
+def test_a_human_task_suspends_under_a_deployment_and_resumes_from_the_checkpoint(deploy_env, definitions, pool,
+                                                                                    tmp_path):
+    from flows.store import repo
+
+    (definitions / "approval.yaml").write_text(APPROVAL)
+    deployed = cli(["deploy", "approval", "--work-pool", pool, "--prefect-file", str(tmp_path / "prefect.yaml")],
+                   deploy_env)
+    assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+    worker = Worker(pool, deploy_env, tmp_path / "worker.log").start()
+    try:
+        prefect_run = start_deployment("approval/approval", {"party": "ACME"})
+        run = wait_for("the run to pause on its task", lambda: (
+            (r := repo.get_run_by_prefect_id(str(prefect_run.id))) is not None and r.status == "paused" and r),
+            diagnose=worker.tail)
+        suspended = wait_for("Prefect to show the run suspended", lambda: (
+            (s := flow_run(prefect_run.id).state).name == "Suspended" and s), diagnose=worker.tail)
+        assert suspended.is_paused()
+        first_pid = run.pid
+        wait_for("the suspended run's process to exit", lambda: not pid_alive(first_pid), timeout=60)
+        [task] = repo.tasks_for_run(run.id)
+        assert task.status == "pending" and task.title == "Approve ACME"
+        assert [(v.node_id, v.status) for v in repo.visits_for_run(run.id)] == [("a", "completed"), ("review", "paused")]
+
+        answered = cli(["tasks", "answer", task.id, "--set", "decision=approve", "--as", "lea"], deploy_env)
+        assert answered.returncode == 0, answered.stdout + answered.stderr
+
+        done = wait_for("the resumed run to complete", lambda: (
+            (r := repo.get_run(run.id)).status in ("completed", "failed", "crashed") and r), diagnose=worker.tail)
+        assert done.status == "completed" and done.outcome == "done", done.error
+        assert wait_for("Prefect to complete the flow run",
+                        lambda: flow_run(prefect_run.id).state.is_completed(), diagnose=worker.tail)
+    finally:
+        worker.stop()
+    assert done.context["decision"] == "approve"
+    assert done.pid != first_pid, "the body ran again in a new process"
+    assert marks() == ["a", "c"], "the completed visit `a` was not executed again after the resume"
+    visits = [(v.node_id, v.status) for v in repo.visits_for_run(run.id)]
+    assert visits == [("a", "completed"), ("review", "paused"), ("review", "completed"), ("c", "completed"),
+                      ("done", "completed")], visits
+    [task] = repo.tasks_for_run(run.id)  # the re-entered visit found its task: no second one
+    assert task.status == "completed" and task.answered_by == "lea" and task.answer == {"decision": "approve"}
+    assert done.trigger == "api" and done.prefect_flow_run_id == str(prefect_run.id)
