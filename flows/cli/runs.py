@@ -71,11 +71,13 @@ def _progress_listener(console: Console):
 
 def execute_run(compiled: Any, inputs: dict[str, Any], *, catalog: Any, run_id: str | None = None,
                 trigger: str = "manual", listener: Any = None, record: str | None = None,
-                replay: str | None = None) -> dict[str, Any]:
+                replay: str | None = None, definition_version: int | None = None) -> dict[str, Any]:
     """Run a compiled definition in this process through its Prefect flow; returns the result dict.
 
     ``record``/``replay`` name a cassette file: every model response is stored in it, or every
-    model call is answered from it (a miss fails the node loudly).
+    model call is answered from it (a miss fails the node loudly). ``definition_version`` is the
+    published version being run; without it, a draft identical to a published version records
+    that version's number.
     """
     from flows.backend import REQUEST, RunRequest, build_flow
     from flows.llm.cassettes import use_cassette
@@ -83,12 +85,18 @@ def execute_run(compiled: Any, inputs: dict[str, Any], *, catalog: Any, run_id: 
 
     plan = compiled.plan
     content_hash = repo.snapshot_definition(compiled.content)
+    if definition_version is None:
+        from flows.versions import version_of_content
+
+        definition_version = version_of_content(plan.name, content_hash)
     request = RunRequest(run_id=run_id, trigger=trigger, started_by=current_user(), content_hash=content_hash,
                          listener=listener, catalog=catalog)
     if run_id is None:
         run = repo.create_run(plan.name, content_hash=content_hash, inputs=inputs, trigger=trigger,
-                              started_by=request.started_by)
+                              started_by=request.started_by, definition_version=definition_version)
         request.run_id = run.id
+    elif definition_version is not None:
+        repo.update_run(run_id, definition_version=definition_version)
     flow = build_flow(plan)
     accepted = set(plan.input_schema.get("properties", {}))
     request.overrides = {k: v for k, v in inputs.items() if k not in accepted}
@@ -119,6 +127,7 @@ def run(
     record: Annotated[str | None, Parameter(name="--record")] = None,
     replay: Annotated[str | None, Parameter(name="--replay")] = None,
     run_id: Annotated[str | None, Parameter(name="--run-id", show=False)] = None,
+    version: Annotated[int | None, Parameter(name="--version")] = None,
 ) -> int:
     """Validate a definition, run it on Prefect, show progress node by node, wait for the end.
 
@@ -138,6 +147,8 @@ def run(
         Answer every model call from this cassette file (a miss fails loudly).
     run_id
         Execute this pending run (recorded by :mod:`flows.launch`) instead of recording a new one.
+    version
+        Run this published version (see `ergon versions NAME`) instead of the draft file.
     """
     from compiler import CompileError
     from flows.catalog import Catalog, DefinitionNotFound
@@ -146,9 +157,17 @@ def run(
     console = err if json_ else out
     catalog = Catalog.load(name)
     try:
-        compiled = catalog.compile(name)
+        if version is not None:
+            from flows.versions import compiled_version
+
+            compiled = compiled_version(name, version, catalog)
+        else:
+            compiled = catalog.compile(name)
     except DefinitionNotFound as exc:
         err.print(f"[red]error:[/] {exc.args[0]}")
+        return 2
+    except LookupError as exc:  # flows.versions.VersionNotFound
+        err.print(f"[red]error:[/] {exc}")
         return 2
     except CompileError as exc:
         for d in exc.diagnostics:
@@ -174,7 +193,8 @@ def run(
         trigger = pending.trigger
     console.print(f"[bold]{compiled.plan.name}[/] [dim]version {compiled.plan.version}[/]")
     result = execute_run(compiled, inputs, catalog=catalog, listener=_progress_listener(console),
-                         record=record, replay=replay, run_id=run_id, trigger=trigger)
+                         record=record, replay=replay, run_id=run_id, trigger=trigger,
+                         definition_version=getattr(compiled, "version", None) or None)
     _print_result(result, json_, console)
     return EXIT.get(result["status"], 1)
 
@@ -350,7 +370,7 @@ def runs_cancel(run_id: str) -> int:
     run_id
         The run.
     """
-    from flows.store import repo
+    from flows.cancel import AlreadyEnded, cancel_run
 
     run_rec = _find_run(run_id)
     if run_rec is None:
@@ -373,7 +393,7 @@ def runs_export(run_id: str) -> int:
     run_id
         The run.
     """
-    from flows.cancel import AlreadyEnded, cancel_run
+    from flows.store import repo
 
     if _find_run(run_id) is None:
         return 2

@@ -11,8 +11,8 @@ litellm ``Router``:
   and the retry may land on another entry.
 
 Keys are references, never literals: ``env:VAR`` reads the environment variable ``VAR``;
-``secret:NAME`` reads ``ERGON_SECRET_<NAME>`` — the interim form of Ergon secrets until the
-encrypted secret store exists. A key lives only in the Router's deployment parameters (sent as
+``secret:NAME`` opens Ergon's encrypted secret ``NAME`` (:mod:`flows.secrets`, stored with
+``ergon secrets set NAME``). A key lives only in the Router's deployment parameters (sent as
 the provider's auth header); it is never put into messages, records or error texts
 (:func:`scrub` removes it from provider error messages).
 
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -38,19 +37,20 @@ __all__ = ["EnvRouter", "resolve_key", "router_for", "scrub"]
 
 def resolve_key(reference: str | None, *, where: str) -> str | None:
     """The key a ``secret:NAME`` / ``env:VAR`` reference points at (None when there is none)."""
+    from flows import secrets
+
     if reference is None:
         return None
     kind, _, name = reference.partition(":")
-    if kind == "env" and name:
-        var = name
-    elif kind == "secret" and name:
-        var = f"ERGON_SECRET_{name.upper()}"
-    else:
+    if kind not in ("env", "secret") or not name.strip():
         raise LlmError(f"{where}: api_key must be `secret:NAME` or `env:VAR`, not a literal key")
-    value = os.environ.get(var)
-    if not value:
-        raise LlmError(f"{where}: {reference} is not set (environment variable {var})")
-    return value
+    try:
+        return secrets.resolve_reference(reference)
+    except secrets.ReferenceNotSet:
+        raise LlmError(f"{where}: {reference} is not set (environment variable {name.strip()})") from None
+    except (LookupError, secrets.SecretError, secrets.SecretKeyError) as exc:
+        # the messages name the secret and the key id, never a value
+        raise LlmError(f"{where}: {exc}") from None
 
 
 _known_secrets: set[str] = set()

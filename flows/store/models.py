@@ -87,6 +87,10 @@ class DefinitionVersion(SQLModel, table=True):
     version: int
     content: Any = _json()
     content_hash: str = Field(index=True)
+    # The file exactly as written (comments, key order, YAML or JSON), so that `ergon revert`
+    # gives the author back their text, not a re-serialisation of the parsed content.
+    source: str | None = Field(default=None, sa_type=sa.Text)
+    source_file: str | None = None  # its path relative to the definitions folder
     status: str = "published"
     comment: str | None = None
     published_by: str | None = None

@@ -1059,3 +1059,40 @@ def export_run(run_id: str) -> dict:
         "tasks": tasks,
         "children": [c.id for c in child_runs(run_id)],
     }
+
+
+# --- published versions with their source (issue 7: flows.versions) ---------------------------
+
+
+def publish_version(
+    name: str, kind: str, *, content: Any, source: str | None, source_file: str | None,
+    comment: str | None = None, published_by: str | None = None,
+) -> tuple[DefinitionVersion, bool]:
+    """Publish ``content`` (and the exact ``source`` text it was parsed from) as the next version
+    of ``name``, creating the definition row if needed and making the content its draft.
+
+    Returns ``(version, created)``: when the latest version already has this content nothing is
+    written and that version comes back with ``created=False``. The check and the insert share
+    one write transaction, so two concurrent publishes of the same text make one version.
+    """
+    digest = content_hash(content)
+    now = utcnow()
+    with session(write=True) as s:
+        definition = s.get(Definition, name, with_for_update=True)
+        if definition is None:
+            definition = Definition(name=name, kind=kind, created_at=now)
+        q = select(DefinitionVersion).where(DefinitionVersion.definition_name == name)
+        latest = s.exec(q.order_by(DefinitionVersion.version.desc()).limit(1)).first()
+        if latest is not None and latest.content_hash == digest:
+            return latest, False
+        definition.kind, definition.draft_content, definition.draft_hash, definition.updated_at = kind, content, digest, now
+        s.add(definition)
+        if s.get(DefinitionSnapshot, digest) is None:
+            s.add(DefinitionSnapshot(hash=digest, content=content))
+        row = DefinitionVersion(
+            definition_name=name, version=(latest.version if latest else 0) + 1, content=content,
+            content_hash=digest, source=source, source_file=source_file, comment=comment,
+            published_by=published_by, created_at=now,
+        )
+        s.add(row)
+    return row, True

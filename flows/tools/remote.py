@@ -17,7 +17,7 @@ of the answer are not used yet). A non-2xx answer or ``is_error: true`` is a :cl
 carrying the server's ``error`` message.
 
 Header values are resolved at each call, never stored or logged: ``env:VAR`` reads ``$VAR``,
-``secret:NAME`` reads ``$ERGON_SECRET_<NAME>`` (until the encrypted secrets store is wired in).
+``secret:NAME`` opens Ergon's encrypted secret ``NAME`` (:mod:`flows.secrets`).
 
 Unlike :mod:`flows.tools.http`, server URLs may be loopback or private: an operator wrote them in
 the definitions folder, a model never chooses them. Discovery is lazy (:func:`configure` only
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,14 +93,14 @@ def configure(folder: str | Path) -> list[str]:
 
 def resolve_header(value: str) -> str:
     """A header value with ``env:VAR`` / ``secret:NAME`` replaced (LookupError if unset)."""
-    for prefix, var in (("env:", lambda n: n), ("secret:", lambda n: f"ERGON_SECRET_{n.upper()}")):
-        if value.startswith(prefix):
-            name = var(value[len(prefix):].strip())
-            resolved = os.environ.get(name)
-            if resolved is None:
-                raise LookupError(f"header value `{value}` needs ${name}, which is not set")
-            return resolved
-    return value
+    from flows import secrets
+
+    try:
+        return secrets.resolve_reference(value)
+    except (secrets.SecretError, secrets.SecretKeyError) as exc:
+        raise LookupError(f"header value `{value}`: {exc}") from None
+    except LookupError as exc:
+        raise LookupError(f"header value `{value}`: {exc}") from None
 
 
 def _headers(server: ServerConfig, tool: str) -> dict[str, str]:

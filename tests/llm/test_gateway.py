@@ -98,8 +98,12 @@ def test_load_balance_spreads_by_weight(fake, make_env):
 
 
 def test_secrets_stay_out_of_prompts_records_and_errors(fake, make_env, run_id, monkeypatch):
+    from flows import secrets
+    from flows.secrets.keys import generate_key
+
     secret = "sk-very-secret-value-123"
-    monkeypatch.setenv("ERGON_SECRET_FAKE_KEY", secret)
+    monkeypatch.setenv("ERGON_SECRET_KEYS", f"k1:{generate_key()}")
+    secrets.set_secret("fake_key", secret)
     env = make_env("with_secret", [{"model": "openai/sec-a", "api_key": "secret:fake_key"}])
     ask(LlmRequest(messages=MESSAGES, model="with_secret", run_id=run_id), environments={env.name: env})
     fake.script("sec-a", {"status": 401})
@@ -114,11 +118,14 @@ def test_secrets_stay_out_of_prompts_records_and_errors(fake, make_env, run_id, 
     assert secret not in stored and secret not in str(failure.value)
 
 
-def test_a_missing_key_reference_fails_naming_the_reference_only(make_env, monkeypatch):
+def test_a_missing_key_reference_fails_naming_the_reference_only(make_env, store, monkeypatch):
     env = make_env("no_key", [{"model": "openai/nk-a", "api_key": "secret:absent"}])
-    monkeypatch.delenv("ERGON_SECRET_ABSENT", raising=False)
-    with pytest.raises(LlmError, match="secret:absent is not set"):
+    with pytest.raises(LlmError, match=r"secret `absent` is not set; store it with `ergon secrets set absent`"):
         ask(LlmRequest(messages=MESSAGES, model="no_key"), environments={env.name: env})
+    env = make_env("no_var", [{"model": "openai/nk-b", "api_key": "env:ERGON_TEST_ABSENT_VAR"}])
+    monkeypatch.delenv("ERGON_TEST_ABSENT_VAR", raising=False)
+    with pytest.raises(LlmError, match="env:ERGON_TEST_ABSENT_VAR is not set"):
+        ask(LlmRequest(messages=MESSAGES, model="no_var"), environments={env.name: env})
 
 
 def test_json_schema_mode_when_litellm_says_the_model_supports_it(fake, direct):

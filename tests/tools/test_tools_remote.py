@@ -66,11 +66,14 @@ def write_servers(folder, url, headers=None):
     return folder
 
 
-def test_register_servers_lists_and_calls_tools(tool_server, tmp_path, monkeypatch):
+def test_register_servers_lists_and_calls_tools(tool_server, tmp_path, monkeypatch, store):
     import flows.tools.builtins  # noqa: F401  (noop must exist to show the clash rule)
+    from flows import secrets
+    from flows.secrets.keys import generate_key
 
     url, seen = tool_server
-    monkeypatch.setenv("ERGON_SECRET_TOOLS_TOKEN", "Bearer s3cret")
+    monkeypatch.setenv("ERGON_SECRET_KEYS", f"k1:{generate_key()}")
+    secrets.set_secret("TOOLS_TOKEN", "Bearer s3cret")  # the encrypted store, not an env variable
     folder = write_servers(tmp_path / "tools", url, {"Authorization": "secret:TOOLS_TOKEN"})
     names = remote.register_servers(folder)
     assert names == ["weather", "shout", "broken"]  # bad schema and the built-in clash are skipped
@@ -124,10 +127,9 @@ def test_unreachable_server_fails_only_its_tools(tmp_path, local_server):
     assert remote.SERVERS["test"].discovered is False  # asked again next time
 
 
-def test_missing_secret_is_named_not_leaked(tool_server, tmp_path, monkeypatch):
+def test_missing_secret_is_named_not_leaked(tool_server, tmp_path, store):
     url, _ = tool_server
-    monkeypatch.delenv("ERGON_SECRET_NOPE", raising=False)
-    with pytest.raises(remote.ToolServerError, match=r"needs \$ERGON_SECRET_NOPE"):
+    with pytest.raises(remote.ToolServerError, match=r"secret `NOPE` is not set; store it with `ergon secrets set NOPE`"):
         remote.register_servers(write_servers(tmp_path / "tools", url, {"Authorization": "secret:NOPE"}))
 
 

@@ -1,0 +1,191 @@
+"""Ergon's encrypted secrets: API keys and tokens that definitions name as ``secret:NAME``.
+
+Values are sealed with AES-256-GCM (:mod:`flows.secrets.envelope`, bound to the secret's name)
+under keys from the environment or a private key file (:mod:`flows.secrets.keys`); the store
+only ever sees the envelope (:func:`flows.store.repo.put_secret`). A value is opened at the
+moment it is used — an environment's ``api_key``, a tool server's header — and is never
+printed, logged, written to a run record or put into a prompt.
+
+Public API (other modules call these):
+
+* :func:`reveal` ``(name) -> str`` — the plaintext, or :class:`SecretNotFound`;
+* :func:`resolve_reference` ``(value) -> str`` — ``secret:NAME`` / ``env:VAR`` / a literal;
+* :func:`set_secret`, :func:`delete_secret`, :func:`list_secrets`, :func:`rotate` for the CLI.
+
+Errors never contain a value or a key: a wrong or missing key is a loud
+:class:`SecretDecryptError` / :class:`~flows.secrets.keys.SecretKeyError` naming the secret and
+the key id, never a garbage string.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from flows.secrets import envelope
+from flows.secrets.keys import KeyRing, SecretKeyError, add_key_to_file, load_keyring
+
+__all__ = [
+    "ReferenceNotSet",
+    "SecretDecryptError",
+    "SecretError",
+    "SecretInfo",
+    "SecretKeyError",
+    "SecretNotFound",
+    "delete_secret",
+    "list_secrets",
+    "resolve_reference",
+    "reveal",
+    "rotate",
+    "set_secret",
+    "validate_name",
+]
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$")
+
+
+class SecretError(Exception):
+    """Base of the errors of this package (except :class:`SecretNotFound`, a LookupError)."""
+
+
+class SecretNotFound(LookupError):
+    """No secret of that name is stored."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"secret `{name}` is not set; store it with `ergon secrets set {name}` "
+                         f"(the value is read from standard input)")
+        self.name = name
+
+
+class ReferenceNotSet(LookupError):
+    """An ``env:VAR`` reference whose variable is unset or empty."""
+
+
+class SecretDecryptError(SecretError):
+    """A stored secret does not open with the configured keys (wrong key, altered or moved row)."""
+
+
+@dataclass(frozen=True)
+class SecretInfo:
+    """What may be shown about a secret: never its value."""
+
+    name: str
+    key_id: str
+    created_at: datetime
+    updated_at: datetime
+
+
+def validate_name(name: str) -> str:
+    if not _NAME.match(name or ""):
+        raise ValueError(f"secret name `{name}` is not valid: use letters, digits, `_`, `.`, `-`, "
+                         f"starting with a letter or `_` (e.g. OPENAI_API_KEY)")
+    return name
+
+
+def _repo():
+    from flows.store import db, repo
+
+    db.init_db()
+    return repo
+
+
+def _key_id(row) -> str:
+    try:
+        return envelope.key_id_of(row.ciphertext)
+    except envelope.EnvelopeError as exc:
+        raise SecretDecryptError(f"secret `{row.name}` is not readable ({exc}); "
+                                 f"set it again with `ergon secrets set {row.name}`") from None
+
+
+def _open(row, ring: KeyRing) -> str:
+    stored_kid = _key_id(row)
+    key = ring.key(stored_kid)
+    if key is None:
+        raise SecretDecryptError(
+            f"secret `{row.name}` was sealed with key `{stored_kid}`, which is not among the configured keys "
+            f"({', '.join(ring.keys)} from {ring.source}); configure that key again (keep old keys after the "
+            f"active one until `ergon secrets rotate` has re-sealed everything)")
+    try:
+        return envelope.open_(row.ciphertext, name=row.name, key=key)
+    except envelope.EnvelopeError:
+        raise SecretDecryptError(
+            f"secret `{row.name}` does not decrypt with key `{stored_kid}` from {ring.source}: that key is not the "
+            f"one that sealed it, or the stored value was altered or copied from another secret; "
+            f"set it again with `ergon secrets set {row.name}`") from None
+
+
+def reveal(name: str) -> str:
+    """The plaintext of secret ``name``.
+
+    Raises :class:`SecretNotFound` (with the ``ergon secrets set NAME`` hint) when it is not
+    stored, :class:`SecretKeyError` when no key is configured, :class:`SecretDecryptError` when
+    the configured keys do not open it.
+    """
+    row = _repo().get_secret(name)
+    if row is None:
+        raise SecretNotFound(name)
+    return _open(row, load_keyring())
+
+
+def resolve_reference(value: str) -> str:
+    """``secret:NAME`` → the secret, ``env:VAR`` → ``$VAR``, anything else → itself.
+
+    A missing secret raises :class:`SecretNotFound`, an unset variable :class:`ReferenceNotSet`
+    (both LookupErrors whose message names the reference, never a value).
+    """
+    if value.startswith("secret:"):
+        return reveal(value[len("secret:"):].strip())
+    if value.startswith("env:"):
+        var = value[len("env:"):].strip()
+        resolved = os.environ.get(var)
+        if not resolved:
+            raise ReferenceNotSet(f"`{value}` needs the environment variable {var}, which is not set")
+        return resolved
+    return value
+
+
+def set_secret(name: str, value: str) -> SecretInfo:
+    """Seal ``value`` under the active key and store it as ``name`` (replacing any older value).
+    Creates the default key file when no key is configured (see :mod:`flows.secrets.keys`)."""
+    validate_name(name)
+    if not value:
+        raise ValueError(f"secret `{name}`: the value is empty")
+    ring = load_keyring(create=True)
+    sealed = envelope.seal(value, name=name, key_id=ring.active, key=ring.keys[ring.active])
+    return _info(_repo().put_secret(name, sealed, ring.active))
+
+
+def delete_secret(name: str) -> bool:
+    """Remove secret ``name``; False when there was none."""
+    return _repo().delete_secret(name)
+
+
+def list_secrets() -> list[SecretInfo]:
+    """Names, key ids and dates of the stored secrets (never values)."""
+    return [_info(row) for row in _repo().list_secrets()]
+
+
+def rotate(*, new_key: bool = False) -> tuple[str, list[str]]:
+    """Re-seal every secret sealed under an older key with the active key.
+
+    ``new_key`` first adds a fresh key at the front of the key file (it becomes the active one).
+    Returns (active key id, names re-sealed). Every secret is opened before anything is written,
+    so a secret whose key is missing stops the rotation with nothing changed.
+    """
+    ring = load_keyring()
+    if new_key:
+        add_key_to_file(ring)
+        ring = load_keyring()
+    repo = _repo()
+    stale = [row for row in repo.list_secrets() if _key_id(row) != ring.active]
+    opened = [(row.name, _open(row, ring)) for row in stale]
+    key = ring.keys[ring.active]
+    for name, value in opened:
+        repo.put_secret(name, envelope.seal(value, name=name, key_id=ring.active, key=key), ring.active)
+    return ring.active, [name for name, _ in opened]
+
+
+def _info(row) -> SecretInfo:
+    return SecretInfo(name=row.name, key_id=row.key_id, created_at=row.created_at, updated_at=row.updated_at)

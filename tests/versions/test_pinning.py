@@ -1,0 +1,67 @@
+"""Runs pin what they execute: `ergon run NAME --version N` runs published version N whatever
+the draft says, and every run records the version it ran (none for an unpublished draft)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.prefect
+
+STAMP = """\
+format_version: 1
+process: stamped
+initial: stamp
+context:
+  schema:
+    type: object
+    properties:
+      label: {{type: string}}
+nodes:
+  stamp: {{type: tool, config: {{context_update: {{label: {label}}}}}, writes: [label], transitions: [{{to: done}}]}}
+  done: {{type: final}}
+"""
+
+
+def test_run_version_n_runs_the_published_content_and_records_its_number(prefect_api, store, definitions,
+                                                                          run_def, monkeypatch):
+    from flows import versions
+    from flows.catalog import Catalog
+    from flows.cli.runs import execute_run
+    from flows.store import repo
+
+    monkeypatch.setenv("ERGON_USER", "lea")
+    (definitions / "stamped.yaml").write_text(STAMP.format(label="one"))
+    assert versions.publish("stamped").version.version == 1
+    (definitions / "stamped.yaml").write_text(STAMP.format(label="two"))  # draft, not published
+
+    env = {**os.environ, "ERGON_DATABASE_URL": store, "ERGON_DEFINITIONS": str(definitions)}
+    done = subprocess.run([sys.executable, "-m", "flows.cli", "run", "stamped", "--version", "1", "--json"],
+                          env=env, capture_output=True, text=True, timeout=180, check=False)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["context"]["label"] == "one", "version 1 ran, not the draft"
+    pinned = repo.get_run(result["run_id"])
+    assert pinned.definition_version == 1
+    assert pinned.content_hash == repo.get_version("stamped", 1).content_hash
+
+    draft = run_def({}, "stamped")
+    assert draft["context"]["label"] == "two"
+    assert repo.get_run(draft["run_id"]).definition_version is None, "an unpublished draft has no version"
+
+    versions.publish("stamped")
+    again = run_def({}, "stamped")
+    assert repo.get_run(again["run_id"]).definition_version == 2, "the draft is version 2's content"
+
+    (definitions / "stamped.yaml").write_text(STAMP.format(label="three"))
+    deployed = versions.resolve_for_deployment("stamped", 1)
+    ran = execute_run(deployed, {}, catalog=Catalog.load(), definition_version=deployed.version)
+    assert ran["context"]["label"] == "one" and repo.get_run(ran["run_id"]).definition_version == 1
+
+    missing = subprocess.run([sys.executable, "-m", "flows.cli", "run", "stamped", "--version", "9"],
+                             env=env, capture_output=True, text=True, timeout=180, check=False)
+    assert missing.returncode == 2 and "has no version 9; its versions are 1, 2" in missing.stderr
