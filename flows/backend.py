@@ -193,6 +193,17 @@ def build_flow(plan: Plan) -> Flow:
 
 async def execute(plan: Plan, params: dict[str, Any]) -> Any:
     """The body of every compiled flow: find or create the run, run the engine, record the end."""
+    request = REQUEST.get()
+    if request is not None and request.trigger == "schedule" and request.parent_run_id is None:
+        # Issue 7: a run a schedule started acts for its trigger's `as_user` and is retried per the
+        # trigger's `retry` policy by re-entering this body (see flows.triggers.retries).
+        from flows.triggers.retries import run_scheduled
+
+        return await run_scheduled(plan, params, request, _execute_once)
+    return await _execute_once(plan, params)
+
+
+async def _execute_once(plan: Plan, params: dict[str, Any]) -> Any:
     from prefect.runtime import flow_run
 
     request = REQUEST.get() or RunRequest(trigger="api")  # started by Prefect (a deployment or its UI)
@@ -248,6 +259,11 @@ async def execute(plan: Plan, params: dict[str, Any]) -> Any:
     finally:
         heartbeat.cancel()
     recorder.end(outcome.status, outcome.outcome, outcome.context, outcome.error)
+    # Issue 7: start the definitions whose on_complete trigger waits for this one (never raises).
+    from flows.triggers.chaining import dispatch
+
+    dispatch(definition=plan.name, run_id=recorder.run_id, status=outcome.status, outcome=outcome.outcome,
+             context=outcome.context, catalog=catalog)
     result = {"run_id": recorder.run_id, "status": outcome.status, "outcome": outcome.outcome,
               "context": outcome.context, "error": outcome.error}
     if outcome.status == "failed":

@@ -95,27 +95,15 @@ def _target(attribute: str, catalog: Any) -> Target:
 
 
 def compile_target(target: Target, catalog: Any) -> Any:
-    """The :class:`flows.catalog.Compiled` a deployment runs: a published version, or the draft."""
+    """The :class:`flows.catalog.Compiled` a deployment runs: a published version, or the draft.
+
+    A pinned version carries ``version`` (recorded as the run's ``definition_version``); it raises
+    :class:`flows.versions.VersionNotFound` when the store has no such version."""
     if target.version is None:
         return catalog.compile(target.name)
-    try:  # the versions module owns what "published version N" means, when it is there
-        from flows.versions import resolve_for_deployment  # type: ignore[import-not-found]
-    except ImportError:
-        resolve_for_deployment = None
-    if resolve_for_deployment is not None:
-        resolved = resolve_for_deployment(target.name, target.version)
-        if hasattr(resolved, "plan"):
-            return resolved
-        if hasattr(resolved, "content"):  # a stored version row
-            return catalog.compile_content(target.name, resolved.content, label=f"@v{target.version}")
-        return catalog.compile_content(target.name, resolved, label=f"@v{target.version}")
-    from flows.catalog import DefinitionNotFound
-    from flows.store import repo
+    from flows.versions import resolve_for_deployment
 
-    pinned = repo.get_version(target.name, target.version)
-    if pinned is None:
-        raise DefinitionNotFound(f"`{target.name}` has no published version {target.version} (ergon versions {target.name})")
-    return catalog.compile_content(target.name, pinned.content, label=f"@v{target.version}")
+    return resolve_for_deployment(target.name, target.version, catalog=catalog)
 
 
 def deployment_flow(compiled: Any, attribute: str, *, catalog: Any, version: int | None = None) -> Any:
@@ -166,56 +154,19 @@ def _trigger() -> str:
 
     A scheduled run then acts for its trigger's ``as_user`` and gets the trigger's retry policy
     (:func:`flows.triggers.retries.run_scheduled`, which the flow body calls for it)."""
-    from prefect.context import FlowRunContext
+    from flows.triggers.origin import schedule_slug_of_current_run
 
-    try:
-        from flows.triggers.origin import schedule_slug_of_current_run
-    except ImportError:  # without the triggers package: Prefect's own flag
-        ctx = FlowRunContext.get()
-        return "schedule" if ctx and getattr(ctx.flow_run, "auto_scheduled", False) else "api"
     return "schedule" if schedule_slug_of_current_run() else "api"
 
 
 # --------------------------------------------------------------------------- prefect.yaml entries
-_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def _seconds(every: Any) -> float:
-    if isinstance(every, (int, float)):
-        return float(every)
-    match = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$", str(every))
-    if not match:
-        raise ValueError(f"interval `{every}` is not seconds or `30s`/`5m`/`1h`/`1d`")
-    return float(match.group(1)) * _UNITS[match.group(2)]
-
-
 def schedule_entries(plan: Any) -> list[dict[str, Any]]:
-    """The ``schedules:`` of a deployment from the definition's cron and interval triggers.
+    """The ``schedules:`` of a deployment from the definition's cron and interval triggers
+    (the deployed content's own triggers — a pinned version's — through
+    :func:`flows.triggers.schedules.prefect_schedules`, which owns the trigger → schedule rules)."""
+    from flows.triggers.schedules import prefect_schedules
 
-    Uses :func:`flows.triggers.schedules.prefect_schedules` when that module is present (it owns
-    the trigger → schedule rules); otherwise maps them here: cron with its time zone, interval in
-    seconds, the trigger's ``input`` as the schedule's parameters, ``enabled: false`` as inactive.
-    """
-    try:
-        from flows.triggers.schedules import prefect_schedules  # type: ignore[import-not-found]
-    except ImportError:
-        prefect_schedules = None
-    if prefect_schedules is not None:  # the deployed content's triggers (a pinned version's own)
-        return [_schedule_dict(s) for s in prefect_schedules(plan)]
-    entries = []
-    for trigger in plan.triggers:
-        kind = trigger.get("type")
-        if kind == "cron":
-            entry: dict[str, Any] = {"cron": trigger["cron"], "timezone": trigger.get("timezone") or "UTC"}
-        elif kind == "interval":
-            entry = {"interval": _seconds(trigger["every"])}
-        else:
-            continue  # webhooks and on_complete start runs through Ergon, not Prefect's scheduler
-        entry["active"] = bool(trigger.get("enabled", True))
-        if trigger.get("input"):
-            entry["parameters"] = dict(trigger["input"])
-        entries.append(entry)
-    return entries
+    return [_schedule_dict(s) for s in prefect_schedules(plan)]
 
 
 #: What a prefect.yaml schedule entry may carry (Prefect 3.9's deployment schedule fields).

@@ -12,6 +12,7 @@ from compiler.passes import (
     lowered_kinds,
     references,
     templates,
+    triggers,
     write_races,
 )
 
@@ -24,4 +25,5 @@ PASSES = (
     definite_assignment.check,
     write_races.check,
     lowered_kinds.check,
+    triggers.check,  # schedules, webhook paths, on-complete chains (issue 7)
 )

@@ -117,6 +117,7 @@ def build_entries(names: list[str], *, version: int | None, work_pool: str) -> l
     from compiler.plan import RUNNABLE_KINDS
     from flows.catalog import Catalog, DefinitionNotFound
     from flows.deployments import ENTRYPOINT_FILE, Target, compile_target, deployment_entry
+    from flows.versions import VersionNotFound
 
     if not Path(ENTRYPOINT_FILE).is_file():
         raise DeployError(f"{ENTRYPOINT_FILE} is not under the current folder: run `ergon deploy` from the project "
@@ -134,7 +135,7 @@ def build_entries(names: list[str], *, version: int | None, work_pool: str) -> l
         try:
             unit = catalog.unit_for(name)
             compiled = compile_target(Target(unit.name, version), catalog)
-        except DefinitionNotFound as exc:
+        except (DefinitionNotFound, VersionNotFound) as exc:
             raise DeployError(exc.args[0]) from None
         except CompileError as exc:
             errors.extend(exc.diagnostics)

@@ -137,7 +137,7 @@ def test_deploy_refuses_bad_input_with_the_reason(deploy_env, definitions, tmp_p
     assert unknown.returncode == 2 and "no runnable definition named `tickk`" in unknown.stderr
     assert "tick" in unknown.stderr, "with a did-you-mean hint"
     unpublished = cli(["deploy", "tick", "--version", "7", "--no-register", "--prefect-file", target], deploy_env)
-    assert unpublished.returncode == 2 and "has no published version 7" in unpublished.stderr
+    assert unpublished.returncode == 2 and "has no published version" in unpublished.stderr
     (definitions / "broken.yaml").write_text(TICK.replace("process: tick", "process: broken").replace("to: done", "to: nowhere"))
     broken = cli(["deploy", "broken", "--no-register", "--prefect-file", target], deploy_env)
     assert broken.returncode == 2 and "unknown-target" in broken.stderr

@@ -1,0 +1,89 @@
+"""Cron and interval triggers → Prefect schedules.
+
+Decision: **one deployment per definition, one Prefect schedule per trigger**. Prefect 3.9
+schedules carry their own ``parameters`` (merged over the deployment's) and a ``slug``, so each
+trigger's ``input`` rides on its schedule and the slug ``trigger-<index>`` identifies the trigger:
+Prefect records it as the ``created_by`` of every flow run the schedule makes, which the flow
+body reads (:mod:`flows.triggers.origin`) to act for the trigger's ``as_user`` and to apply its
+retry policy. One deployment also keeps Prefect's UI tidy (a definition = a flow = a deployment)
+and lets a schedule be paused alone (``active``) without touching the others.
+
+:func:`prefect_schedules` is shared by ``ergon serve`` and ``ergon deploy`` (``prefect.yaml``).
+Triggers with ``enabled: false`` — and triggers paused with ``ergon schedules pause`` when a
+``paused`` set is given — become inactive schedules rather than disappearing, so resuming them is
+a flag change in Prefect, not a redeploy.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from compiler.schedule_syntax import interval_seconds
+from flows.triggers.refs import SCHEDULE_KINDS, schedule_slug, trigger_models
+
+#: Interval schedules count from a fixed anchor so that a restarted `serve` keeps the same ticks.
+INTERVAL_ANCHOR = dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def deployment_name(definition_name: str) -> str:
+    """The Prefect deployment that carries a definition's schedules (``<flow>/<deployment>``
+    is then ``<definition>/<definition>``, as ``ergon deploy`` names it too)."""
+    return definition_name
+
+
+def full_deployment_name(definition_name: str) -> str:
+    """``flow/deployment``, what ``read_deployment_by_name`` and ``run_deployment`` take."""
+    return f"{definition_name}/{deployment_name(definition_name)}"
+
+
+def flow_parameters(trigger: Any, accepted: set[str] | None) -> dict[str, Any]:
+    """The part of a trigger's ``input`` that are flow parameters (the Plan's input schema).
+
+    The rest — fields ``context.initial`` sets, which are not parameters of the flow and which
+    Prefect would refuse — is applied by the flow body itself (:mod:`flows.triggers.retries`).
+    """
+    return {k: v for k, v in trigger.input.items() if accepted is None or k in accepted}
+
+
+def prefect_schedules(definition: Any, *, paused: set[int] | frozenset[int] = frozenset(),
+                      parameters: set[str] | None = None) -> list[Any]:
+    """``DeploymentScheduleCreate`` objects for the cron/interval triggers of ``definition``.
+
+    ``definition`` is a Plan (preferred), an IR definition, or a list of triggers. Each schedule
+    has slug ``trigger-<index>``, the trigger's ``input`` as parameters — only the flow's
+    parameters when they are known: from a Plan's input schema, or ``parameters`` — and is active
+    unless the trigger is disabled or its index is in ``paused``.
+    """
+    if parameters is None and isinstance(getattr(definition, "input_schema", None), dict):
+        parameters = set(definition.input_schema.get("properties", {}))
+    from prefect.client.schemas.actions import DeploymentScheduleCreate
+    from prefect.client.schemas.schedules import CronSchedule, IntervalSchedule
+
+    out = []
+    for index, trigger in enumerate(trigger_models(definition)):
+        if trigger.type not in SCHEDULE_KINDS:
+            continue
+        if trigger.type == "cron":
+            schedule: Any = CronSchedule(cron=trigger.cron, timezone=trigger.timezone or "UTC")
+        else:
+            schedule = IntervalSchedule(interval=dt.timedelta(seconds=interval_seconds(trigger.every)),
+                                        anchor_date=INTERVAL_ANCHOR)
+        out.append(DeploymentScheduleCreate(
+            schedule=schedule, active=bool(trigger.enabled) and index not in paused,
+            parameters=flow_parameters(trigger, parameters), slug=schedule_slug(index),
+        ))
+    return out
+
+
+def describe(trigger: Any) -> str:
+    """A short human form of a trigger's schedule (``cron 0 9 * * 1-5 Europe/Paris``, ``every 30s``)."""
+    if trigger.type == "cron":
+        return f"cron {trigger.cron}" + (f" ({trigger.timezone})" if trigger.timezone and trigger.timezone != "UTC" else "")
+    if trigger.type == "interval":
+        return f"every {trigger.every:g}s" if isinstance(trigger.every, (int, float)) else f"every {trigger.every}"
+    if trigger.type == "webhook":
+        return f"POST {trigger.path}"
+    if trigger.type == "on_complete":
+        return f"after {trigger.definition}" + (f" ({', '.join(trigger.outcomes)})" if trigger.outcomes else "")
+    return trigger.type

@@ -1,0 +1,41 @@
+"""The dashboard's Schedules page (Streamlit's AppTest: the real script, no browser)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PAGE = str(Path(__file__).resolve().parents[2] / "ui" / "pages" / "schedules.py")
+
+TRIGGERED = """
+kind: pipeline
+name: nightly
+context:
+  schema: {type: object, properties: {last: {type: string}}}
+triggers:
+  - {type: cron, cron: "0 2 * * *", timezone: Europe/Paris, as_user: night-bot}
+  - {type: webhook, path: /hooks/nightly, secret: s}
+nodes:
+  note: {type: tool, tool: mark, input: {name: nightly}, writes: [last]}
+"""
+
+
+def test_page_lists_triggers_and_pauses_one(store, definitions, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from flows.store import repo
+
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)  # no server: the page still lists the store's view
+    (definitions / "nightly.yaml").write_text(TRIGGERED)
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert list(table["trigger"]) == ["nightly:0", "nightly:1"]
+    assert list(table["schedule"]) == ["cron 0 2 * * * (Europe/Paris)", "POST /hooks/nightly"]
+    assert list(table["acts as"]) == ["night-bot", "ergon"]
+    assert at.info and "Sign in" in at.info[0].value  # actions need a signed-in user
+    at.session_state["ergon_user"] = "ann"
+    at.run()
+    at.button(key="schedules_toggle").click().run()
+    assert not at.exception
+    assert [s.paused for s in repo.list_trigger_states("nightly")] == [True]
+    assert list(at.dataframe[0].value["paused"]) == ["yes", ""]
