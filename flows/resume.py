@@ -3,30 +3,91 @@
 Registered by every channel that answers tasks in this process (the CLI, the dashboard); the
 answer itself was validated and recorded by :func:`flows.humans.answer` before this runs, so
 Prefect receives exactly the stored answer.
+
+The hook calls Prefect's REST endpoint (``POST /flow_runs/{id}/resume``) with plain HTTP rather
+than through the ``prefect`` client: importing Prefect costs a short-lived ``ergon tasks answer``
+process about 1.5 s, which was most of the answer-to-next-node latency. The server validates the
+input against the pause's ``RunInput`` schema exactly as the client path does.
+
+An answer can arrive a moment before the waiting run has finished pausing (the task row exists
+before Prefect's state is Paused and its input schema saved). The server then answers "not
+paused" or "schema not found"; the hook retries for :data:`SETTLE_SECONDS` before giving up.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
+
+#: How long to keep retrying while the waiting run is still on its way into the pause.
+SETTLE_SECONDS = 15.0
+_NOT_YET = ("not paused", "schema not found")
+#: Like Prefect's client (see flows.settings.PREFECT_DEFAULTS): retry these, this many times.
+_RETRY_CODES = (429, 502, 503, 504)
+_RETRIES = 10
+
+
+class ResumeFailed(RuntimeError):
+    """Prefect refused to resume the run (the reason is Prefect's)."""
 
 
 def resume_answered(task: Any) -> None:
     """Hand the task's answer to the paused Prefect flow run."""
+    import httpx
+
     from flows.server import ensure_api_url
     from flows.settings import configure_prefect_env
     from flows.store import repo
 
     configure_prefect_env()
-    ensure_api_url()
-    from prefect.flow_runs import resume_flow_run
-
+    api = ensure_api_url().rstrip("/")
     waiting = task.prefect_flow_run_id  # the task's own subflow, or its run's flow run
     if not waiting:
         run = repo.get_run(task.run_id)
         waiting = run.prefect_flow_run_id if run else None
     if not waiting:
-        raise RuntimeError(f"task {task.id}: its run has no Prefect flow run to resume")
-    resume_flow_run(waiting, run_input=dict(task.answer or {}))
+        raise ResumeFailed(f"task {task.id}: its run has no Prefect flow run to resume")
+    deadline = time.monotonic() + SETTLE_SECONDS
+    with httpx.Client(timeout=30, headers=_auth_headers()) as client:
+        while True:
+            result = _post(client, f"{api}/flow_runs/{waiting}/resume", {"run_input": dict(task.answer or {})})
+            if result.get("status") == "ACCEPT":
+                return
+            reason = (result.get("details") or {}).get("reason") or result.get("status")
+            if not any(s in str(reason).lower() for s in _NOT_YET) or time.monotonic() > deadline:
+                raise ResumeFailed(f"Prefect did not resume flow run {waiting}: {reason}")
+            time.sleep(0.25)
+
+
+def _post(client: Any, url: str, body: dict[str, Any]) -> dict[str, Any]:
+    """POST with the retries Prefect's client makes: a busy server (SQLite locked) answers 503."""
+    import httpx
+
+    for attempt in range(_RETRIES + 1):
+        try:
+            response = client.post(url, json=body)
+            if response.status_code not in _RETRY_CODES:
+                response.raise_for_status()
+                return response.json()
+        except httpx.TransportError:
+            if attempt == _RETRIES:
+                raise
+        if attempt < _RETRIES:
+            time.sleep(min(2.0, 0.2 * 2 ** attempt))
+    response.raise_for_status()
+    return response.json()
+
+
+def _auth_headers() -> dict[str, str]:
+    """The credentials Prefect's own client would send (Prefect Cloud key, or a server's basic auth)."""
+    import base64
+    import os
+
+    if key := os.environ.get("PREFECT_API_KEY"):
+        return {"Authorization": f"Bearer {key}"}
+    if auth := os.environ.get("PREFECT_API_AUTH_STRING"):
+        return {"Authorization": "Basic " + base64.b64encode(auth.encode()).decode()}
+    return {}
 
 
 def register() -> None:

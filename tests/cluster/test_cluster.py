@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "deploy"))
-from deploy_helpers import ROOT, Worker, cli, wait_for  # noqa: E402
+from deploy_helpers import Worker, cli, wait_for  # noqa: E402
 from testing_tools import marks  # noqa: E402
 
 URL = os.environ.get("ERGON_TEST_POSTGRES_URL")

@@ -3,6 +3,7 @@ costs ~0.5 s a test), the people of the examples, and a paused run with its task
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -51,3 +52,10 @@ def make_task(people):
                                 four_eyes=four_eyes, pause_key=f"legal-review-{run.id[:6]}")
 
     return make
+
+
+@pytest.fixture
+def env(prefect_api, store, definitions):
+    """The environment of an `ergon` subprocess on this test's store and definitions, as `starter`."""
+    return {**os.environ, "ERGON_DATABASE_URL": store, "ERGON_DEFINITIONS": str(definitions), "COLUMNS": "200",
+            "ERGON_USER": "starter"}

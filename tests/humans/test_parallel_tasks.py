@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from test_pause_resume import cli, env, finish  # noqa: F401 - `env` is a fixture
+from test_pause_resume import cli, finish
 
 pytestmark = pytest.mark.prefect
 

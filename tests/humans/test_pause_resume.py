@@ -4,7 +4,6 @@ through the CLI or Prefect's own API, and the run moves on (or stays paused when
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -59,12 +58,6 @@ nodes:
 
 def review(name: str, *, four_eyes: bool = False, timeout: str = "") -> str:
     return REVIEW.format(name=name, four_eyes=str(four_eyes).lower(), timeout=timeout)
-
-
-@pytest.fixture
-def env(prefect_api, store, definitions):
-    return {**os.environ, "ERGON_DATABASE_URL": store, "ERGON_DEFINITIONS": str(definitions), "COLUMNS": "200",
-            "ERGON_USER": "starter"}
 
 
 def cli(args: list[str], env: dict, **kw) -> subprocess.CompletedProcess:
