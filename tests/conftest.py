@@ -8,6 +8,7 @@ when a test needs it (compiler-only runs never pay for it).
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import socket
@@ -54,7 +55,10 @@ def prefect_api():
         assert info.url == url, f"the test server came up at {info.url}, expected {url}"
     yield os.environ["PREFECT_API_URL"]
     if not already:
-        server.stop()
+        # Stop it at interpreter exit, not now: Prefect drains its log and event queues in the
+        # threading shutdown hooks, which run before atexit handlers; a server stopped earlier
+        # leaves that drain retrying against a dead address (the test process then hangs).
+        atexit.register(server.stop)
 
 
 @pytest.fixture(scope="session")

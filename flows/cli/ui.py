@@ -1,5 +1,51 @@
-"""`ergon ui`: start the Streamlit dashboard (issue 6)."""
+"""`ergon ui`: start the Streamlit dashboard on this machine.
+
+It runs ``python -m streamlit run ui/app.py`` (through ``ui/serve.py``, which fixes deep links
+on a fresh server) in the foreground (Ctrl-C stops it), headless,
+bound to 127.0.0.1 by default, with Streamlit's usage statistics off and no file watcher (the
+dashboard is not being edited while it serves). ``ERGON_UI_REQUIRE_LOGIN=1`` makes every page
+ask for a sign-in (by default viewing is open and acting needs one; see ``ui/auth.py``).
+"""
 
 from __future__ import annotations
 
-from flows.cli import app  # noqa: F401
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from flows.cli import app
+
+APP = Path(__file__).resolve().parents[2] / "ui" / "app.py"
+
+
+def streamlit_command(port: int = 8501, host: str = "127.0.0.1") -> list[str]:
+    """The command line that serves the dashboard (tests and benchmarks start it the same way)."""
+    return [
+        sys.executable, "-m", "ui.serve", "run", str(APP),
+        f"--server.address={host}", f"--server.port={port}", "--server.headless=true",
+        "--browser.gatherUsageStats=false", "--server.fileWatcherType=none", "--client.toolbarMode=viewer",
+    ]
+
+
+@app.command
+def ui(*, port: int = 8501, host: str = "127.0.0.1") -> int:
+    """Start the dashboard (runs, a run's story, the task inbox, artifacts, definitions).
+
+    Parameters
+    ----------
+    port
+        Port to listen on.
+    host
+        Address to bind; the default serves this machine only.
+    """
+    if not APP.is_file():
+        print(f"error: the dashboard is missing ({APP}); reinstall Ergon", file=sys.stderr)
+        return 2
+    print(f"Ergon dashboard at http://{host}:{port}/  (Ctrl-C to stop)", file=sys.stderr)
+    try:
+        # `-m ui.serve` must import this checkout's `ui` package whatever the working directory.
+        path = os.pathsep.join(p for p in (str(APP.parents[1]), os.environ.get("PYTHONPATH")) if p)
+        return subprocess.call(streamlit_command(port, host), env={**os.environ, "PYTHONPATH": path})
+    except KeyboardInterrupt:
+        return 0

@@ -1,0 +1,222 @@
+"""The dashboard in a real browser: Debian's chromium driven by Playwright against `ergon ui`'s
+own command line (never `playwright install`).
+
+An approver signs in, opens the inbox, answers the task of a run waiting in a background
+`ergon run`, and watches the run's page reach `completed` by itself; a failed run's page draws
+the executed route in the SVG. Each page is saved under ``screenshots/`` (git-ignored).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+import ui_seed as seed
+from ui_defs import ALL
+
+CHROMIUM = Path("/usr/bin/chromium")
+if not CHROMIUM.exists():
+    pytest.skip("the browser tests drive Debian's chromium at /usr/bin/chromium, which is not installed "
+                "(apt-get install chromium; python3 dev.py test installs it)", allow_module_level=True)
+
+from playwright.sync_api import expect, sync_playwright  # noqa: E402
+
+pytestmark = [pytest.mark.browser, pytest.mark.prefect]
+TOOLS = Path(__file__).resolve().parents[1] / "runtime" / "tools"
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "screenshots"  # git-ignored
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def env(prefect_api, migrated_template, tmp_path_factory):
+    """A store and definitions folder shared by this module's tests and the dashboard server."""
+    from flows import people
+    from flows.store import db
+
+    folder = tmp_path_factory.mktemp("ui-browser")
+    shutil.copy(migrated_template, folder / "ergon.db")
+    defs = folder / "definitions"
+    shutil.copytree(TOOLS, defs / "tools", ignore=shutil.ignore_patterns("__pycache__"))
+    for name, text in ALL.items():
+        (defs / name).write_text(text)
+    url = f"sqlite:///{folder / 'ergon.db'}"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ERGON_DATABASE_URL", url)
+        mp.setenv("ERGON_DEFINITIONS", str(defs))
+        mp.delenv("ERGON_UI_REQUIRE_LOGIN", raising=False)
+        db.init_db(url)
+        people.add_user("alice", ["legal"], password="wonderland")
+        yield folder
+        db.dispose_all()
+
+
+@pytest.fixture(scope="module")
+def server(env):
+    from flows.cli.ui import streamlit_command
+
+    port = _free_port()
+    log = open(env / "streamlit.log", "wb")
+    proc = subprocess.Popen(streamlit_command(port), env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
+                if resp.read() == b"ok":
+                    break
+        except OSError:
+            pass
+        assert proc.poll() is None and time.monotonic() < deadline, (env / "streamlit.log").read_text()
+        time.sleep(0.3)
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=[
+            "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = context.new_page()
+    pg.set_default_timeout(30_000)
+    expect.set_options(timeout=30_000)  # the first draw of a page loads the catalog and the graph renderer
+    yield pg
+    context.close()
+
+
+def shot(page, name: str) -> None:
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.wait_for_timeout(500)  # let charts finish drawing (not an assertion)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+def _wait(condition, what: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.3)
+
+
+def test_approver_answers_in_the_inbox_and_the_run_completes(server, page):
+    from flows.launch import start_detached
+    from flows.store import repo
+
+    run_id = start_detached("review", {"party": "ACME"}, started_by="starter")
+    _wait(lambda: repo.run_status(run_id) == "paused" and repo.tasks_for_run(run_id), "the run to wait for a person")
+    task = repo.tasks_for_run(run_id)[0]
+
+    # A deep link as the first request of a fresh server still gets the whole app (ui/serve.py).
+    page.goto(f"{server}/run?run={run_id}")
+    expect(page.get_by_test_id("stMetricValue").first).to_contain_text("paused")
+    expect(page.get_by_role("link", name="Task inbox")).to_be_visible()
+    page.locator("svg g.node").first.wait_for()
+    shot(page, "run-paused")
+
+    page.get_by_role("link", name="Runs").click()
+    expect(page.get_by_role("heading", name="Runs")).to_be_visible()
+    page.locator("[data-testid=stDataFrame] canvas").first.wait_for()
+    shot(page, "runs")
+
+    page.get_by_role("textbox", name="Name").fill("alice")
+    page.get_by_role("textbox", name="Password").fill("wonderland")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_text("Signed in as")).to_be_visible()
+
+    page.get_by_role("link", name="Task inbox").click()
+    expect(page.get_by_role("heading", name="Review ACME")).to_be_visible()
+    expect(page.get_by_text("Please decide about")).to_be_visible()
+    page.get_by_role("button", name="Submit answer").click()
+    expect(page.get_by_text("decision: required")).to_be_visible()  # refused inline, nothing sent
+    assert repo.get_task(task.id).status == "pending"
+    shot(page, "inbox-refused")
+
+    page.locator("[data-testid=stSelectbox]").filter(has_text="decision").click()
+    page.get_by_role("option", name="approve").click()
+    page.get_by_label("notes").fill("fine, from the browser")
+    page.get_by_role("button", name="Submit answer").click()
+    expect(page.get_by_text(f"Answered task {task.id}; the run resumes.")).to_be_visible()
+    shot(page, "inbox")
+
+    page.goto(f"{server}/run?run={run_id}")
+    status = page.get_by_test_id("stMetricValue").first
+    expect(status).to_contain_text("completed", timeout=90_000)  # the page refreshes itself
+    expect(page.get_by_test_id("stMetricValue").nth(1)).to_contain_text("done")
+    answered = repo.get_task(task.id)
+    assert answered.answered_by == "alice" and answered.answered_via == "dashboard"
+    assert repo.get_run(run_id).context["notes"] == "fine, from the browser"
+    page.locator("svg g.node").first.wait_for()
+    shot(page, "run")
+
+
+def _graph(page) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
+    """Node fill by node id, and edge (stroke, width) by "a->b", read from the rendered SVG."""
+    return page.evaluate("""() => {
+        const nodes = {}, edges = {};
+        for (const g of document.querySelectorAll('svg g.node')) {
+            const shape = g.querySelector('polygon, ellipse, path');
+            nodes[g.querySelector('title').textContent] = shape ? shape.getAttribute('fill') : null;
+        }
+        for (const g of document.querySelectorAll('svg g.edge')) {
+            const p = g.querySelector('path');
+            edges[g.querySelector('title').textContent] = [p.getAttribute('stroke'), p.getAttribute('stroke-width')];
+        }
+        return [nodes, edges];
+    }""")
+
+
+def test_run_page_graph_shows_the_executed_route(server, page):
+    from flows.launch import start_detached
+    from flows.store import repo
+
+    run_id = start_detached("boom", {}, started_by="starter")  # a real run, in the background
+    _wait(lambda: repo.run_status(run_id) == "failed", "the run to fail")
+    seed.artifacts(run_id)
+
+    page.goto(f"{server}/run?run={run_id}")
+    expect(page.locator("svg g.node")).to_have_count(4)  # the start dot, first, explode, done
+    nodes, edges = _graph(page)
+    assert nodes["first"] == "#c8e6c9", "completed: green"
+    assert nodes["explode"] == "#ffcdd2", "failed: red"
+    assert nodes["done"] not in ("#c8e6c9", "#ffcdd2"), "never reached"
+    assert edges["first->explode"] == ["#2e7d32", "2.5"], "the transition taken is drawn stronger"
+    assert edges["explode->done"][0] == "#555555" and edges["explode->done"][1] in (None, "1")
+    expect(page.get_by_text("item 3 is bad").first).to_be_visible()
+    shot(page, "run-failed")
+
+    page.get_by_role("link", name="Artifacts").click()
+    expect(page.get_by_role("heading", name="Artifacts")).to_be_visible()
+    page.get_by_label("Key contains").fill("report")
+    page.get_by_label("Key contains").press("Enter")
+    expect(page.get_by_text("All good.")).to_be_visible()
+    shot(page, "artifacts")
+
+    page.get_by_role("link", name="Definitions").click()
+    expect(page.get_by_role("heading", name="Definitions")).to_be_visible()
+    expect(page.locator("svg g.node").first).to_be_visible()
+    shot(page, "definitions")

@@ -1,0 +1,340 @@
+"""Every dashboard page under AppTest, against a store holding real runs (a failed run, a
+foreach run, run through Prefect by ``run_def``) and a run waiting at a human task."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import ui_seed as seed
+from ui_defs import ALL
+from flows.store import repo
+
+pytestmark = pytest.mark.prefect
+
+
+def _texts(at) -> str:
+    parts = [e.value for kind in ("markdown", "caption", "error", "warning", "info", "success") for e in getattr(at, kind)]
+    return "\n".join(str(p) for p in parts)
+
+
+def _dot(at) -> str:
+    charts = at.get("graphviz_chart")
+    assert charts, "the page draws a graph"
+    return charts[0].proto.spec
+
+
+def _button(at, label: str):
+    matches = [b for b in at.button if b.label == label]
+    assert matches, f"no button {label!r}; buttons: {[b.label for b in at.button]}"
+    return matches[0]
+
+
+@pytest.fixture
+def runs(run_def, ui_defs, people):
+    """A failed run, a foreach run and a paused review run (with artifacts), by id."""
+    failed = run_def(ALL, "boom")
+    assert failed["status"] == "failed", failed
+    fe = run_def(ALL, "doubler", {"numbers": [1, 2, 3, 4]})
+    assert fe["status"] == "completed", fe
+    paused, task = seed.paused_review()
+    seed.artifacts(paused.id)
+    return {"failed": failed["run_id"], "foreach": fe["run_id"], "paused": paused.id, "task": task.id}
+
+
+def _wait_for(condition, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.3)
+
+
+def _wait_ended(run_id: str, timeout: float = 120) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = repo.run_status(run_id)
+        if status in ("completed", "failed", "crashed", "cancelled"):
+            return status
+        time.sleep(0.3)
+    raise AssertionError(f"run {run_id} did not end: {repo.run_status(run_id)}")
+
+
+# --------------------------------------------------------------------------------- runs page
+def test_runs_page_lists_filters_and_paginates(make_app, runs):
+    for i in range(57):  # bulk rows to page through
+        repo.create_run("bulk", inputs={"i": i}, started_by="loader")
+    at = make_app()
+    at.run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert len(table) == 50, "one page of 50, newest first"
+    assert "1–50 of 60 run(s)" in _texts(at)
+    assert table["definition"].iloc[0] == "bulk"
+
+    at.session_state["runs_page"] = 2
+    at.run()
+    page2 = at.dataframe[0].value
+    assert "51–60 of 60 run(s)" in _texts(at)
+    assert set(page2["definition"]) == {"bulk", "boom", "doubler", "review"}, "the oldest runs are on page 2"
+
+    at.multiselect(key="runs_status").set_value(["failed"]).run()
+    only = at.dataframe[0].value
+    assert list(only["definition"]) == ["boom"] and "failed" in only["status"].iloc[0]
+    assert only["run"].iloc[0] == f"run?run={runs['failed']}", "each row links to its run page"
+
+    at.multiselect(key="runs_status").set_value([]).run()
+    at.text_input(key="runs_text").input("doubl").run()
+    assert list(at.dataframe[0].value["definition"]) == ["doubler"]
+    at.text_input(key="runs_text").input("").run()
+    at.selectbox(key="runs_definition").set_value("review").run()
+    review = at.dataframe[0].value
+    assert list(review["definition"]) == ["review"] and "paused" in review["status"].iloc[0]
+
+
+# --------------------------------------------------------------------------------- run page
+def test_failed_run_page_shows_the_route_the_error_and_offers_resume(make_app, runs):
+    at = make_app(run=runs["failed"])
+    at.run()
+    at.switch_page("pages/run.py").run()
+    assert not at.exception
+    assert at.metric[0].value.endswith("failed")
+    assert "item 3 is bad" in "\n".join(e.value for e in at.error)
+    dot = _dot(at)
+    assert '"first" [label="first", shape="box", fillcolor="#c8e6c9"' in dot, "completed node is green"
+    assert '"explode" [label="explode", shape="box", fillcolor="#ffcdd2", color="#c62828", penwidth="3"' in dot, \
+        "the failed node is red and emphasised"
+    assert '"first" -> "explode" [color="#2e7d32", penwidth="2.5"]' in dot, "the transition taken is drawn stronger"
+    assert '"explode" -> "done";' in dot, "the transition not taken stays plain"
+    assert {b.label for b in at.button} >= {"Resume", "Replay"} and "Cancel" not in {b.label for b in at.button}
+    assert at.selectbox(key="inspect_node").value == "explode", "the inspector opens where the run stopped"
+    text = _texts(at)
+    assert "type `tool`" in text and "1 visit(s), newest first" in text
+    codes = [c.value for c in at.code]
+    assert any("explode:" in c and "tool: double_unless" in c for c in codes), "the node's definition as YAML"
+    assert at.get("download_button"), "export JSON"
+
+    # Actions need a sign-in; signed in, a resume starts `ergon runs resume` in the background.
+    _button(at, "Resume").click().run()
+    assert "Sign in (in the sidebar) to resume runs." in _texts(at)
+    at.session_state["ergon_user"] = "alice"
+    at.run()
+    _button(at, "Resume").click().run()
+    assert "Resuming" in _texts(at)
+    _wait_for(lambda: len(repo.visits_for_run(runs["failed"])) == 3 and repo.run_status(runs["failed"]) == "failed")
+    assert [v.node_id for v in repo.visits_for_run(runs["failed"])] == ["first", "explode", "explode"], \
+        "the resume went on after the last completed node"
+
+
+def test_foreach_run_page_shows_items_diffs_and_tool_calls(make_app, runs):
+    at = make_app(run=runs["foreach"])
+    at.run()
+    at.switch_page("pages/run.py").run()
+    assert not at.exception
+    assert at.metric[0].value.endswith("completed") and at.metric[1].value == "done"
+    at.selectbox(key="inspect_node").set_value("start").run()
+    frames = {id(f): f.value for f in at.dataframe}
+    items = next(v for v in frames.values() if "item" in v.columns and "attempt" in v.columns and len(v) == 4)
+    assert sorted(items["item"]) == ["n1", "n2", "n3", "n4"]
+    assert sum("failed" in s for s in items["status"]) == 1, "item n3 failed (collect_errors keeps the rest)"
+    diff = next(v for v in frames.values() if list(v.columns) == ["op", "path", "old", "new"])
+    assert list(diff["path"]) == ["/results"] and diff["op"].iloc[0] == "add"
+    assert "item `n3` failed" in _texts(at) or "item 3 is bad" in items["error"].str.cat()
+    visits_table = next(v for v in frames.values() if "next" in v.columns)
+    assert len(visits_table) == 6, "the foreach visit, four items and the final node"
+
+
+def test_paused_run_page_cancel_and_replay(make_app, runs):
+    at = make_app("alice", run=runs["paused"])
+    at.run()
+    at.switch_page("pages/run.py").run()
+    assert not at.exception
+    assert "refreshing while it runs" in _texts(at)
+    assert at.selectbox(key="inspect_node").value == "review"
+    assert "Legal decides whether the contract goes ahead." in _texts(at), "the node's human_description"
+    assert "**Task** Review ACME" in _texts(at)
+    at.selectbox(key="inspect_node").set_value("prepare").run()
+    text = _texts(at)
+    assert "conversation · 1 LLM call(s) · 19 tokens · $0.0020 · 1 tool call(s)" in text
+    assert "Tool `increment`" in text and "Count, please." in text, "LLM messages and tool calls of the visit"
+    assert [m.name for m in at.chat_message][:2] == ["ai", "user"], "system prompt, then the user's message"
+    art = at.tabs[2]
+    assert any("report" in e.label for e in art.expander), "the run's artifacts"
+
+    _button(at, "Replay").click().run()
+    replay = repo.list_runs(definition="review")[0][0]
+    assert replay.id != runs["paused"] and replay.trigger == "replay" and replay.inputs == {"party": "ACME"}
+    assert replay.started_by == "alice"
+    assert f"Replay started: run {replay.id}" in [p.proto.label for p in at.get("page_link")]
+    repo.set_run_status(replay.id, "cancelled")  # no one will answer the replay's task
+
+    _button(at, "Cancel").click().run()
+    # flows.cancel decides: a fresh heartbeat means a process waits for the answer and ends the run
+    assert repo.get_run(runs["paused"]).status in ("cancelling", "cancelled")
+    assert repo.get_task(runs["task"]).status == "cancelled", "a cancelled run's task closes"
+
+
+def test_unknown_run_and_run_picker(make_app, runs):
+    at = make_app(run="nope")
+    at.run()
+    at.switch_page("pages/run.py").run()
+    assert "No run `nope`" in at.error[0].value
+    at = make_app()
+    at.run()
+    at.switch_page("pages/run.py").run()
+    labels = [p.proto.label for p in at.get("page_link")]
+    assert any(runs["foreach"] in label for label in labels), "the latest runs to pick from"
+
+
+# --------------------------------------------------------------------------------- inbox
+def test_inbox_needs_a_sign_in_and_shows_only_visible_tasks(make_app, runs):
+    at = make_app()
+    at.run()
+    at.switch_page("pages/inbox.py").run()
+    assert "Sign in (in the sidebar) to see the tasks you can answer." in _texts(at)
+    assert not at.dataframe
+
+    at = make_app("bob")
+    at.run()
+    at.switch_page("pages/inbox.py").run()
+    assert "0 open task(s) you may see" in _texts(at), "bob is not in group legal"
+
+
+def test_inbox_refuses_inline_then_claims_and_answers(make_app, runs):
+    at = make_app("alice")
+    at.run()
+    at.switch_page("pages/inbox.py").run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert list(table["title"]) == ["Review ACME"] and list(table["definition"]) == ["review"]
+    assert "Please decide about **ACME**." in _texts(at), "the rendered description"
+    assert any(p.proto.label.startswith("Run review") for p in at.get("page_link")), "a link to the run"
+
+    _button(at, "Submit answer").click().run()
+    assert "Refused: the answer is not valid" in [e.value for e in at.error]
+    assert "- decision: required" in _texts(at), "each problem is shown next to the form"
+    assert repo.get_task(runs["task"]).status == "pending" and repo.get_run(runs["paused"]).status == "paused"
+
+    _button(at, "Take this task").click().run()
+    assert "You took task" in _texts(at)
+    assert repo.get_task(runs["task"]).claimed_by == "alice"
+
+    at.selectbox(key=f"field:{runs['task']}:decision").set_value("approve")
+    at.text_area(key=f"field:{runs['task']}:notes").input("fine")
+    _button(at, "Submit answer").click().run()
+    task = repo.get_task(runs["task"])
+    assert task.status == "completed" and task.answered_by == "alice" and task.answered_via == "dashboard"
+    assert task.answer == {"decision": "approve", "notes": "fine"}
+    # This seeded run has no Prefect flow run waiting: the dashboard says so rather than pretending.
+    assert f"Answered task {task.id}, but the run was not resumed" in _texts(at)
+
+    at.segmented_control(key="inbox_filter").set_value("completed").run()
+    assert list(at.dataframe[0].value["title"]) == ["Review ACME"]
+    assert "Answered by **alice** via dashboard" in _texts(at)
+
+
+def _sign_in_only():
+    from ui import auth
+
+    auth.sidebar()
+
+
+def test_sign_in_form(people):
+    # The sidebar form alone: AppTest loses sidebar widgets on reruns of an st.navigation app
+    # (the browser tests sign in through the whole app).
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_sign_in_only, default_timeout=30)
+    at.run()
+    at.sidebar.text_input(key="login_name").input("alice")
+    at.sidebar.text_input(key="login_password").input("wrong")
+    _button(at.sidebar, "Sign in").click().run()
+    assert "Wrong name or password" in at.sidebar.error[0].value
+    assert "ergon_user" not in at.session_state
+    at.sidebar.text_input(key="login_password").input("wonderland")
+    _button(at.sidebar, "Sign in").click().run()
+    assert at.session_state["ergon_user"] == "alice"
+    assert at.sidebar.markdown[0].value == "Signed in as **alice**  \nlegal"
+    _button(at.sidebar, "Sign out").click().run()
+    assert "ergon_user" not in at.session_state
+
+
+def test_require_login_setting_hides_every_page(make_app, people, monkeypatch):
+    monkeypatch.setenv("ERGON_UI_REQUIRE_LOGIN", "1")
+    at = make_app()
+    at.run()
+    assert "Sign in (in the sidebar) to see this dashboard." in _texts(at) and not at.dataframe
+    at = make_app("alice")
+    at.run()
+    assert at.dataframe, "signed in, the runs are shown"
+
+
+# --------------------------------------------------------------------------------- artifacts
+def test_artifacts_browse_render_and_compare(make_app, runs):
+    other, _ = seed.paused_review("Globex")
+    seed.artifacts(other.id, title="Bye", score=2)
+    at = make_app()
+    at.run()
+    at.switch_page("pages/artifacts.py").run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert len(table) == 8 and set(table["key"]) == {"report", "scores", "lines", "trend"}
+    assert set(table["definition"]) == {"review"}
+    at.text_input(key="art_key").input("report").run()
+    assert len(at.dataframe[0].value) == 2
+    assert "All good." in _texts(at), "markdown rendered"
+    at.text_input(key="art_key").input("").run()
+    at.selectbox(key="art_type").set_value("table").run()
+    assert list(at.dataframe[1].value["amount"]) == [1, 2], "a table artifact as a table"
+    at.selectbox(key="art_type").set_value("chart").run()
+    assert at.get("arrow_vega_lite_chart") or at.get("vega_lite_chart"), "a chart artifact drawn"
+
+    at.selectbox(key="cmp_key").set_value("report").run()
+    diff = "\n".join(c.value for c in at.code)
+    assert "-# Hello" in diff and "+# Bye" in diff, "unified diff of the markdown"
+    at.selectbox(key="cmp_key").set_value("scores").run()
+    ops = next(f.value for f in at.dataframe if "op" in f.value.columns)
+    assert list(ops["path"]) == ["/score"] and list(ops["run A"]) == ["1"] and list(ops["run B"]) == ["2"]
+
+
+# --------------------------------------------------------------------------------- definitions
+def test_definitions_diagnostics_graph_and_start_form(make_app, ui_defs, people):
+    (ui_defs / "broken.yaml").write_text(ALL["boom.yaml"].replace("process: boom", "process: broken")
+                                         .replace("transitions: [{to: done}]", "transitions: [{to: dne}]"))
+    at = make_app()
+    at.run()
+    at.switch_page("pages/definitions.py").run()
+    assert not at.exception
+    summary = at.dataframe[0].value
+    assert set(summary["definition"]) >= {"review", "doubler", "boom", "broken"}
+    assert int(summary.loc[summary["definition"] == "broken", "errors"].iloc[0]) >= 1
+
+    at.selectbox(key="def_pick").set_value("broken").run()
+    assert any("unknown-target" in e.value and "dne" in e.value for e in at.error), "the checker's diagnostic"
+
+    at.selectbox(key="def_pick").set_value("doubler").run()
+    assert "Valid: no diagnostics." in _texts(at)
+    assert '"start" [label="start", shape="parallelogram"' in _dot(at)
+    assert "Sign in (in the sidebar) to start runs." in _texts(at)
+
+    at.session_state["ergon_user"] = "alice"
+    at.run()
+    labels = {t.label for t in at.text_area} | {s.label for s in at.selectbox}
+    assert "numbers * (JSON)" in labels and "mode" in labels, "required marks and enums from context.schema"
+    assert at.selectbox(key="input:doubler:mode").options == ["fast", "careful"]
+    before = repo.list_runs()[1]
+    _button(at, "Start run").click().run()
+    assert "missing required input `numbers`" in "\n".join(e.value for e in at.error)
+    at.text_area(key="input:doubler:numbers").input('["x"]')
+    _button(at, "Start run").click().run()
+    assert "'x' is not of type 'integer'" in "\n".join(e.value for e in at.error)
+    assert repo.list_runs()[1] == before, "a refused start records nothing"
+
+    at.text_area(key="input:doubler:numbers").input("[5, 6]")
+    at.selectbox(key="input:doubler:mode").set_value("fast")
+    _button(at, "Start run").click().run()
+    started = repo.list_runs(definition="doubler")[0][0]
+    assert started.inputs == {"numbers": [5, 6], "mode": "fast"} and started.started_by == "alice"
+    assert f"Run {started.id} started." in _texts(at)
+    assert _wait_ended(started.id) == "completed"
+    assert repo.get_run(started.id).context["results"][1]["output"] == {"doubled": 12}

@@ -1,0 +1,99 @@
+"""The dashboard's pure helpers: the executed route, artifact shaping and diffs, the CLI command."""
+
+from __future__ import annotations
+
+from compiler import workspace_from_texts
+from compiler.plan import build_plan
+from ui_defs import BOOM, REVIEW
+from ui.artifact_view import chart_spec, json_diff, table_rows, text_diff
+from ui.route import route_highlight
+
+PIPE = """
+kind: pipeline
+name: pipe
+context:
+  schema: {type: object, properties: {a: {type: integer}, b: {type: integer}, c: {type: integer}}}
+nodes:
+  one: {type: tool, config: {context_update: {a: 1}}, writes: [a]}
+  two: {type: tool, needs: [one], config: {context_update: {b: 2}}, writes: [b]}
+  three: {type: tool, needs: [one], when: {"==": [1, 2]}, config: {context_update: {c: 3}}, writes: [c]}
+"""
+
+
+def _plan(text: str, name: str):
+    ws = workspace_from_texts({f"{name}.yaml": text})
+    return build_plan(ws.units[0], ws)
+
+
+def _visit(seq, node, status, next_node=None, parent=None):
+    return {"sequence": seq, "node_id": node, "status": status, "next_node": next_node, "parent_visit_id": parent}
+
+
+def test_state_machine_route_follows_next_node_and_marks_where_it_stopped():
+    plan = _plan(BOOM, "boom")
+    visits = [_visit(1, "first", "completed", "explode"), _visit(2, "explode", "failed")]
+    hl = route_highlight(plan, visits, "failed")
+    assert hl.visited == {"first": "completed", "explode": "failed"}
+    assert hl.taken == {("first", "explode")}, "only the transition the run took"
+    assert hl.current == "explode"
+
+
+def test_loop_keeps_the_latest_status_and_item_visits_stay_inside_their_node():
+    plan = _plan(REVIEW, "review")
+    visits = [_visit(1, "prepare", "completed", "review"), _visit(2, "review", "completed", "done"),
+              _visit(3, "x", "completed", parent="v2"), _visit(4, "done", "completed")]
+    hl = route_highlight(plan, visits, "completed")
+    assert hl.visited == {"prepare": "completed", "review": "completed", "done": "completed"}
+    assert hl.taken == {("prepare", "review"), ("review", "done")}
+    assert hl.current == "done", "an ended run points at its outcome"
+    paused = route_highlight(plan, visits[:1] + [_visit(2, "review", "paused")], "paused")
+    assert paused.current == "review" and paused.visited["review"] == "paused"
+
+
+def test_pipeline_edges_are_taken_when_both_ends_ran():
+    plan = _plan(PIPE, "pipe")
+    visits = [_visit(1, "one", "completed"), _visit(2, "two", "completed"), _visit(3, "three", "skipped")]
+    hl = route_highlight(plan, visits, "completed")
+    assert hl.taken == {("one", "two")}, "a skipped node's incoming edge was not taken"
+
+
+def test_table_shapes():
+    assert table_rows([{"a": 1}]) == [{"a": 1}]
+    assert table_rows({"columns": ["a", "b"], "rows": [[1, 2]]}) == [{"a": 1, "b": 2}]
+    assert table_rows({"a": [1, 2], "b": [3]}) == [{"a": 1, "b": 3}, {"a": 2, "b": None}]
+    assert table_rows("text") is None
+
+
+def test_chart_specs():
+    spec = {"mark": "bar", "encoding": {}}
+    assert chart_spec(spec) is spec, "a Vega-Lite spec is drawn as it is"
+    built = chart_spec({"data": [{"d": "mon", "n": 1}], "x": "d", "y": "n", "kind": "line"})
+    assert built["mark"]["type"] == "line" and built["encoding"]["x"]["field"] == "d"
+    assert built["encoding"]["y"] == {"field": "n", "type": "quantitative"}
+    assert chart_spec([{"only": 1}]) is None, "one column cannot be charted"
+
+
+def test_structural_json_diff_points_at_items():
+    ops = json_diff({"score": 1, "tags": ["a", "b"], "gone": True}, {"score": 2, "tags": ["a", "c"], "new": 1})
+    assert {(o["op"], o["path"]) for o in ops} == {
+        ("replace", "/score"), ("replace", "/tags/1"), ("remove", "/gone"), ("add", "/new")}
+    assert json_diff([1], [1]) == []
+    assert json_diff(1, "1") == [{"op": "replace", "path": "", "old": 1, "new": "1"}]
+
+
+def test_text_diff_is_unified():
+    diff = text_diff("# Hello\nsame", "# Bye\nsame", "a", "b")
+    assert diff.splitlines()[:2] == ["--- a", "+++ b"]
+    assert "-# Hello" in diff and "+# Bye" in diff and " same" in diff
+    assert text_diff({"x": 1}, {"x": 1}, "a", "b") == ""
+
+
+def test_ergon_ui_command_line():
+    from flows.cli.ui import APP, streamlit_command
+
+    cmd = streamlit_command(9999, "127.0.0.1")
+    assert cmd[1:4] == ["-m", "ui.serve", "run"] and cmd[4] == str(APP) and APP.is_file()
+    for flag in ("--server.address=127.0.0.1", "--server.port=9999", "--server.headless=true",
+                 "--browser.gatherUsageStats=false", "--server.fileWatcherType=none"):
+        assert flag in cmd
+

@@ -1,0 +1,55 @@
+"""What a signed-in user can do to a run from the dashboard, through the CLI's own functions.
+
+* **resume** a failed or crashed run: ``ergon runs resume RUN_ID`` in a detached process (it
+  runs the rest of the flow, which must not block Streamlit nor die with it); its output goes to
+  ``ERGON_HOME/logs/run-<id>.resume.log``.
+* **cancel**: :func:`flows.cancel.cancel_run`, as ``ergon runs cancel`` does.
+* **replay**: a new run of the same definition with the same inputs
+  (:func:`flows.launch.start_detached`, trigger ``replay``).
+* **start** a run from the Definitions page's form (trigger ``manual``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Any
+
+
+def resume(run: Any, user: str) -> None:
+    """Start ``ergon runs resume`` for a failed or crashed run; raises ValueError otherwise."""
+    from flows.settings import ergon_home
+
+    if run.status not in ("failed", "crashed"):
+        raise ValueError(f"run {run.id} is {run.status}; only failed or crashed runs resume")
+    logs = ergon_home() / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    with open(logs / f"run-{run.id}.resume.log", "ab") as log:
+        subprocess.Popen(
+            [sys.executable, "-m", "flows.cli", "runs", "resume", run.id],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, "ERGON_USER": user}, start_new_session=True,
+        )
+
+
+def cancel(run_id: str, user: str) -> str:
+    """Cancel a run; the new status. Raises ``flows.cancel.AlreadyEnded``."""
+    from flows.cancel import cancel_run
+
+    return cancel_run(run_id, actor=user)
+
+
+def replay(run: Any, user: str) -> str:
+    """A new run of ``run``'s definition with its inputs; the new run id. Raises
+    ``flows.launch.StartRefused`` with the problems (the definition may have changed since)."""
+    from flows.launch import start_detached
+
+    return start_detached(run.definition_name, dict(run.inputs or {}), started_by=user, trigger="replay")
+
+
+def start(name: str, inputs: dict[str, Any], user: str) -> str:
+    """Start a run of definition ``name``; the run id. Raises ``flows.launch.StartRefused``."""
+    from flows.launch import start_detached
+
+    return start_detached(name, inputs, started_by=user, trigger="manual")

@@ -1,0 +1,36 @@
+"""What the dashboard sets up before a page draws, on every script run (each step is cheap
+after the first):
+
+* the store's schema (``init_db`` migrates once per process and database);
+* a Prefect API for the runs it starts and the paused runs it resumes: ``PREFECT_API_URL``, or
+  the local server under ``ERGON_HOME`` (started on the first visit when it is not running);
+* the ``on_answered`` hook that resumes a paused run when its task is answered here — the same
+  hook the CLI registers, so an answer from the dashboard ends in the same state;
+* once per browser session, the CLI's crash detection (runs left ``running`` by a dead process
+  are marked ``crashed``), so the Runs page does not show ghosts as running.
+"""
+
+from __future__ import annotations
+
+import os
+
+import streamlit as st
+
+
+def boot() -> None:
+    from flows import resume
+    from flows.server import ensure_api_url
+    from flows.settings import HEARTBEAT_TIMEOUT_SECONDS, configure_prefect_env
+    from flows.store import db, repo
+
+    configure_prefect_env()
+    db.init_db()
+    if os.environ.get("PREFECT_API_URL"):
+        ensure_api_url()
+    else:
+        with st.spinner("Starting the local Prefect server (the first time takes up to a minute)…"):
+            ensure_api_url()
+    resume.register()
+    if not st.session_state.get("_ergon_stale_checked"):
+        repo.mark_stale_runs_crashed(heartbeat_timeout=HEARTBEAT_TIMEOUT_SECONDS)
+        st.session_state["_ergon_stale_checked"] = True

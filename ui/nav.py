@@ -1,0 +1,35 @@
+"""Where the pages are, and links between them (a run, a task), in one place.
+
+Paths are relative to ``ui/app.py``, as ``st.navigation``, ``st.page_link`` and
+``st.switch_page`` expect them. Deep links carry the object in the query string
+(``run?run=<id>``, ``inbox?task=<id>``), so a link can be shared or bookmarked.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+RUNS = "pages/runs.py"
+RUN = "pages/run.py"
+INBOX = "pages/inbox.py"
+ARTIFACTS = "pages/artifacts.py"
+DEFINITIONS = "pages/definitions.py"
+
+
+def run_link(run_id: str, label: str | None = None) -> None:
+    st.page_link(RUN, label=label or f"Run {run_id}", icon=":material/account_tree:", query_params={"run": run_id})
+
+
+def task_link(task_id: str, label: str | None = None) -> None:
+    st.page_link(INBOX, label=label or f"Task {task_id}", icon=":material/inbox:", query_params={"task": task_id})
+
+
+def run_url(run_id: str) -> str:
+    """A relative URL of a run's page, for link columns of tables."""
+    return f"run?run={run_id}"
+
+
+def param(name: str) -> str | None:
+    """A query-string parameter (first value), or None."""
+    value = st.query_params.get(name)
+    return value or None

@@ -1,0 +1,113 @@
+"""Definitions: every definition of the folder with its diagnostics, published versions and
+graph, and a start-run form generated from its ``context.schema``.
+
+The diagnostics are ``ergon check``'s (the whole folder is checked so references resolve).
+The form has one widget per run input (types, enums, required marks, descriptions); a start
+goes through :func:`flows.launch.start_detached`, which validates the inputs like ``ergon run``
+and refuses an invalid start before any run is recorded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from compiler import CompileError
+from compiler.plan import RUNNABLE_KINDS
+from compiler.render import render_dot
+from flows.store import queries, repo
+from ui import actions, auth, forms, nav
+from ui import catalog as cat
+from ui import format as fmt
+
+st.title("Definitions")
+catalog = cat.catalog()
+report = cat.report()
+units = [u for u in catalog.ws.reported_units() if u.name]
+if not units:
+    st.info("No definitions found. Put YAML definitions in `definitions/` (or set ERGON_DEFINITIONS).")
+    st.stop()
+
+by_file: dict[str, list] = {}
+for d in report.diagnostics:
+    by_file.setdefault(d.file, []).append(d)
+
+summary = [{
+    "definition": u.name, "kind": u.kind or "?", "file": Path(u.file).name,
+    "errors": sum(d.severity == "error" for d in by_file.get(u.file, [])),
+    "warnings": sum(d.severity != "error" for d in by_file.get(u.file, [])),
+} for u in sorted(units, key=lambda u: (u.kind or "", u.name))]
+st.dataframe(summary, hide_index=True, key="defs_table")
+
+names = [row["definition"] for row in summary]
+wanted = nav.param("definition")
+if wanted in names and st.session_state.get("def_pick") is None:
+    st.session_state["def_pick"] = wanted
+name = st.selectbox("Definition", names, key="def_pick")
+unit = next(u for u in units if u.name == name)
+st.subheader(name)
+st.caption(f"{unit.kind} · {unit.file}")
+
+diagnostics = by_file.get(unit.file, [])
+errors = [d for d in diagnostics if d.severity == "error"]
+if not diagnostics:
+    st.success("Valid: no diagnostics.")
+for d in diagnostics:
+    (st.error if d.severity == "error" else st.warning)(
+        f"`{Path(d.file).name}:{d.line}:{d.col}` **{d.code}** {d.path + ': ' if d.path else ''}{d.message}"
+        + (f"\n\nhint: {d.hint}" if d.hint else ""))
+
+versions = repo.list_versions(name)
+with st.expander(f"Published versions ({len(versions)})"):
+    if versions:
+        st.dataframe([{"version": v.version, "published": fmt.when(v.created_at), "by": v.published_by or "",
+                       "comment": v.comment or "", "hash": v.content_hash[:12]} for v in versions], hide_index=True,
+                     key="defs_versions")
+    else:
+        st.caption("None: runs execute the folder's file as it is when they start.")
+    recent, count = queries.runs_page(definition=name, limit=5)
+    st.caption(f"{count} run(s) of {name}" + (", latest:" if recent else ""))
+    for r in recent:
+        nav.run_link(r["id"], f"{fmt.status(r['status'])} · {fmt.when(r['created_at'])} · {r['id']}")
+
+if unit.kind not in RUNNABLE_KINDS:
+    st.caption(f"A {unit.kind} is used by other definitions; it does not run on its own.")
+    st.stop()
+if errors:
+    st.caption("Fix the errors above to draw and run this definition.")
+    st.stop()
+try:
+    compiled = cat.compiled(name)
+except CompileError as exc:
+    for d in exc.diagnostics:
+        st.error(d.format())
+    st.stop()
+plan = compiled.plan
+
+graph, start = st.tabs(["Graph", "Start a run"])
+with graph:
+    st.graphviz_chart(render_dot(plan))
+with start:
+    if plan.description:
+        st.markdown(plan.description)
+    user = auth.require_user("start runs")
+    with st.form(f"start:{name}"):
+        inputs, problems = forms.schema_inputs(plan.input_schema, plan.context_initial, key=f"input:{name}")
+        submitted = st.form_submit_button("Start run", type="primary", disabled=user is None)
+    if submitted and user is not None:
+        from flows.launch import StartRefused
+
+        if problems:
+            st.error("Not started:\n\n" + "\n".join(f"- {p}" for p in problems))
+        else:
+            try:
+                st.session_state[f"_started:{name}"] = actions.start(name, inputs, user)
+            except StartRefused as exc:
+                st.error("Not started: the inputs do not fit the definition.\n\n"
+                         + "\n".join(f"- {p.path + ': ' if p.path else ''}{p.message}" + (f" ({p.hint})" if p.hint else "")
+                                     for p in exc.problems))
+    started = st.session_state.get(f"_started:{name}")
+    if started:
+        st.success(f"Run {started} started.")
+        nav.run_link(started, f"Open run {started}")

@@ -1,0 +1,341 @@
+"""A run: its state chart with the executed route, a node inspector, timeline, visits,
+artifacts, context and tasks, and the actions (resume, cancel, replay, export).
+
+The run is named in the query string (``run?run=<id>``). While the run can still change, the
+page body is a fragment that re-draws itself every two seconds; when the run ends it re-draws
+once more as a whole and stops.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import streamlit as st
+import yaml
+
+from compiler.render import render_dot
+from flows.store import queries, repo
+from ui import actions, auth, nav
+from ui import catalog as cat
+from ui import format as fmt
+from ui.artifact_view import show as show_artifact
+from ui.route import route_highlight
+
+REFRESH_SECONDS = 2
+WATCH_SECONDS = 60  # after an action, keep refreshing while the run's process picks it up
+VISITS_PER_PAGE = 10
+
+run_id = nav.param("run")
+if run_id is None:
+    st.title("Run")
+    typed = st.text_input("Run id", key="run_pick")
+    if typed.strip():
+        st.query_params["run"] = typed.strip()
+        st.rerun()
+    st.caption("Or pick one of the latest runs:")
+    for r in queries.runs_page(limit=15)[0]:
+        nav.run_link(r["id"], f"{r['definition_name']} · {fmt.status(r['status'])} · {fmt.when(r['created_at'])} · {r['id']}")
+    st.stop()
+
+first = repo.get_run(run_id)
+if first is None:
+    st.title("Run")
+    st.error(f"No run `{run_id}` in this store. Check the id (the Runs page lists them).")
+    st.stop()
+
+
+def _watching() -> bool:
+    return st.session_state.get(f"_watch_{run_id}", 0.0) > time.monotonic()
+
+
+def _watch() -> None:
+    st.session_state[f"_watch_{run_id}"] = time.monotonic() + WATCH_SECONDS
+
+
+LIVE = first.status in fmt.ACTIVE_RUN or _watching()
+
+
+def _header(run: Any) -> None:
+    version = f" v{run.definition_version}" if run.definition_version is not None else ""
+    st.title(f"{run.definition_name}{version}")
+    st.caption(f"run `{run.id}`" + (" · refreshing while it runs" if LIVE else ""))
+    now = datetime.now(UTC)
+    cols = st.columns(6)
+    cols[0].metric("Status", fmt.status(run.status))
+    cols[1].metric("Outcome", run.outcome or "—")
+    cols[2].metric("Duration", fmt.duration(fmt.seconds_between(
+        run.started_at, run.ended_at, now=now if run.status in fmt.ACTIVE_RUN else None)) or "—")
+    cols[3].metric("Cost", fmt.money(run.cost_usd) or "$0")
+    cols[4].metric("Tokens", f"{run.tokens:,}")
+    cols[5].metric("Trigger", run.trigger)
+    st.caption(f"started by **{run.started_by or '—'}** · created {fmt.when(run.created_at)} UTC"
+               + (f" · started {fmt.when(run.started_at)}" if run.started_at else "")
+               + (f" · ended {fmt.when(run.ended_at)}" if run.ended_at else ""))
+    if run.error:
+        st.error(run.error)
+    if run.parent_run_id:
+        nav.run_link(run.parent_run_id, f"Parent run {run.parent_run_id}")
+    for child in repo.child_runs(run.id):
+        nav.run_link(child.id, f"Sub-process run {child.definition_name} · {fmt.status(child.status)}")
+
+
+def _actions(run: Any) -> None:
+    cols = st.columns([1, 1, 1, 1.5, 3])
+    user = auth.user_name()
+    pressed = None
+    if run.status in ("failed", "crashed"):
+        pressed = "resume" if cols[0].button("Resume", key="act_resume", icon=":material/replay:") else pressed
+    if run.status in fmt.ACTIVE_RUN and run.status != "cancelling":
+        pressed = "cancel" if cols[1].button("Cancel", key="act_cancel", icon=":material/stop:") else pressed
+    pressed = "replay" if cols[2].button("Replay", key="act_replay", icon=":material/repeat:",
+                                         help="A new run of this definition with the same inputs") else pressed
+    cols[3].download_button("Export JSON", lambda: json.dumps(repo.export_run(run.id), indent=2, default=str),
+                            file_name=f"run-{run.id}.json", mime="application/json", key="act_export",
+                            icon=":material/download:", on_click="ignore")
+    replayed = st.session_state.get(f"_replayed_{run.id}")
+    if replayed:
+        nav.run_link(replayed, f"Replay started: run {replayed}")
+    if pressed is None:
+        return
+    if user is None:
+        auth.require_user(f"{pressed} runs")
+        return
+    if pressed == "resume":
+        actions.resume(run, user)
+        _watch()
+        st.success("Resuming: the run continues after its last completed node.")
+    elif pressed == "cancel":
+        from flows.cancel import AlreadyEnded
+
+        try:
+            status = actions.cancel(run.id, user)
+        except AlreadyEnded as exc:
+            st.warning(str(exc))
+        else:
+            _watch()
+            st.success("Cancel requested: the run stops before its next node." if status == "cancelling"
+                       else "Cancelled.")
+    elif pressed == "replay":
+        from flows.launch import StartRefused
+
+        try:
+            new_id = actions.replay(run, user)
+        except StartRefused as exc:
+            st.error("The replay was refused:\n\n" + "\n".join(f"- {p.message}" for p in exc.problems))
+        else:
+            st.session_state[f"_replayed_{run.id}"] = new_id
+            nav.run_link(new_id, f"Replay started: run {new_id}")
+
+
+def _node_options(plan: Any, visits: list[dict]) -> list[str]:
+    return list(plan.nodes) if plan is not None else list(dict.fromkeys(v["node_id"] for v in visits))
+
+
+def _visit_label(v: Any) -> str:
+    item = f"[{v.item_key}]" if v.item_key else ""
+    took = f" · {v.duration_ms} ms" if v.duration_ms is not None else ""
+    nxt = f" → {v.next_node}" if v.next_node else ""
+    return f"#{v.sequence} {v.node_id}{item} · {fmt.status(v.status)} · attempt {v.attempt}{took}{nxt}"
+
+
+def _conversation(calls: list[Any], tools: list[Any]) -> None:
+    for i, call in enumerate(calls):
+        st.markdown(f"**LLM call {i + 1}** · `{call.model}` · {call.tokens_in}+{call.tokens_out} tokens · "
+                    f"{fmt.money(call.cost_usd) or '$0'}" + (f" · {call.latency_ms} ms" if call.latency_ms else "")
+                    + (" · repair" if call.repair else "") + (" · offline" if call.offline else ""))
+        for m in call.messages or []:
+            role = m.get("role", "user") if isinstance(m, dict) else "user"
+            with st.chat_message("assistant" if role == "assistant" else ("user" if role == "user" else "ai"),
+                                 avatar=":material/settings:" if role in ("system", "tool") else None):
+                st.caption(role)
+                content = m.get("content") if isinstance(m, dict) else m
+                st.markdown(content if isinstance(content, str) else f"```json\n{json.dumps(content, indent=2, default=str)}\n```")
+                if isinstance(m, dict) and m.get("tool_calls"):
+                    st.json(m["tool_calls"], expanded=False)
+        if call.response is not None:
+            with st.chat_message("assistant"):
+                st.caption("response")
+                st.json(call.response, expanded=1)
+        if call.error:
+            st.error(call.error)
+    for t in tools:
+        st.markdown(f"**Tool `{t.tool}`** · {fmt.status(t.status)}" + (f" · {t.latency_ms} ms" if t.latency_ms else ""))
+        c1, c2 = st.columns(2)
+        c1.caption("arguments")
+        c1.json(t.args, expanded=1)
+        c2.caption("result")
+        c2.json(t.result, expanded=1)
+        if t.error:
+            st.error(t.error)
+
+
+def _diff_table(diff: list[dict]) -> None:
+    if not diff:
+        st.caption("no context change")
+        return
+    st.dataframe([{"op": d.get("op"), "path": d.get("path"), "old": json.dumps(d.get("old"), default=str),
+                   "new": json.dumps(d.get("new"), default=str)} for d in diff], hide_index=True)
+
+
+def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any) -> None:
+    nodes = _node_options(plan, visits)
+    if not nodes:
+        return
+    counts: dict[str, int] = {}
+    for v in visits:
+        counts[v["node_id"]] = counts.get(v["node_id"], 0) + 1
+    default = highlight.current if highlight is not None and highlight.current in nodes else nodes[0]
+    if st.session_state.get("inspect_node") not in nodes:
+        st.session_state["inspect_node"] = default
+    visited = highlight.visited if highlight is not None else {}
+    node_id = st.selectbox(
+        "Inspect node", nodes, key="inspect_node",
+        format_func=lambda n: f"{n} · {plan.nodes[n].type if plan else ''} · {counts.get(n, 0)} visit(s)"
+                              + (f" · {visited[n]}" if n in visited else ""))
+    node = plan.nodes.get(node_id) if plan is not None else None
+    left, right = st.columns([2, 3])
+    with left:
+        if node is not None:
+            if node.title and node.title != node.id:
+                st.markdown(f"**{node.title}**")
+            st.markdown(node.human_description or "_No `human_description`._")
+            extra = [f"type `{node.type}`"] + ([f"lane `{node.lane}`"] if node.lane else []) \
+                + ([f"phase `{node.phase}`"] if node.phase else []) + ([f"writes `{', '.join(node.writes)}`"] if node.writes else [])
+            st.caption(" · ".join(extra))
+            st.code(yaml.safe_dump({node.id: node.body}, sort_keys=False, allow_unicode=True), language="yaml")
+        for task in [t for t in repo.tasks_for_run(run.id) if t.node_id == node_id]:
+            st.markdown(f"**Task** {task.title} · {fmt.status(task.status)}"
+                        + (f" · answered by {task.answered_by} via {task.answered_via}" if task.answered_by else ""))
+            if task.answer:
+                st.json(task.answer, expanded=False)
+            nav.task_link(task.id, "Open in the task inbox")
+    with right:
+        total = counts.get(node_id, 0)
+        if total == 0:
+            st.caption("This node was not visited.")
+            return
+        pages = max(1, -(-total // VISITS_PER_PAGE))
+        page = st.session_state.get(f"visits_page:{node_id}", 1)
+        shown, total = queries.node_visits(run.id, node_id, limit=VISITS_PER_PAGE, offset=(page - 1) * VISITS_PER_PAGE)
+        st.caption(f"{total} visit(s), newest first")
+        children_of: dict[str, list[dict]] = {}
+        for v in visits:
+            if v["parent_visit_id"]:
+                children_of.setdefault(v["parent_visit_id"], []).append(v)
+        ids = [v.id for v in shown] + [c["id"] for v in shown for c in children_of.get(v.id, [])]
+        llm, tools = queries.calls_for_visits(run.id, ids)
+        for i, v in enumerate(shown):
+            with st.expander(_visit_label(v), expanded=i == 0):
+                st.caption(f"started {fmt.when(v.started_at)} · ended {fmt.when(v.ended_at) or '—'}"
+                           + (f" · Prefect task run `{v.prefect_task_run_id}`" if v.prefect_task_run_id else ""))
+                if v.error:
+                    st.error(v.error)
+                c1, c2 = st.columns(2)
+                c1.caption("input")
+                c1.json(v.input, expanded=1)
+                c2.caption("output")
+                c2.json(v.output, expanded=1)
+                st.caption("context diff")
+                _diff_table(v.context_diff or [])
+                kids = children_of.get(v.id, [])
+                if kids:
+                    st.caption(f"{len(kids)} item visit(s)")
+                    st.dataframe([{"#": k["sequence"], "item": k["item_key"], "status": fmt.status(k["status"]),
+                                   "attempt": k["attempt"], "ms": k["duration_ms"], "error": fmt.short(k["error"])}
+                                  for k in kids], hide_index=True, key=f"kids:{v.id}")
+                calls = llm.get(v.id, []) + [c for k in kids for c in llm.get(k["id"], [])]
+                tool_calls = tools.get(v.id, []) + [c for k in kids for c in tools.get(k["id"], [])]
+                if calls or tool_calls:
+                    tokens = sum(c.tokens_in + c.tokens_out for c in calls)
+                    st.caption(f"conversation · {len(calls)} LLM call(s) · {tokens} tokens · "
+                               f"{fmt.money(sum(c.cost_usd for c in calls)) or '$0'} · {len(tool_calls)} tool call(s)")
+                    _conversation(calls, tool_calls)
+        if pages > 1:
+            st.pagination(pages, key=f"visits_page:{node_id}")
+
+
+def _timeline(visits: list[dict]) -> None:
+    now = datetime.now(UTC).isoformat()
+    values = [{"visit": f"#{v['sequence']} {v['node_id']}" + (f"[{v['item_key']}]" if v["item_key"] else ""),
+               "node": v["node_id"], "status": v["status"], "start": v["started_at"].isoformat(),
+               "end": v["ended_at"].isoformat() if v["ended_at"] else now, "ms": v["duration_ms"]} for v in visits]
+    if not values:
+        st.caption("No visits yet.")
+        return
+    st.vega_lite_chart(spec={
+        "data": {"values": values},
+        "mark": {"type": "bar", "tooltip": True},
+        "height": {"step": 14} if len(values) <= 60 else 600,
+        "encoding": {
+            "y": {"field": "node", "type": "nominal", "sort": None, "title": None},
+            "x": {"field": "start", "type": "temporal", "title": None},
+            "x2": {"field": "end"},
+            "color": {"field": "status", "type": "nominal",
+                      "scale": {"domain": ["completed", "failed", "running", "paused", "skipped", "cancelled"],
+                                "range": ["#66bb6a", "#e53935", "#ffb300", "#ffb300", "#bdbdbd", "#616161"]}},
+        },
+    }, key="timeline")
+
+
+def _visits_table(visits: list[dict]) -> None:
+    st.dataframe([{"#": v["sequence"], "node": v["node_id"], "item": v["item_key"] or "", "type": v["node_type"],
+                   "status": fmt.status(v["status"]), "attempt": v["attempt"], "started": fmt.when(v["started_at"]),
+                   "ms": v["duration_ms"], "next": v["next_node"] or "", "error": fmt.short(v["error"])}
+                  for v in visits], hide_index=True, key="visits_table")
+
+
+def _artifacts(run: Any) -> None:
+    rows = repo.artifacts_for_run(run.id, latest_only=True)
+    if not rows:
+        st.caption("No artifacts.")
+    for a in rows:
+        with st.expander(f"{a.key} · {a.type} · v{a.version}" + (f" — {a.description}" if a.description else "")):
+            show_artifact(a.type, a.content, key=f"art:{a.id}")
+
+
+def _tasks(run: Any) -> None:
+    tasks = repo.tasks_for_run(run.id)
+    if not tasks:
+        st.caption("No human tasks.")
+    for t in tasks:
+        st.markdown(f"**{t.title}** · node `{t.node_id}` · {fmt.status(t.status)} · assigned to {t.assignee or 'anyone'}"
+                    + (f" · answered by {t.answered_by} via {t.answered_via}" if t.answered_by else ""))
+        nav.task_link(t.id, "Open in the task inbox")
+
+
+def _body() -> None:
+    run = repo.get_run(run_id)
+    if (run.status in fmt.ACTIVE_RUN or _watching()) != LIVE:
+        st.rerun()  # started or stopped being live: re-draw the whole page with(out) the timer
+    _header(run)
+    _actions(run)
+    visits = queries.visit_rows(run.id)
+    plan, why = cat.run_plan(run)
+    highlight = route_highlight(plan, visits, run.status) if plan is not None else None
+    if plan is not None:
+        st.graphviz_chart(render_dot(plan, highlight))
+        st.caption("green: completed · red: failed · amber: running or waiting · grey: skipped · "
+                   "thick green arrows: transitions taken · bold outline: where the run is (or ended)")
+    else:
+        st.warning(f"The definition this run executed cannot be drawn: {why}")
+    _inspector(run, plan, visits, highlight)
+    timeline, table, artifacts, context, tasks = st.tabs(["Timeline", "Visits", "Artifacts", "Context", "Tasks"])
+    with timeline:
+        _timeline(visits)
+    with table:
+        _visits_table(visits)
+    with artifacts:
+        _artifacts(run)
+    with context:
+        st.caption("inputs")
+        st.json(run.inputs or {}, expanded=1)
+        st.caption("context")
+        st.json(run.context or {}, expanded=2)
+    with tasks:
+        _tasks(run)
+
+
+st.fragment(_body, run_every=REFRESH_SECONDS if LIVE else None)()

@@ -1,0 +1,83 @@
+"""Runs: every run, newest first, filtered and paginated in the database; live rows refresh.
+
+Filters (status, definition, date range, text) go to :func:`flows.store.queries.runs_page`,
+which counts and fetches one page with SQL, so the page costs the same over 100 or 100,000
+runs. The table is a fragment that re-draws itself every few seconds while "Live" is on, so
+running rows move on without a reload. The run column links to each run's page; selecting a
+row offers a link too.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, time, timedelta
+
+import streamlit as st
+
+from flows.store import queries, repo
+from flows.store.models import RUN_STATUSES
+from ui import format as fmt
+from ui import nav
+
+REFRESH_SECONDS = 3
+PAGE_SIZES = (25, 50, 100, 200)
+
+st.title("Runs")
+
+c1, c2, c3, c4 = st.columns([2, 2, 2, 3])
+statuses = c1.multiselect("Status", RUN_STATUSES, key="runs_status", placeholder="any")
+definition = c2.selectbox("Definition", repo.definition_names_with_runs(), index=None, key="runs_definition",
+                          placeholder="any")
+dates = c3.date_input("Created between", value=(), key="runs_dates", format="YYYY-MM-DD")
+text = c4.text_input("Search", key="runs_text", placeholder="run id, definition, started by, outcome")
+o1, o2 = st.columns([1, 5])
+size = o1.selectbox("Rows per page", PAGE_SIZES, index=1, key="runs_size")
+live = o2.toggle("Live", value=True, key="runs_live", help=f"Re-draw the table every {REFRESH_SECONDS} s")
+
+since = until = None
+if isinstance(dates, tuple | list) and dates:
+    since = datetime.combine(dates[0], time.min, tzinfo=UTC)
+    until = datetime.combine(dates[-1], time.min, tzinfo=UTC) + timedelta(days=1)
+
+# The filters decide the number of pages; a changed filter goes back to page 1.
+filters = (tuple(statuses), definition, since, until, text.strip(), size)
+previous = st.session_state.get("_runs_filters")
+if previous is not None and previous != filters:
+    st.session_state.pop("runs_page", None)
+st.session_state["_runs_filters"] = filters
+
+
+def _table() -> None:
+    page = st.session_state.get("runs_page", 1)
+    rows, total = queries.runs_page(statuses or None, definition, text.strip() or None, since, until,
+                                    limit=size, offset=(page - 1) * size)
+    now = datetime.now(UTC)
+    data = [{
+        "run": nav.run_url(r["id"]),
+        "definition": r["definition_name"],
+        "version": r["definition_version"],
+        "status": fmt.status(r["status"]),
+        "outcome": r["outcome"] or "",
+        "trigger": r["trigger"],
+        "started by": r["started_by"] or "",
+        "started": fmt.when(r["started_at"] or r["created_at"]),
+        "duration": fmt.duration(fmt.seconds_between(
+            r["started_at"], r["ended_at"], now=None if r["status"] not in fmt.ACTIVE_RUN else now)),
+        "cost": fmt.money(r["cost_usd"]),
+    } for r in rows]
+    pages = max(1, -(-total // size))
+    first = (page - 1) * size + 1 if rows else 0
+    st.caption(f"{first}–{first + len(rows) - 1 if rows else 0} of {total:,} run(s), newest first"
+               + (f" · refreshed {fmt.when(now)} UTC" if live else ""))
+    event = st.dataframe(
+        data, hide_index=True, key="runs_table", on_select="rerun", selection_mode="single-row",
+        column_config={"run": st.column_config.LinkColumn("run", display_text=r"run\?run=(.*)", width="medium")},
+    )
+    selected = getattr(getattr(event, "selection", None), "rows", None) or []
+    if selected and selected[0] < len(rows):
+        chosen = rows[selected[0]]
+        nav.run_link(chosen["id"], f"Open run {chosen['id']} ({chosen['definition_name']}, {chosen['status']})")
+    if pages > 1:
+        st.pagination(pages, default=min(page, pages), key="runs_page", max_visible_pages=9)
+
+
+st.fragment(_table, run_every=REFRESH_SECONDS if live else None)()

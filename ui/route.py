@@ -1,0 +1,52 @@
+"""The executed route of a run, for the state chart (:class:`compiler.render.RouteHighlight`).
+
+Pure: it reads the plan and the run's visit rows (``flows.store.queries.visit_rows``) and
+nothing else, so it is tested without Streamlit.
+
+* **visited**: each top-level node's latest visit status (a node visited twice in a loop shows
+  how its last visit went); foreach items and branch children are inside their parent node.
+* **taken**: state machines record where each visit went next (``next_node``), which is exactly
+  the transition taken; pipelines have no routing, so an edge counts as taken when its source
+  completed and its target ran (was not skipped).
+* **current**: the node a live run is at (running or waiting for a person); for an ended run,
+  the node it ended on (the failed node, or the final node that is its outcome).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from compiler.plan import Plan
+from compiler.render import RouteHighlight
+
+
+def route_highlight(plan: Plan, visits: Iterable[Mapping[str, Any]], run_status: str | None = None) -> RouteHighlight:
+    top = [v for v in visits if v.get("parent_visit_id") is None and v["node_id"] in plan.nodes]
+    top.sort(key=lambda v: v["sequence"])
+    visited: dict[str, str] = {}
+    for v in top:
+        visited[v["node_id"]] = v["status"]
+    edges = {(e.source, e.target) for e in plan.edges}
+    taken: set[tuple[str, str]] = set()
+    if plan.control == "dag":
+        for source, target in edges:
+            if visited.get(source) == "completed" and visited.get(target) not in (None, "skipped"):
+                taken.add((source, target))
+    else:
+        for v in top:
+            if v.get("next_node") and (v["node_id"], v["next_node"]) in edges:
+                taken.add((v["node_id"], v["next_node"]))
+    return RouteHighlight(visited=visited, taken=frozenset(taken), current=_current(top, run_status))
+
+
+def _current(top: list[Mapping[str, Any]], run_status: str | None) -> str | None:
+    if not top:
+        return None
+    live = [v for v in top if v["status"] in ("running", "paused")]
+    if live:
+        return live[-1]["node_id"]
+    failed = [v for v in top if v["status"] == "failed"]
+    if run_status in ("failed", "crashed") and failed:
+        return failed[-1]["node_id"]
+    return top[-1]["node_id"]
