@@ -41,6 +41,23 @@ nodes:
 """
 
 
+def _wait_until_paused_in_prefect(flow_run_id: str, timeout: float = 60.0) -> None:
+    """A person answers a task that is really waiting: the flow run's state is Paused in Prefect
+    (an answer given in the instant before is retried by the resume hook until the pause lands,
+    which would measure the pause's set-up, not the answer's latency)."""
+    from prefect import get_client
+
+    deadline = time.monotonic() + timeout
+    with get_client(sync_client=True) as client:
+        while time.monotonic() < deadline:
+            state = client.read_flow_run(flow_run_id).state
+            if state is not None and state.is_paused():
+                time.sleep(0.5)  # the input schema is saved right after the state
+                return
+            time.sleep(0.1)
+    raise AssertionError("the run never paused in Prefect")
+
+
 def one(env: dict) -> float:
     from flows import humans
     from flows.resume import register
@@ -57,6 +74,7 @@ def one(env: dict) -> float:
             task = next((t for t in rows if repo.get_run(t.run_id).status == "paused"), None)
             time.sleep(0.1)
         assert task is not None, proc.stderr.read() if proc.poll() is not None else "no task"
+        _wait_until_paused_in_prefect(repo.get_run(task.run_id).prefect_flow_run_id)
         answered = humans.answer(task.id, "bench", {"ok": True}, via="api").task
         proc.communicate(timeout=120)
         nxt = next(v for v in repo.visits_for_run(task.run_id) if v.node_id == "next")

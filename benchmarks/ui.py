@@ -177,7 +177,7 @@ def main() -> None:
     base_run = case("run page, 2 visits (baseline)", empty_url, page="pages/run.py", query={"run": small_run})
     big_run = case(f"run page, {args.visits:,} visits", big_url, page="pages/run.py", query={"run": long_run})
 
-    print(f"\n| case | median ms | max ms |\n|---|---|---|")
+    print("\n| case | median ms | max ms |\n|---|---|---|")
     for label, times in cases:
         print(f"| {label} | {statistics.median(times) * 1000:.0f} | {max(times) * 1000:.0f} |")
     print(f"\nruns page: {statistics.median(big_runs) / statistics.median(base_runs):.2f}× the empty store")
