@@ -56,6 +56,12 @@ class Worker:
         os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=10)
 
+    def kill(self) -> None:
+        """SIGKILL the worker and everything it started (a machine lost, not a clean stop)."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
     def tail(self, lines: int = 40) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:]) if self.log.exists() else ""
 

@@ -1,6 +1,7 @@
 """A human task under a deployment suspends the run: the flow-run process exits, the answer
 reschedules the same flow run, a worker runs the flow body again from the top, and the run
-completes from its checkpoint without repeating a completed visit or creating a second task."""
+completes from its checkpoint without repeating a completed visit or creating a second task —
+also when the worker that ran it was killed (SIGKILL) meanwhile and a new one picks it up."""
 
 from __future__ import annotations
 
@@ -61,8 +62,10 @@ def test_a_human_task_suspends_under_a_deployment_and_resumes_from_the_checkpoin
         assert task.status == "pending" and task.title == "Approve ACME"
         assert [(v.node_id, v.status) for v in repo.visits_for_run(run.id)] == [("a", "completed"), ("review", "paused")]
 
+        worker.kill()  # nothing of the waiting run lives on a machine any more
         answered = cli(["tasks", "answer", task.id, "--set", "decision=approve", "--as", "lea"], deploy_env)
         assert answered.returncode == 0, answered.stdout + answered.stderr
+        worker.start()  # a new worker picks the resumed run up
 
         done = wait_for("the resumed run to complete", lambda: (
             (r := repo.get_run(run.id)).status in ("completed", "failed", "crashed") and r), diagnose=worker.tail)

@@ -96,6 +96,31 @@ nodes:
   done: {type: final}
 """
 
+BRANCHES = """
+format_version: 1
+process: two_desks
+initial: both
+context:
+  schema:
+    type: object
+    properties:
+      party: {type: string}
+      reviews: {type: array}
+    required: [party]
+nodes:
+  both:
+    type: branch
+    branches:
+      - {id: legal, node: {type: process, process: one_approval, input: {party: "legal for {{ party }}"},
+                           returns: {from: context.approved}}}
+      - {id: finance, node: {type: process, process: one_approval, input: {party: "finance for {{ party }}"},
+                             returns: {from: context.approved}}}
+    collect: {into: reviews, include: [branch_id, output]}
+    writes: [reviews]
+    transitions: [{to: done}]
+  done: {type: final}
+"""
+
 
 def wait_for_open_tasks(count: int, timeout: float = 90.0) -> list:
     from flows.store import repo
@@ -188,3 +213,23 @@ def test_cancelling_a_paused_run_closes_its_task_and_ends_the_wait(env, definiti
     assert repo.get_run(task.run_id).status == "cancelled"
     late = cli(["tasks", "answer", task.id, "--set", "approved=true", "--as", "starter"], env)
     assert late.returncode != 0, "a cancelled task takes no answer"
+
+
+def test_two_tasks_open_at_once_inside_a_branch(env, definitions):
+    (definitions / "one_approval.yaml").write_text(ONE_APPROVAL)
+    (definitions / "two_desks.yaml").write_text(BRANCHES)
+    assert cli(["users", "add", "root", "--admin"], env).returncode == 0
+    proc = start("two_desks", env)
+    try:
+        finance, legal = wait_for_open_tasks(2)
+        assert (finance.title, legal.title) == ("Approve finance for ACME?", "Approve legal for ACME?")
+        assert finance.prefect_flow_run_id != legal.prefect_flow_run_id
+        answer(legal.id, "true", env, "approved")
+        answer(finance.id, "false", env, "approved")
+        result = finish(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert result["status"] == "completed", result
+    assert result["context"]["reviews"] == [{"branch_id": "legal", "output": True},
+                                            {"branch_id": "finance", "output": False}]
