@@ -120,27 +120,6 @@ class PrefectExecutor:
     def _tags(node: PlanNode) -> list[str]:
         return [node.type] + ([f"lane:{node.lane}"] if node.lane else []) if task_tags_enabled() else []
 
-    def warm_up(self, plan: Plan) -> None:
-        """Start Prefect's concurrency-lease service of every tag set the run's visits will use.
-
-        A tagged task run acquires a lease through a per-tag-set service that Prefect starts on
-        first use, and that start costs about 2 s (measured: the first `tool` visit after a human
-        task waited that long). Started here, in the background, it is ready by the time a visit
-        needs it. Prefect-internal API: without it, visits just pay the start themselves."""
-        try:
-            from prefect.concurrency.services import ConcurrencySlotAcquisitionWithLeaseService
-        except ImportError:  # pragma: no cover - a Prefect that moved it
-            return
-        pending = list(plan.nodes.values())
-        tag_sets = set()
-        while pending:
-            node = pending.pop()
-            pending.extend(node.children.values())
-            if tags := self._tags(node):
-                tag_sets.add(frozenset(f"tag:{t}" for t in tags))
-        for names in tag_sets:
-            ConcurrencySlotAcquisitionWithLeaseService.instance(names)
-
     def _task_for(self, node: PlanNode) -> Any:
         key = id(node)
         if key not in self._tasks:
@@ -264,9 +243,7 @@ async def _execute_once(plan: Plan, params: dict[str, Any]) -> Any:
         return StoreRecorder.child_result(recorder.run_id, parent_visit_id, result)
 
     listener = request.listener or (lambda *a: None)
-    executor = PrefectExecutor()
-    executor.warm_up(plan)
-    engine = Engine(plan=plan, context=context, recorder=recorder, executor=executor,
+    engine = Engine(plan=plan, context=context, recorder=recorder, executor=PrefectExecutor(),
                     services=Services(run_child=run_child, resolve_plan=catalog.resolve,
                                       resolve_interaction=catalog.interaction, environments=catalog.environments(),
                                       default_environment=plan.environment, run_id=recorder.run_id,
