@@ -30,11 +30,12 @@ class StartRefused(ValueError):
 
 
 def start_detached(name: str, inputs: dict[str, Any], *, started_by: str, trigger: str = "manual",
-                   catalog: Any = None, env: dict[str, str] | None = None) -> str:
+                   catalog: Any = None, env: dict[str, str] | None = None, version: int | None = None) -> str:
     """Validate, record a pending run, start ``ergon run`` for it in the background; return the run id.
 
     ``trigger`` is one of the store's run triggers (``manual``, ``replay``, ``webhook``,
     ``on_complete``, ``schedule``…). ``env`` adds variables to the child's environment.
+    ``version`` runs that published version instead of the definitions folder's draft.
     """
     from compiler import CompileError
     from flows.catalog import Catalog
@@ -44,14 +45,21 @@ def start_detached(name: str, inputs: dict[str, Any], *, started_by: str, trigge
 
     catalog = catalog or Catalog.load()
     try:
-        compiled = catalog.compile(name)
+        if version is None:
+            compiled = catalog.compile(name)
+        else:
+            from flows.versions import compiled_version
+
+            compiled = compiled_version(name, version, catalog)
     except CompileError as exc:
         raise StartRefused(list(exc.diagnostics)) from exc
+    except LookupError as exc:  # no such definition or published version
+        raise StartRefused([Diagnostic("invalid-input", str(exc.args[0] if exc.args else exc), name, 1, 1)]) from exc
     problems = validate_inputs(compiled.plan, inputs, source="inputs")
     if problems:
         raise StartRefused(problems)
     run = repo.create_run(compiled.plan.name, content=compiled.content, inputs=inputs, trigger=trigger,
-                          started_by=started_by)
+                          started_by=started_by, definition_version=version)
     logs = ergon_home() / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     inputs_file = logs / f"run-{run.id}.inputs.json"
@@ -59,7 +67,8 @@ def start_detached(name: str, inputs: dict[str, Any], *, started_by: str, trigge
     child_env = {**os.environ, **(env or {}), "ERGON_USER": started_by}
     with open(logs / f"run-{run.id}.log", "ab") as log:
         subprocess.Popen(
-            [sys.executable, "-m", "flows.cli", "run", name, "--run-id", run.id, "--input-file", str(inputs_file)],
+            [sys.executable, "-m", "flows.cli", "run", name, "--run-id", run.id, "--input-file", str(inputs_file),
+             *(["--version", str(version)] if version is not None else [])],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=child_env,
             start_new_session=True,  # outlives the caller (a Streamlit rerun, a stopped server)
         )

@@ -41,11 +41,13 @@ def cancel(run_id: str, user: str) -> str:
 
 
 def replay(run: Any, user: str) -> str:
-    """A new run of ``run``'s definition with its inputs; the new run id. Raises
-    ``flows.launch.StartRefused`` with the problems (the definition may have changed since)."""
+    """A new run of ``run``'s definition with its inputs; the new run id. A run of a published
+    version replays that version; a run of the draft replays the draft as it is now. Raises
+    ``flows.launch.StartRefused`` with the problems (the draft may have changed since)."""
     from flows.launch import start_detached
 
-    return start_detached(run.definition_name, dict(run.inputs or {}), started_by=user, trigger="replay")
+    return start_detached(run.definition_name, dict(run.inputs or {}), started_by=user, trigger="replay",
+                          version=run.definition_version)
 
 
 def start(name: str, inputs: dict[str, Any], user: str) -> str:

@@ -65,3 +65,27 @@ def test_run_version_n_runs_the_published_content_and_records_its_number(prefect
     missing = subprocess.run([sys.executable, "-m", "flows.cli", "run", "stamped", "--version", "9"],
                              env=env, capture_output=True, text=True, timeout=180, check=False)
     assert missing.returncode == 2 and "has no version 9; its versions are 1, 2" in missing.stderr
+
+
+def test_a_background_start_of_a_version_runs_that_version(prefect_api, store, definitions, monkeypatch):
+    """What the dashboard's replay does for a run of a published version (flows.launch)."""
+    import time
+
+    from flows import versions
+    from flows.launch import StartRefused, start_detached
+    from flows.store import repo
+
+    monkeypatch.setenv("ERGON_DEFINITIONS", str(definitions))
+    (definitions / "stamped.yaml").write_text(STAMP.format(label="one"))
+    versions.publish("stamped")
+    (definitions / "stamped.yaml").write_text(STAMP.format(label="two"))
+    run_id = start_detached("stamped", {}, started_by="lea", trigger="replay", version=1)
+    assert repo.get_run(run_id).definition_version == 1
+    deadline = time.monotonic() + 180
+    while repo.get_run(run_id).status not in ("completed", "failed", "crashed") and time.monotonic() < deadline:
+        time.sleep(0.3)
+    run = repo.get_run(run_id)
+    assert run.status == "completed" and run.context["label"] == "one", run.error
+    assert run.trigger == "replay" and run.started_by == "lea"
+    with pytest.raises(StartRefused, match="has no version 4"):
+        start_detached("stamped", {}, started_by="lea", version=4)
