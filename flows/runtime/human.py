@@ -17,19 +17,17 @@ node's ``writes``; the node's guards then route. A ``timeout`` expires the task:
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import re
 from collections.abc import Awaitable
 from datetime import timedelta
 from typing import Any
 
-from prefect import flow
-
 from compiler.plan import PlanNode
 from flows.tools import tool
 from flows.runtime.bodies import Effect
 from flows.runtime.errors import NodeFailed, RunCancelled
-from flows.runtime import suspend
 from flows.runtime.parallel import IN_PARALLEL
 from flows.settings import PAUSE_POLL_SECONDS
 
@@ -72,6 +70,7 @@ async def ask_person(*, run_id: str, visit_id: str | None, node_id: str, title: 
     from prefect.runtime import flow_run
 
     from flows import humans
+    from flows.runtime import suspend
     from flows.store import repo
     from flows.store.models import utcnow
 
@@ -95,7 +94,7 @@ async def ask_person(*, run_id: str, visit_id: str | None, node_id: str, title: 
     wait = int(timeout or DEFAULT_WAIT_SECONDS)
     prompt = f"**{title}**\n\n{description or ''}"
     if own_subflow:
-        waiting = _answer_subflow.with_options(flow_run_name=f"{node_id}: {title}"[:120])(
+        waiting = _answer_subflow().with_options(flow_run_name=f"{node_id}: {title}"[:120])(
             task.id, fields, f"{node_id}_answer", prompt, key, wait)
     elif suspend.suspendable(timeout):  # under a deployment: the process exits until the answer comes
         waiting = suspend.suspend_for_answer(fields, f"{node_id}_answer", prompt, key)
@@ -139,16 +138,27 @@ async def _await_answer(fields: list[dict[str, Any]], model_name: str, prompt: s
     return humans.input_to_answer(run_input)
 
 
-@flow(name="ergon-human-task", persist_result=False, validate_parameters=False, log_prints=False)
-async def _answer_subflow(task_id: str, fields: list[dict[str, Any]], model_name: str, prompt: str, key: str,
-                          wait: int) -> dict[str, Any] | None:
-    """A task's own flow run, paused until its answer comes (one of several open at once)."""
-    from prefect.runtime import flow_run
+@functools.cache
+def _answer_subflow() -> Any:
+    """The flow a task waits in when several tasks of one run may be open at once.
 
-    from flows.store import repo
+    Built on first use: Prefect must not be imported before the CLI has pointed it at its server
+    (importing it reads its settings; see :mod:`flows.settings`), and this module is imported
+    with the built-in tools, long before that."""
+    from prefect import flow
 
-    repo.set_task_flow_run(task_id, str(flow_run.id))
-    return await _await_answer(fields, model_name, prompt, key, wait)
+    @flow(name="ergon-human-task", persist_result=False, validate_parameters=False, log_prints=False)
+    async def ergon_human_task(task_id: str, fields: list[dict[str, Any]], model_name: str, prompt: str, key: str,
+                               wait: int) -> dict[str, Any] | None:
+        """A task's own flow run, paused until its answer comes (one of several open at once)."""
+        from prefect.runtime import flow_run
+
+        from flows.store import repo
+
+        repo.set_task_flow_run(task_id, str(flow_run.id))
+        return await _await_answer(fields, model_name, prompt, key, wait)
+
+    return ergon_human_task
 
 
 async def _unless_cancelled(waiting: Awaitable[Any], run_id: str) -> Any:
