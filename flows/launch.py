@@ -64,12 +64,23 @@ def start_detached(name: str, inputs: dict[str, Any], *, started_by: str, trigge
     logs.mkdir(parents=True, exist_ok=True)
     inputs_file = logs / f"run-{run.id}.inputs.json"
     inputs_file.write_text(json.dumps(inputs), encoding="utf-8")
-    child_env = {**os.environ, **(env or {}), "ERGON_USER": started_by}
-    with open(logs / f"run-{run.id}.log", "ab") as log:
+    spawn_ergon(["run", name, "--run-id", run.id, "--input-file", str(inputs_file),
+                 *(["--version", str(version)] if version is not None else [])],
+                log_name=f"run-{run.id}.log", user=started_by, env=env)
+    return run.id
+
+
+def spawn_ergon(args: list[str], *, log_name: str, user: str, env: dict[str, str] | None = None) -> None:
+    """Run ``ergon ARGS`` in the background, in its own session, acting as ``user``; its output
+    goes to ``ERGON_HOME/logs/<log_name>``."""
+    from flows.settings import ergon_home
+
+    logs = ergon_home() / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    child_env = {**os.environ, **(env or {}), "ERGON_USER": user}
+    with open(logs / log_name, "ab") as log:
         subprocess.Popen(
-            [sys.executable, "-m", "flows.cli", "run", name, "--run-id", run.id, "--input-file", str(inputs_file),
-             *(["--version", str(version)] if version is not None else [])],
+            [sys.executable, "-m", "flows.cli", *args],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=child_env,
             start_new_session=True,  # outlives the caller (a Streamlit rerun, a stopped server)
         )
-    return run.id

@@ -11,26 +11,16 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from typing import Any
 
 
 def resume(run: Any, user: str) -> None:
     """Start ``ergon runs resume`` for a failed or crashed run; raises ValueError otherwise."""
-    from flows.settings import ergon_home
+    from flows.launch import spawn_ergon
 
     if run.status not in ("failed", "crashed"):
         raise ValueError(f"run {run.id} is {run.status}; only failed or crashed runs resume")
-    logs = ergon_home() / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    with open(logs / f"run-{run.id}.resume.log", "ab") as log:
-        subprocess.Popen(
-            [sys.executable, "-m", "flows.cli", "runs", "resume", run.id],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            env={**os.environ, "ERGON_USER": user}, start_new_session=True,
-        )
+    spawn_ergon(["runs", "resume", run.id], log_name=f"run-{run.id}.resume.log", user=user)
 
 
 def cancel(run_id: str, user: str) -> str:
