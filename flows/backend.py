@@ -179,21 +179,15 @@ def attribute_name(plan_name: str) -> str:
     return f"flow_{safe}"
 
 
-def build_flow(plan: Plan, *, attribute: str | None = None,
-               body: Callable[[dict[str, Any]], Awaitable[Any]] | None = None) -> Flow:
-    """The Prefect flow of a Plan: typed parameters, name, version, description.
-
-    ``body`` runs with the parameters (default: :func:`execute`); ``attribute`` is the module
-    attribute that holds the flow (default: :func:`attribute_name`), which deployments import."""
-    run_body = body or (lambda params: execute(plan, params))
+def build_flow(plan: Plan) -> Flow:
+    """The Prefect flow of a Plan."""
 
     async def _entry(**params: Any) -> Any:
-        return await run_body(params)
+        return await execute(plan, params)
 
-    attribute = attribute or attribute_name(plan.name)
     _entry.__signature__ = flow_signature(plan)  # type: ignore[attr-defined]
-    _entry.__name__ = attribute
-    _entry.__qualname__ = attribute  # Prefect derives entrypoints from it (a `<locals>` name crashes the run)
+    _entry.__name__ = attribute_name(plan.name)
+    _entry.__qualname__ = attribute_name(plan.name)  # deployments import the flow by this name
     _entry.__doc__ = plan.description
     return flow(
         _entry, name=plan.name, version=plan.version, description=plan.description,

@@ -108,12 +108,14 @@ def compile_target(target: Target, catalog: Any) -> Any:
 
 def deployment_flow(compiled: Any, attribute: str, *, catalog: Any, version: int | None = None) -> Any:
     """The Prefect flow a worker runs for ``compiled`` (see the module docstring)."""
-    from flows.backend import REQUEST, RunRequest, build_flow, execute
+    from prefect import flow
+
+    from flows.backend import REQUEST, RunRequest, execute, flow_signature
 
     plan = compiled.plan
     content = compiled.content
 
-    async def body(params: dict[str, Any]) -> Any:
+    async def _entry(**params: Any) -> Any:
         from flows.store import db, repo
 
         db.init_db()  # a worker's flow-run process starts with nothing set up (cheap when at head)
@@ -128,7 +130,12 @@ def deployment_flow(compiled: Any, attribute: str, *, catalog: Any, version: int
             if version is not None:
                 _record_version(version)
 
-    return build_flow(plan, attribute=attribute, body=body)
+    _entry.__signature__ = flow_signature(plan)  # type: ignore[attr-defined]
+    _entry.__name__ = attribute
+    _entry.__qualname__ = attribute  # Prefect derives entrypoints from it (a `<locals>` name crashes the run)
+    _entry.__doc__ = plan.description
+    return flow(_entry, name=plan.name, version=plan.version, description=plan.description,
+                validate_parameters=True, persist_result=False, log_prints=False)
 
 
 def _record_version(version: int) -> None:
