@@ -7,7 +7,8 @@ This is the only module of the runtime that imports prefect. It builds:
   UI renders a form and validates), ``__qualname__`` set so deployments can import it. Flows are
   ``async``: sync flows pay a fixed ~1 s heartbeat join per run and per subflow.
 * an **executor** that runs each visit as a task run named after the node (``node[item]``
-  inside fan-outs), tagged with its type and lane, with the node's retry policy mapped onto
+  inside fan-outs), tagged with its type and lane (see :mod:`flows.tagging` for how without
+  Prefect's per-task concurrency lease), with the node's retry policy mapped onto
   Prefect's retries (exponential backoff with a cap, jitter, timeout, and a retry condition
   that retries only the listed error kinds and never a rejected write).
 
@@ -27,7 +28,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from flows.settings import TASK_DEFAULTS, configure_prefect_env, task_tags_enabled
+from flows.settings import TASK_DEFAULTS, configure_prefect_env
 
 configure_prefect_env()
 
@@ -43,6 +44,7 @@ from flows.runtime.context import schema_errors  # noqa: E402
 from flows.runtime.engine import Engine, Listener  # noqa: E402
 from flows.runtime.errors import BudgetExhausted, InputRejected, NoTransition, RunCancelled, WriteRejected  # noqa: E402
 from flows.runtime.recording import StoreRecorder  # noqa: E402
+from flows.tagging import limited_tags, node_tags, record_tags, split_tags  # noqa: E402
 
 #: Errors that retrying cannot fix.
 NEVER_RETRIED = (WriteRejected, NoTransition, RunCancelled, InputRejected, BudgetExhausted)
@@ -78,10 +80,13 @@ _LAST_ERROR: dict[Any, BaseException] = {}
 
 # ---------------------------------------------------------------------------------- tasks
 @task(name="node", cache_policy=NO_CACHE, task_run_name="{run_name}", **TASK_DEFAULTS)
-async def node_visit(run_name: str, attempt_fn: Callable[[int], Awaitable[Any]]) -> Any:
-    """One visit attempt; Prefect calls it again for each retry."""
+async def node_visit(run_name: str, attempt_fn: Callable[[int], Awaitable[Any]], tags: tuple[str, ...] = ()) -> Any:
+    """One visit attempt; Prefect calls it again for each retry. ``tags`` are written onto the
+    task-run record here instead of being Prefect task tags (see :mod:`flows.tagging`)."""
     ctx = TaskRunContext.get()
     attempt = ctx.task_run.run_count if ctx else 1
+    if ctx and tags:
+        record_tags(ctx.task_run, list(tags))
     try:
         return await attempt_fn(max(attempt, 1))
     except BaseException as exc:
@@ -110,34 +115,47 @@ def _delays(policy: Any) -> list[float]:
     return [min(policy.delay_seconds * policy.backoff**i, policy.max_delay_seconds) for i in range(policy.retries)]
 
 
+#: Configured Prefect tasks by (node id, Prefect tags, retry policy), shared by every run of the
+#: process: building a Prefect ``Task`` reads its function's source, ~1-3 ms per node.
+_TASKS: dict[tuple[str, tuple[str, ...], str], Any] = {}
+_TASKS_MAX = 4096
+
+
+def _configured_task(node: PlanNode, prefect_tags: list[str]) -> Any:
+    policy = node.retry
+    key = (node.id, tuple(prefect_tags), repr(policy))
+    found = _TASKS.get(key)
+    if found is None:
+        if len(_TASKS) >= _TASKS_MAX:
+            _TASKS.clear()
+        found = _TASKS[key] = node_visit.with_options(
+            name=node.id,
+            tags=prefect_tags,
+            retries=policy.retries,
+            retry_delay_seconds=_delays(policy) or 0,
+            retry_jitter_factor=policy.jitter or None,
+            timeout_seconds=policy.timeout_seconds,
+            retry_condition_fn=_retry_condition(tuple(policy.retry_on)),
+        )
+    return found
+
+
 class PrefectExecutor:
-    """Runs visits as Prefect task runs; one configured task per node, cached."""
+    """Runs visits as Prefect task runs, tagged per :mod:`flows.tagging`.
 
-    def __init__(self) -> None:
-        self._tasks: dict[int, Any] = {}
+    ``limited`` is the set of tags that have a Prefect concurrency limit (``None``: treat every tag
+    as limited), read once per run by :meth:`for_run`."""
 
-    @staticmethod
-    def _tags(node: PlanNode) -> list[str]:
-        return [node.type] + ([f"lane:{node.lane}"] if node.lane else []) if task_tags_enabled() else []
+    def __init__(self, limited: frozenset[str] | None = None) -> None:
+        self._limited = limited
 
-    def _task_for(self, node: PlanNode) -> Any:
-        key = id(node)
-        if key not in self._tasks:
-            policy = node.retry
-            tags = self._tags(node)
-            self._tasks[key] = node_visit.with_options(
-                name=node.id,
-                tags=tags,
-                retries=policy.retries,
-                retry_delay_seconds=_delays(policy) or 0,
-                retry_jitter_factor=policy.jitter or None,
-                timeout_seconds=policy.timeout_seconds,
-                retry_condition_fn=_retry_condition(tuple(policy.retry_on)),
-            )
-        return self._tasks[key]
+    @classmethod
+    async def for_run(cls) -> PrefectExecutor:
+        return cls(await limited_tags())
 
     async def visit(self, node: PlanNode, run_name: str, attempt_fn: Callable[[int], Awaitable[Any]]) -> Any:
-        return await self._task_for(node)(run_name, attempt_fn)
+        prefect_tags, recorded = split_tags(node_tags(node), self._limited)
+        return await _configured_task(node, prefect_tags)(run_name, attempt_fn, tuple(recorded))
 
 
 # ---------------------------------------------------------------------------------- flows
@@ -243,7 +261,7 @@ async def _execute_once(plan: Plan, params: dict[str, Any]) -> Any:
         return StoreRecorder.child_result(recorder.run_id, parent_visit_id, result)
 
     listener = request.listener or (lambda *a: None)
-    engine = Engine(plan=plan, context=context, recorder=recorder, executor=PrefectExecutor(),
+    engine = Engine(plan=plan, context=context, recorder=recorder, executor=await PrefectExecutor.for_run(),
                     services=Services(run_child=run_child, resolve_plan=catalog.resolve,
                                       resolve_interaction=catalog.interaction, environments=catalog.environments(),
                                       default_environment=plan.environment, run_id=recorder.run_id,

@@ -43,14 +43,6 @@ TASK_DEFAULTS: dict[str, object] = {
     "log_prints": False,
 }
 
-def task_tags_enabled() -> bool:
-    """Whether node visits carry Prefect tags (node type, `lane:<lane>`). On by default: tags let
-    Prefect's tag concurrency limits cap, say, `agent` nodes. Each tagged task run costs Prefect a
-    concurrency-lease round trip to its server, which dominates fan-outs of tiny nodes (see the
-    benchmarks in the README); ``ERGON_TASK_TAGS=0`` turns them off."""
-    return os.environ.get("ERGON_TASK_TAGS", "1").strip().lower() not in ("0", "false", "no", "off")
-
-
 #: How long a human-task pause polls for an answer (seconds). The probe measured ~0.1 s latency at 1.
 PAUSE_POLL_SECONDS = 1
 #: Runs whose heartbeat is older than this (and whose process is gone) are marked crashed.
