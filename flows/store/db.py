@@ -116,6 +116,19 @@ def session(*, write: bool = False, url: str | None = None) -> Iterator[Session]
             raise
 
 
+@contextmanager
+def connection(*, write: bool = False) -> Iterator[sa.Connection]:
+    """A Core connection inside a transaction that commits on success, with the same write-lock
+    rules as :func:`session`. For the engine's per-visit writes: without the ORM session and its
+    unit of work a visit's two writes cost about a third (measured in benchmarks/runtime.py)."""
+    engine = get_engine()
+    sqlite_writer = write and engine.dialect.name == "sqlite"
+    options = {IMMEDIATE: True} if sqlite_writer else {}
+    with _write_locks[engine] if sqlite_writer else nullcontext(), engine.connect() as conn:
+        with conn.execution_options(**options).begin():
+            yield conn
+
+
 def alembic_config(url: str | None = None):
     """An alembic ``Config`` for the packaged migrations, pointed at ``url``."""
     from alembic.config import Config

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import SQLModel, func, insert, or_, select, update
 
-from flows.store.db import session
+from flows.store.db import connection, session
 from flows.store.models import (
     ARTIFACT_TYPES,
     RUN_STATUSES,
@@ -48,10 +48,14 @@ from flows.store.models import (
     ToolCall,
     TriggerState,
     User,
+    new_id,
     utcnow,
 )
 
 M = TypeVar("M", bound=SQLModel)
+#: Core tables for the per-visit hot path (see :func:`flows.store.db.connection`).
+_VISITS = NodeVisit.__table__
+_RUNS = Run.__table__
 
 
 class StoreError(Exception):
@@ -504,17 +508,28 @@ def start_visit(
     which skips the lock and the MAX query (this is on the path of every node visit).
     Raises :class:`NotFound` for an unknown run.
     """
+    started_at = now or utcnow()
+    if sequence is not None:
+        # The hot path (the engine allocated the sequence): one Core INSERT on a plain connection.
+        row = dict(id=new_id(), run_id=run_id, sequence=sequence, node_id=node_id, node_type=node_type,
+                   item_key=item_key, parent_visit_id=parent_visit_id, attempt=attempt, status="running",
+                   input=input, prefect_task_run_id=prefect_task_run_id, started_at=started_at)
+        try:
+            with connection(write=True) as conn:
+                conn.execute(insert(_VISITS), row)
+        except IntegrityError as exc:
+            if "foreign key" in str(exc.orig).lower() and get_run(run_id) is None:
+                raise NotFound(f"no run {run_id!r}") from exc
+            raise
+        return NodeVisit.model_construct(**row)
     with session(write=True) as s:
-        if sequence is None:
-            _lock_run(s, run_id)
-            sequence = _next_sequence(s, run_id)
+        _lock_run(s, run_id)
         visit = NodeVisit(
-            run_id=run_id, sequence=sequence, node_id=node_id, node_type=node_type,
+            run_id=run_id, sequence=_next_sequence(s, run_id), node_id=node_id, node_type=node_type,
             item_key=item_key, parent_visit_id=parent_visit_id, attempt=attempt, input=input,
-            prefect_task_run_id=prefect_task_run_id, started_at=now or utcnow(),
+            prefect_task_run_id=prefect_task_run_id, started_at=started_at,
         )
         try:
-            # A Core INSERT: the ORM's unit of work costs more than the write itself here.
             s.exec(insert(NodeVisit).values(**visit.model_dump()))
         except IntegrityError as exc:
             if "foreign key" in str(exc.orig).lower() and s.get(Run, run_id) is None:
@@ -540,14 +555,15 @@ def close_visit(
     the engine sees a cancel request before its next node without another query."""
     _check(status, VISIT_STATUSES, "visit status")
     now = utcnow()
-    with session(write=True) as s:
-        s.exec(update(NodeVisit).where(NodeVisit.id == visit_id).values(
+    with connection(write=True) as conn:
+        conn.execute(update(_VISITS).where(_VISITS.c.id == visit_id).values(
             status=status, output=output, error=error, next_node=next_node, context_diff=context_diff or [],
             ended_at=now, duration_ms=max(0, _ms(started_at, now)),
         ))
         if context is not None:
-            s.exec(update(Run).where(Run.id == run_id).values(context=context, heartbeat_at=now))
-        return s.exec(select(Run.status).where(Run.id == run_id)).first()
+            return conn.execute(update(_RUNS).where(_RUNS.c.id == run_id).values(context=context, heartbeat_at=now)
+                                .returning(_RUNS.c.status)).scalar()
+        return conn.execute(select(_RUNS.c.status).where(_RUNS.c.id == run_id)).scalar()
 
 
 def _lock_run(s, run_id: str) -> Run:
