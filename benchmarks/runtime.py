@@ -1,8 +1,10 @@
 """Runtime benchmarks: Ergon's engine on Prefect against plain Prefect, in one script.
 
 Every comparison runs the Ergon workload and its hand-written Prefect baseline in the same
-process, against the same Prefect server, alternating, best of N — so the figures are ratios,
-not absolute times of a busy machine.
+process, against the same Prefect server, alternating, best of N, each run starting on an idle
+server (the previous run's event backlog drained, see ``benchmarks/settle.py``) — so the figures
+are ratios, not absolute times of a busy machine. Each comparison also prints the Prefect server
+CPU a run caused (from its start until the server is idle again), Ergon's against the baseline's.
 
 * ``chain``   — a 200-node process of no-op tool nodes vs. a Prefect flow awaiting 200 no-op
                 tasks in sequence (aim: ≤ 1.3×).
@@ -13,6 +15,8 @@ not absolute times of a busy machine.
 
 Usage: ``python benchmarks/runtime.py [chain|foreach|concurrent ...] [--repeat N]``. Uses
 ``PREFECT_API_URL`` when set, otherwise starts a Prefect server under a temporary ERGON_HOME.
+``--tags always`` runs every visit as a tagged Prefect task (Prefect's concurrency lease per task
+run) instead of Ergon's default; ``--tags off`` without tags.
 """
 
 from __future__ import annotations
@@ -25,10 +29,13 @@ import sys
 import tempfile
 import textwrap
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.settle import measured  # noqa: E402
 
 
 def _setup_env() -> None:
@@ -85,30 +92,46 @@ def _compile(text: str, name: str):
     return Compiled(plan=build_plan(ws.units[0], ws), content=ws.units[0].data, unit=ws.units[0])
 
 
-#: Seconds to wait before each measured run: the server ingests task-run events after a run
-#: ends, and on 2 cores that backlog slows whatever runs next (measured in the Prefect notes).
-SETTLE_SECONDS = 6.0
-
-
-def _settle() -> None:
-    time.sleep(SETTLE_SECONDS)
-
-
-def _run_ergon(compiled, inputs: dict) -> float:
+def _run_ergon(compiled, inputs: dict) -> None:
     import flows.tools.builtins  # noqa: F401
     from flows.cli.runs import execute_run
 
     from compiler import workspace_from_texts
     from flows.catalog import Catalog
 
-    started = time.perf_counter()
     result = execute_run(compiled, inputs, catalog=Catalog(workspace_from_texts({})))
-    elapsed = time.perf_counter() - started
     assert result["status"] == "completed", result
-    return elapsed
 
 
-def bench_chain(repeat: int, n: int = 200) -> tuple[float, float]:
+@dataclass
+class Figures:
+    """Best wall time of each side, and the Prefect server CPU that side's best run caused."""
+
+    ergon: float
+    base: float
+    ergon_server_cpu: float | None
+    base_server_cpu: float | None
+
+    def line(self, label: str, base_label: str) -> str:
+        text = (f"{label:<30} ergon {self.ergon:7.2f}   {base_label} {self.base:7.2f}   "
+                f"ratio {self.ergon / self.base:5.2f}  (aim <= 1.3)")
+        if self.ergon_server_cpu is not None and self.base_server_cpu is not None:
+            text += (f"\n{'':<30} Prefect server CPU per run: ergon {self.ergon_server_cpu:.1f} s, "
+                     f"baseline {self.base_server_cpu:.1f} s")
+        return text
+
+
+def _compare(repeat: int, ergon_run, baseline_run) -> Figures:
+    """Alternate the two sides, each on an idle server (see benchmarks/settle.py); best of N."""
+    ergon, base = [], []
+    for _ in range(repeat):
+        base.append(measured(baseline_run))
+        ergon.append(measured(ergon_run))
+    best_ergon, best_base = min(ergon), min(base)
+    return Figures(best_ergon[0], best_base[0], best_ergon[1], best_base[1])
+
+
+def bench_chain(repeat: int, n: int = 200) -> Figures:
     from prefect import flow, task
     from prefect.cache_policies import NO_CACHE
 
@@ -122,18 +145,10 @@ def bench_chain(repeat: int, n: int = 200) -> tuple[float, float]:
             await noop_task.with_options(task_run_name=f"n{i}")(i)
 
     compiled = _compile(chain_definition(n), "bench_chain")
-    ergon_times, base_times = [], []
-    for _ in range(repeat):
-        _settle()
-        started = time.perf_counter()
-        asyncio.run(baseline())
-        base_times.append(time.perf_counter() - started)
-        _settle()
-        ergon_times.append(_run_ergon(compiled, {}))
-    return min(ergon_times), min(base_times)
+    return _compare(repeat, lambda: _run_ergon(compiled, {}), lambda: asyncio.run(baseline()))
 
 
-def bench_foreach(repeat: int, n: int = 1000, concurrency: int = 50) -> tuple[float, float]:
+def bench_foreach(repeat: int, n: int = 1000, concurrency: int = 50) -> Figures:
     from prefect import flow, task
     from prefect.cache_policies import NO_CACHE
     from prefect.task_runners import ThreadPoolTaskRunner
@@ -147,15 +162,7 @@ def bench_foreach(repeat: int, n: int = 1000, concurrency: int = 50) -> tuple[fl
         noop_task.map(range(n)).result()
 
     compiled = _compile(foreach_definition(concurrency), "bench_foreach")
-    ergon_times, base_times = [], []
-    for _ in range(repeat):
-        _settle()
-        started = time.perf_counter()
-        baseline()
-        base_times.append(time.perf_counter() - started)
-        _settle()
-        ergon_times.append(_run_ergon(compiled, {"items": list(range(n))}))
-    return min(ergon_times), min(base_times)
+    return _compare(repeat, lambda: _run_ergon(compiled, {"items": list(range(n))}), baseline)
 
 
 CONCURRENT_WORKER = """
@@ -211,19 +218,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("which", nargs="*", default=["chain", "foreach", "concurrent"])
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--no-tags", action="store_true", help="run node visits untagged (ERGON_TASK_TAGS=0)")
+    parser.add_argument("--tags", choices=["auto", "always", "off"], default="auto",
+                        help="how visits are tagged in Prefect (ERGON_TASK_TAGS, see flows/tagging.py)")
     args = parser.parse_args()
-    if args.no_tags:
-        os.environ["ERGON_TASK_TAGS"] = "0"
+    os.environ["ERGON_TASK_TAGS"] = args.tags
     _setup_env()
-    print(f"runtime benchmarks, best of {args.repeat} (seconds; each run after a {SETTLE_SECONDS:.0f} s settle)"
-          f"{'; node visits untagged' if args.no_tags else ''}")
+    print(f"runtime benchmarks, best of {args.repeat} (seconds; each run on an idle Prefect server)"
+          f"; ERGON_TASK_TAGS={args.tags}")
     if "chain" in args.which:
-        ergon, base = bench_chain(args.repeat)
-        print(f"chain of 200 no-op nodes      ergon {ergon:7.2f}   prefect {base:7.2f}   ratio {ergon / base:5.2f}  (aim <= 1.3)")
+        print(bench_chain(args.repeat).line("chain of 200 no-op nodes", "prefect"), flush=True)
     if "foreach" in args.which:
-        ergon, base = bench_foreach(args.repeat)
-        print(f"foreach 1000 items, window 50 ergon {ergon:7.2f}   prefect map {base:7.2f}   ratio {ergon / base:5.2f}  (aim <= 1.3)")
+        print(bench_foreach(args.repeat).line("foreach 1000 items, window 50", "prefect map"), flush=True)
     if "concurrent" in args.which:
         elapsed, completed, locked, seen = bench_concurrent()
         print(f"50 concurrent runs (5 processes x 10) on SQLite: {elapsed:.1f} s, {completed}/50 completed, "
