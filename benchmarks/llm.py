@@ -26,6 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "llm"))
 
+from benchmarks.settle import wait_until_idle  # noqa: E402
+
 ITEMS = 200
 WINDOW = 20
 LATENCY = 0.05
@@ -133,9 +135,10 @@ def main() -> None:
     base_times, ergon_times = [], []
     try:
         for _ in range(args.repeat):
-            time.sleep(6)  # let the Prefect server drain its event backlog (see runtime.py)
+            # each run on an idle Prefect server (its event backlog drained: benchmarks/settle.py)
+            wait_until_idle()
             base_times.append(asyncio.run(baseline(server.url)))
-            time.sleep(6)
+            wait_until_idle()
             ergon_times.append(ergon(folder, server))
     finally:
         server.stop()

@@ -56,6 +56,7 @@ M = TypeVar("M", bound=SQLModel)
 #: Core tables for the per-visit hot path (see :func:`flows.store.db.connection`).
 _VISITS = NodeVisit.__table__
 _RUNS = Run.__table__
+_LLM_CALLS = LlmCall.__table__
 
 
 class StoreError(Exception):
@@ -714,18 +715,19 @@ def record_llm_call(
     error: str | None = None,
 ) -> LlmCall:
     """Store one model call and add its cost and tokens to the run's totals (same transaction)."""
-    row = LlmCall(
-        run_id=run_id, visit_id=visit_id, model=model, messages=messages, response=response, tools=tools,
+    values = dict(
+        id=new_id(), run_id=run_id, visit_id=visit_id, model=model, messages=messages, response=response, tools=tools,
         tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost_usd, latency_ms=latency_ms, attempt=attempt,
-        repair=repair, cassette_key=cassette_key, offline=offline, error=error,
+        repair=repair, cassette_key=cassette_key, offline=offline, error=error, created_at=utcnow(),
     )
-    with session(write=True) as s:
-        s.add(row)
-        s.exec(
-            update(Run).where(Run.id == run_id)
-            .values(cost_usd=Run.cost_usd + cost_usd, tokens=Run.tokens + tokens_in + tokens_out)
+    # Core statements on a plain connection: this is on the path of every model call.
+    with connection(write=True) as conn:
+        conn.execute(insert(_LLM_CALLS), values)
+        conn.execute(
+            update(_RUNS).where(_RUNS.c.id == run_id)
+            .values(cost_usd=_RUNS.c.cost_usd + cost_usd, tokens=_RUNS.c.tokens + tokens_in + tokens_out)
         )
-    return row
+    return LlmCall.model_construct(**values)
 
 
 def llm_calls_for_run(run_id: str, *, visit_id: str | None = None) -> list[LlmCall]:

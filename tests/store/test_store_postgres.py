@@ -66,6 +66,28 @@ def test_round_trip_on_postgres(pg):
     assert repo.export_run(run.id)["visits"][0]["input"] == {"q": "ü"}
 
 
+def test_engine_hot_path_on_postgres(pg):
+    """The engine's Core statements (visit start with its own sequence, close with the context and
+    RETURNING the run's status) and the LLM reuse lookup (IS NOT DISTINCT FROM) on PostgreSQL."""
+    from flows.llm import records
+    from flows.llm.types import LlmRequest
+
+    name = f"pg-{uuid.uuid4().hex[:8]}"
+    run = repo.create_run(name, content={"process": name}, inputs={})
+    repo.set_run_status(run.id, "running")
+    first = repo.start_visit(run.id, "ask", "interaction", sequence=1, item_key=None)
+    repo.record_llm_call(run.id, "m", visit_id=first.id, response={"content": "hi"}, cassette_key="k1")
+    repo.close_visit(first.id, run.id, started_at=first.started_at, status="failed", error="boom")
+    again = repo.start_visit(run.id, "ask", "interaction", sequence=2)
+    reused = records.reusable(LlmRequest(messages=[], run_id=run.id, visit_id=again.id), "k1")
+    assert reused is not None and reused.content == "hi"
+    status = repo.close_visit(again.id, run.id, started_at=again.started_at, status="completed", context={"a": 2},
+                              context_diff=[{"op": "add", "path": "/a", "old": None, "new": 2}])
+    assert status == "running"
+    assert repo.get_run(run.id).context == {"a": 2}
+    assert [(v.sequence, v.status) for v in repo.visits_for_run(run.id)] == [(1, "failed"), (2, "completed")]
+
+
 def test_concurrent_visits_of_one_run_on_postgres(pg):
     run_id = repo.create_run(f"pg-{uuid.uuid4().hex[:8]}").id
 
