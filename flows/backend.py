@@ -39,6 +39,7 @@ from prefect.context import TaskRunContext  # noqa: E402
 from prefect.states import Cancelled, Failed  # noqa: E402
 
 from compiler.plan import Plan, PlanNode  # noqa: E402
+from flows.llm.records import REUSE_LOOKUP  # noqa: E402
 from flows.runtime.bodies import ChildResult, Services  # noqa: E402
 from flows.runtime.context import schema_errors  # noqa: E402
 from flows.runtime.engine import Engine, Listener  # noqa: E402
@@ -270,6 +271,7 @@ async def _execute_once(plan: Plan, params: dict[str, Any]) -> Any:
                                       listener=listener),
                     listener=listener)
     heartbeat = asyncio.ensure_future(_heartbeat(recorder))
+    reuse_token = REUSE_LOOKUP.set(not recorder.fresh)  # resumed: model answers of unfinished visits are reused
     try:
         outcome = await engine.run()
     except (KeyboardInterrupt, asyncio.CancelledError):
@@ -280,6 +282,7 @@ async def _execute_once(plan: Plan, params: dict[str, Any]) -> Any:
         raise
     finally:
         heartbeat.cancel()
+        REUSE_LOOKUP.reset(reuse_token)
     recorder.end(outcome.status, outcome.outcome, outcome.context, outcome.error)
     # Issue 7: start the definitions whose on_complete trigger waits for this one (never raises).
     from flows.triggers.chaining import dispatch

@@ -16,11 +16,18 @@ Retries inside one execution have a higher attempt number, so they do call the m
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any
 
 from flows.llm.types import LlmRequest, LlmResponse, ToolCallRequest
 
-__all__ = ["record", "response_from_record", "response_record", "reusable"]
+__all__ = ["REUSE_LOOKUP", "record", "response_from_record", "response_record", "reusable"]
+
+#: Whether the running execution can find answers of earlier, unfinished visits. The engine sets
+#: it False for a run that starts with no visits at all: within one execution a node's unfinished
+#: visit is never followed by another visit with the same item and attempt, so there is nothing to
+#: reuse and the store is not asked (a query on the path of every model call).
+REUSE_LOOKUP: ContextVar[bool] = ContextVar("ergon_llm_reuse_lookup", default=True)
 
 
 def response_record(resp: LlmResponse) -> dict[str, Any]:
@@ -62,7 +69,7 @@ def record(req: LlmRequest, *, model: str, messages: list[dict[str, Any]], resp:
 
 def reusable(req: LlmRequest, cassette_key: str) -> LlmResponse | None:
     """The answer an earlier, unfinished visit of the same node got to this request, if any."""
-    if req.run_id is None or req.visit_id is None:
+    if req.run_id is None or req.visit_id is None or not REUSE_LOOKUP.get():
         return None
     from sqlalchemy import and_, func, select
     from sqlalchemy.orm import aliased
