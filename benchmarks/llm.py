@@ -5,11 +5,16 @@ each request after 50 ms) in one process:
 
 * **Ergon** — a process whose `foreach` runs an `interaction` node per item,
   ``max_concurrency: 20``: each item is a Prefect task run, an LLM call recorded in the store,
-  structured output validated, the result collected.
+  structured output validated, the result collected. Measured twice: with the interaction
+  naming a **model** (``openai/bench``, reached through ``OPENAI_API_BASE``: one
+  ``litellm.acompletion`` per item, the same call as the baseline's), and naming an
+  **environment** (the same server behind litellm's ``Router``: failover, load balancing and
+  retries cost extra CPU per call).
 * **baseline** — ``asyncio.gather`` of the same 200 ``litellm.acompletion`` calls behind an
   ``asyncio.Semaphore(20)``.
 
-Aim: Ergon ≤ 2× the baseline's wall time. Usage: ``python benchmarks/llm.py [--repeat N]``.
+Every run starts on an idle Prefect server (``benchmarks/settle.py``). Aim: Ergon ≤ 2× the
+baseline's wall time. Usage: ``python benchmarks/llm.py [--repeat N]``.
 """
 
 from __future__ import annotations
@@ -32,9 +37,9 @@ ITEMS = 200
 WINDOW = 20
 LATENCY = 0.05
 
-PROCESS = f"""
+PROCESS = """
 format_version: 1
-process: bench_llm_foreach
+process: {name}
 initial: each
 context:
   schema:
@@ -49,10 +54,10 @@ nodes:
     type: foreach
     foreach: topics
     as: topic
-    max_concurrency: {WINDOW}
+    max_concurrency: {window}
     node:
       type: interaction
-      interaction: Label
+      interaction: {interaction}
       input: {{topic: "{{{{ topic }}}}"}}
       writes: [label]
     collect: labels
@@ -63,12 +68,18 @@ nodes:
 
 INTERACTION = """
 kind: interaction
-name: Label
-environment: bench
+name: {name}
+{target}
 prompts:
-  - {role: user, template: "Label {{ topic }}."}
-input_schema: {type: object, properties: {topic: {type: string}}, required: [topic]}
+  - {{role: user, template: "Label {{{{ topic }}}}."}}
+input_schema: {{type: object, properties: {{topic: {{type: string}}}}, required: [topic]}}
 """
+
+#: (process, interaction, how the interaction names its model, the model name the server sees)
+VARIANTS = {
+    "model": ("bench_llm_model", "Label", "model: openai/bench-direct", "bench-direct"),
+    "environment": ("bench_llm_env", "LabelEnv", "environment: bench", "bench"),
+}
 
 ENV = """
 kind: environment
@@ -94,15 +105,16 @@ async def baseline(url: str) -> float:
     return time.perf_counter() - started
 
 
-def ergon(folder: Path, server) -> float:
+def ergon(folder: Path, server, variant: str) -> float:
     from flows.catalog import Catalog
     from flows.cli.runs import execute_run
 
+    process, _, _, model = VARIANTS[variant]
     os.environ["ERGON_DEFINITIONS"] = str(folder)
     catalog = Catalog.load()
-    compiled = catalog.compile("bench_llm_foreach")
+    compiled = catalog.compile(process)
     # the model is unknown to litellm, so the schema goes as instructions: script valid answers
-    server.script("bench", *({"json": {"label": f"label {i}"}} for i in range(ITEMS)))
+    server.script(model, *({"json": {"label": f"label {i}"}} for i in range(ITEMS)))
     started = time.perf_counter()
     result = execute_run(compiled, {"topics": [f"topic {i}" for i in range(ITEMS)]}, catalog=catalog)
     elapsed = time.perf_counter() - started
@@ -128,23 +140,31 @@ def main() -> None:
     ensure_api_url()
     db.init_db()
     server = FakeOpenAI(latency=LATENCY).start()
+    # the "model" variant reaches the server the way litellm's standard provider variables say
+    os.environ["OPENAI_API_BASE"] = server.url
+    os.environ["OPENAI_API_KEY"] = "sk-bench"
     folder = Path(tempfile.mkdtemp(prefix="ergon-bench-defs-"))
-    (folder / "process.yaml").write_text(PROCESS)
-    (folder / "interaction.yaml").write_text(INTERACTION)
+    for process, interaction, target, _ in VARIANTS.values():
+        (folder / f"{process}.yaml").write_text(PROCESS.format(name=process, window=WINDOW, interaction=interaction))
+        (folder / f"{interaction}.yaml").write_text(INTERACTION.format(name=interaction, target=target))
     (folder / "env.yaml").write_text(ENV.format(url=server.url))
-    base_times, ergon_times = [], []
+    times: dict[str, list[float]] = {"baseline": [], **{v: [] for v in VARIANTS}}
     try:
         for _ in range(args.repeat):
             # each run on an idle Prefect server (its event backlog drained: benchmarks/settle.py)
             wait_until_idle()
-            base_times.append(asyncio.run(baseline(server.url)))
-            wait_until_idle()
-            ergon_times.append(ergon(folder, server))
+            times["baseline"].append(asyncio.run(baseline(server.url)))
+            for variant in VARIANTS:
+                wait_until_idle()
+                times[variant].append(ergon(folder, server, variant))
     finally:
         server.stop()
-    b, e = min(base_times), min(ergon_times)
+    b = min(times["baseline"])
     print(f"{ITEMS} interaction calls, window {WINDOW}, server latency {LATENCY * 1000:.0f} ms, best of {args.repeat}")
-    print(f"ergon foreach {e:6.2f} s   litellm gather {b:6.2f} s   ratio {e / b:5.2f}  (aim <= 2)")
+    print(f"litellm gather                 {b:6.2f} s")
+    for variant in VARIANTS:
+        e = min(times[variant])
+        print(f"ergon foreach, {variant:<15} {e:6.2f} s   ratio {e / b:5.2f}  (aim <= 2)")
 
 
 if __name__ == "__main__":

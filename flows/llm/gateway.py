@@ -323,6 +323,10 @@ def _price_from_params(resp: LlmResponse, params: Mapping[str, Any]) -> None:
         resp.raw = {**(resp.raw or {}), "cost_source": "parameters"}
 
 
+#: Models litellm could not price (finding that out costs ~2.5 ms a call): asked once per process.
+_UNPRICED: set[str] = set()
+
+
 def _to_response(raw: Any, model: str) -> LlmResponse:
     from flows.llm._litellm import litellm
 
@@ -344,11 +348,14 @@ def _to_response(raw: Any, model: str) -> LlmResponse:
     tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
     hidden = getattr(raw, "_hidden_params", None) or {}
     cost, source = hidden.get("response_cost"), "litellm"
-    if cost is None:
+    if cost is None and model in _UNPRICED:
+        cost, source = 0.0, "unpriced"
+    elif cost is None:
         try:
             cost = litellm().completion_cost(completion_response=raw)
         except Exception:  # a model litellm does not price: never fail a call over accounting
             cost, source = 0.0, "unpriced"
+            _UNPRICED.add(model)
     return LlmResponse(content=message.content, tool_calls=calls, model=model, tokens_in=tokens_in,
                        tokens_out=tokens_out, cost_usd=float(cost or 0.0),
                        raw={"finish_reason": getattr(choice, "finish_reason", None), "cost_source": source})

@@ -49,9 +49,22 @@ def database_url() -> str:
     return f"sqlite:///{ergon_home() / 'ergon.db'}"
 
 
+#: The default URL per (ERGON_DATABASE_URL, ERGON_HOME, working folder): resolving the state
+#: folder touches the file system, and every store call asks for the engine.
+_default_urls: dict[tuple[str | None, str | None, str], str] = {}
+
+
+def _default_url() -> str:
+    key = (os.environ.get("ERGON_DATABASE_URL"), os.environ.get("ERGON_HOME"), os.getcwd())
+    url = _default_urls.get(key)
+    if url is None:
+        url = _default_urls[key] = database_url()
+    return url
+
+
 def get_engine(url: str | None = None) -> Engine:
     """The engine for ``url`` (default :func:`database_url`), created once per URL per process."""
-    url = url or database_url()
+    url = url or _default_url()
     with _lock:
         engine = _engines.get(url)
         if engine is None:
