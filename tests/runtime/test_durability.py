@@ -139,3 +139,37 @@ def test_cli_run_json_and_exit_codes(cli_env, definitions):
     assert data["visits"][0]["context_diff"][0]["new"] == "a"
     exported = subprocess.run(ERGON + ["runs", "export", result["run_id"]], env=cli_env, capture_output=True, text=True, timeout=60)
     assert json.loads(exported.stdout)["run"]["id"] == result["run_id"]
+
+
+def test_prefect_retrying_the_flow_run_continues_from_the_checkpoint(prefect_api, store, definitions):
+    """A flow run Prefect itself runs again (flow retries here; a retry from its UI or a worker
+    re-running the same flow run take the same path) re-enters the same Ergon run, found by its
+    Prefect flow-run id, and does not repeat a completed visit."""
+    import asyncio
+
+    from flows.backend import build_flow
+    from flows.catalog import Catalog
+    from flows.store import repo
+
+    (definitions / "again.yaml").write_text("""
+format_version: 1
+process: again
+initial: a
+context:
+  schema: {type: object, properties: {last: {type: string}, attempts: {type: integer}}}
+nodes:
+  a: {type: tool, tool: mark, input: {name: a}, writes: [last], transitions: [{to: shaky}]}
+  shaky: {type: tool, tool: flaky, input: {key: again, failures: 1}, writes: [attempts], transitions: [{to: done}]}
+  done: {type: final}
+""")
+    plan = Catalog.load().compile("again").plan
+    flow = build_flow(plan).with_options(retries=1, retry_delay_seconds=0)
+    state = asyncio.run(flow(return_state=True))  # started the way a deployment starts it: no Ergon request
+    assert state.is_completed(), state
+
+    [run], _ = repo.list_runs(definition="again")
+    assert (run.status, run.outcome, run.trigger) == ("completed", "done", "api")
+    assert [(v.node_id, v.status) for v in repo.visits_for_run(run.id)] == [
+        ("a", "completed"), ("shaky", "failed"), ("shaky", "completed"), ("done", "completed")]
+    assert marks() == ["a"], "the completed visit of `a` was not repeated"
+    assert run.context == {"last": "a", "attempts": 2}
