@@ -123,6 +123,12 @@ def _wait(condition, what: str, timeout: float = 120) -> None:
         time.sleep(0.3)
 
 
+def nav(page, name: str):
+    """The sidebar's link to a page (a page's own links may carry the same words, e.g. the run
+    page's "Open in the task inbox")."""
+    return page.get_by_test_id("stSidebarNavItems").get_by_role("link", name=name, exact=True)
+
+
 def test_approver_answers_in_the_inbox_and_the_run_completes(server, page):
     from flows.launch import start_detached
     from flows.store import repo
@@ -134,11 +140,11 @@ def test_approver_answers_in_the_inbox_and_the_run_completes(server, page):
     # A deep link as the first request of a fresh server still gets the whole app (ui/serve.py).
     page.goto(f"{server}/run?run={run_id}")
     expect(page.get_by_test_id("stMetricValue").first).to_contain_text("paused")
-    expect(page.get_by_role("link", name="Task inbox")).to_be_visible()
+    expect(nav(page, "Task inbox")).to_be_visible()
     page.locator("svg g.node").first.wait_for()
     shot(page, "run-paused")
 
-    page.get_by_role("link", name="Runs").click()
+    nav(page, "Runs").click()
     expect(page.get_by_role("heading", name="Runs")).to_be_visible()
     page.locator("[data-testid=stDataFrame] canvas").first.wait_for()
     shot(page, "runs")
@@ -148,7 +154,7 @@ def test_approver_answers_in_the_inbox_and_the_run_completes(server, page):
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_text("Signed in as")).to_be_visible()
 
-    page.get_by_role("link", name="Task inbox").click()
+    nav(page, "Task inbox").click()
     expect(page.get_by_role("heading", name="Review ACME")).to_be_visible()
     expect(page.get_by_text("Please decide about")).to_be_visible()
     page.get_by_role("button", name="Submit answer").click()
@@ -209,14 +215,14 @@ def test_run_page_graph_shows_the_executed_route(server, page):
     expect(page.get_by_text("item 3 is bad").first).to_be_visible()
     shot(page, "run-failed")
 
-    page.get_by_role("link", name="Artifacts").click()
+    nav(page, "Artifacts").click()
     expect(page.get_by_role("heading", name="Artifacts")).to_be_visible()
     page.get_by_label("Key contains").fill("report")
     page.get_by_label("Key contains").press("Enter")
     expect(page.get_by_text("All good.")).to_be_visible()
     shot(page, "artifacts")
 
-    page.get_by_role("link", name="Definitions").click()
+    nav(page, "Definitions").click()
     expect(page.get_by_role("heading", name="Definitions")).to_be_visible()
     expect(page.locator("svg g.node").first).to_be_visible()
     shot(page, "definitions")
