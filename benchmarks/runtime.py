@@ -127,7 +127,7 @@ def _compare(repeat: int, ergon_run, baseline_run) -> Figures:
     for _ in range(repeat):
         base.append(measured(baseline_run))
         ergon.append(measured(ergon_run))
-    best_ergon, best_base = min(ergon), min(base)
+    best_ergon, best_base = min(ergon, key=lambda f: f[0]), min(base, key=lambda f: f[0])
     return Figures(best_ergon[0], best_base[0], best_ergon[1], best_base[1])
 
 

@@ -40,7 +40,7 @@ def start_detached(name: str, inputs: dict[str, Any], *, started_by: str, trigge
     from compiler import CompileError
     from flows.catalog import Catalog
     from flows.cli.inputs import validate_inputs
-    from flows.settings import ergon_home
+    from flows.settings import logs_dir
     from flows.store import repo
 
     catalog = catalog or Catalog.load()
@@ -60,9 +60,7 @@ def start_detached(name: str, inputs: dict[str, Any], *, started_by: str, trigge
         raise StartRefused(problems)
     run = repo.create_run(compiled.plan.name, content=compiled.content, inputs=inputs, trigger=trigger,
                           started_by=started_by, definition_version=version)
-    logs = ergon_home() / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    inputs_file = logs / f"run-{run.id}.inputs.json"
+    inputs_file = logs_dir() / f"run-{run.id}.inputs.json"
     inputs_file.write_text(json.dumps(inputs), encoding="utf-8")
     spawn_ergon(["run", name, "--run-id", run.id, "--input-file", str(inputs_file),
                  *(["--version", str(version)] if version is not None else [])],
@@ -73,12 +71,10 @@ def start_detached(name: str, inputs: dict[str, Any], *, started_by: str, trigge
 def spawn_ergon(args: list[str], *, log_name: str, user: str, env: dict[str, str] | None = None) -> None:
     """Run ``ergon ARGS`` in the background, in its own session, acting as ``user``; its output
     goes to ``ERGON_HOME/logs/<log_name>``."""
-    from flows.settings import ergon_home
+    from flows.settings import logs_dir
 
-    logs = ergon_home() / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
     child_env = {**os.environ, **(env or {}), "ERGON_USER": user}
-    with open(logs / log_name, "ab") as log:
+    with open(logs_dir() / log_name, "ab") as log:
         subprocess.Popen(
             [sys.executable, "-m", "flows.cli", *args],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=child_env,

@@ -23,7 +23,6 @@ builds a new one, and cooldowns/usage counters persist across calls as litellm i
 from __future__ import annotations
 
 import functools
-
 import hashlib
 import json
 import threading

@@ -509,34 +509,24 @@ def start_visit(
     which skips the lock and the MAX query (this is on the path of every node visit).
     Raises :class:`NotFound` for an unknown run.
     """
-    started_at = now or utcnow()
-    if sequence is not None:
-        # The hot path (the engine allocated the sequence): one Core INSERT on a plain connection.
-        row = dict(id=new_id(), run_id=run_id, sequence=sequence, node_id=node_id, node_type=node_type,
-                   item_key=item_key, parent_visit_id=parent_visit_id, attempt=attempt, status="running",
-                   input=input, prefect_task_run_id=prefect_task_run_id, started_at=started_at)
-        try:
+    row = dict(id=new_id(), run_id=run_id, sequence=sequence, node_id=node_id, node_type=node_type,
+               item_key=item_key, parent_visit_id=parent_visit_id, attempt=attempt, status="running",
+               input=input, prefect_task_run_id=prefect_task_run_id, started_at=now or utcnow())
+    try:
+        if sequence is not None:
+            # The hot path (the engine allocated the sequence): one Core INSERT on a plain connection.
             with connection(write=True) as conn:
                 conn.execute(insert(_VISITS), row)
-        except IntegrityError as exc:
-            if "foreign key" in str(exc.orig).lower() and get_run(run_id) is None:
-                raise NotFound(f"no run {run_id!r}") from exc
-            raise
-        return NodeVisit.model_construct(**row)
-    with session(write=True) as s:
-        _lock_run(s, run_id)
-        visit = NodeVisit(
-            run_id=run_id, sequence=_next_sequence(s, run_id), node_id=node_id, node_type=node_type,
-            item_key=item_key, parent_visit_id=parent_visit_id, attempt=attempt, input=input,
-            prefect_task_run_id=prefect_task_run_id, started_at=started_at,
-        )
-        try:
-            s.exec(insert(NodeVisit).values(**visit.model_dump()))
-        except IntegrityError as exc:
-            if "foreign key" in str(exc.orig).lower() and s.get(Run, run_id) is None:
-                raise NotFound(f"no run {run_id!r}") from exc
-            raise
-    return visit
+        else:
+            with session(write=True) as s:
+                _lock_run(s, run_id)
+                row["sequence"] = _next_sequence(s, run_id)
+                s.exec(insert(_VISITS).values(**row))
+    except IntegrityError as exc:
+        if "foreign key" in str(exc.orig).lower() and get_run(run_id) is None:
+            raise NotFound(f"no run {run_id!r}") from exc
+        raise
+    return NodeVisit.model_construct(**row)
 
 
 def close_visit(
