@@ -60,7 +60,7 @@ def _wait_until_paused_in_prefect(flow_run_id: str, timeout: float = 60.0) -> No
 
 def one(env: dict) -> float:
     from flows import humans
-    from flows.resume import register
+    from flows.prefect.resume import register
     from flows.store import repo
 
     register()
@@ -89,10 +89,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     os.environ.setdefault("ERGON_HOME", tempfile.mkdtemp(prefix="ergon-bench-"))
-    from flows.settings import configure_prefect_env
+    from flows.prefect.config import configure_prefect_env
 
     configure_prefect_env()
-    from flows.server import ensure_api_url
+    from flows.prefect.server import ensure_api_url
     from flows.store import db
 
     ensure_api_url()

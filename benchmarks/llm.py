@@ -106,8 +106,8 @@ async def baseline(url: str) -> float:
 
 
 def ergon(folder: Path, server, variant: str) -> float:
+    from flows import runs
     from flows.catalog import Catalog
-    from flows.cli.runs import execute_run
 
     process, _, _, model = VARIANTS[variant]
     os.environ["ERGON_DEFINITIONS"] = str(folder)
@@ -116,7 +116,7 @@ def ergon(folder: Path, server, variant: str) -> float:
     # the model is unknown to litellm, so the schema goes as instructions: script valid answers
     server.script(model, *({"json": {"label": f"label {i}"}} for i in range(ITEMS)))
     started = time.perf_counter()
-    result = execute_run(compiled, {"topics": [f"topic {i}" for i in range(ITEMS)]}, catalog=catalog)
+    result = runs.start(compiled, {"topics": [f"topic {i}" for i in range(ITEMS)]}, catalog=catalog).to_dict()
     elapsed = time.perf_counter() - started
     assert result["status"] == "completed", result
     assert len(result["context"]["labels"]) == ITEMS
@@ -129,12 +129,12 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("ERGON_HOME", tempfile.mkdtemp(prefix="ergon-bench-"))
     os.environ["BENCH_KEY"] = "sk-bench"
-    from flows.settings import configure_prefect_env
+    from flows.prefect.config import configure_prefect_env
 
     configure_prefect_env()
     from fake_openai import FakeOpenAI
 
-    from flows.server import ensure_api_url
+    from flows.prefect.server import ensure_api_url
     from flows.store import db
 
     ensure_api_url()

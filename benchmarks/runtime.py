@@ -41,10 +41,10 @@ from benchmarks.settle import measured  # noqa: E402
 def _setup_env() -> None:
     if "ERGON_HOME" not in os.environ:
         os.environ["ERGON_HOME"] = tempfile.mkdtemp(prefix="ergon-bench-")
-    from flows.settings import configure_prefect_env
+    from flows.prefect.config import configure_prefect_env
 
     configure_prefect_env()
-    from flows.server import ensure_api_url
+    from flows.prefect.server import ensure_api_url
 
     ensure_api_url()
     from flows.store import db
@@ -94,13 +94,12 @@ def _compile(text: str, name: str):
 
 def _run_ergon(compiled, inputs: dict) -> None:
     import flows.tools.builtins  # noqa: F401
-    from flows.cli.runs import execute_run
-
     from compiler import workspace_from_texts
+    from flows import runs
     from flows.catalog import Catalog
 
-    result = execute_run(compiled, inputs, catalog=Catalog(workspace_from_texts({})))
-    assert result["status"] == "completed", result
+    result = runs.start(compiled, inputs, catalog=Catalog(workspace_from_texts({})))
+    assert result.status == "completed", result
 
 
 @dataclass
@@ -168,20 +167,19 @@ def bench_foreach(repeat: int, n: int = 1000, concurrency: int = 50) -> Figures:
 CONCURRENT_WORKER = """
 import asyncio, json, sys, time
 sys.path.insert(0, {root!r})
-from flows.settings import configure_prefect_env
+from flows.prefect.config import configure_prefect_env
 configure_prefect_env()
 from benchmarks.runtime import _compile, chain_definition
-from flows.backend import REQUEST, RunRequest, build_flow
+from flows.prefect.build import build_flow
+from flows.runs.request import RunRequest
 from flows.store import repo
 import flows.tools.builtins
 
 compiled = _compile(chain_definition(10), "bench_chain")
-flow = build_flow(compiled.plan)
 
 async def one():
     run = repo.create_run(compiled.plan.name, content=compiled.content, inputs={{}})
-    REQUEST.set(RunRequest(run_id=run.id, trigger="api"))
-    await flow(return_state=True)
+    await build_flow(compiled.plan, RunRequest(run_id=run.id, trigger="api"))(return_state=True)
     return repo.get_run(run.id).status
 
 async def main():

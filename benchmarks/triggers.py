@@ -6,7 +6,7 @@ its Prefect ``expected_start_time``; the end is the ``started_at`` of its first 
 store. The runner prefetches due runs, so it can start the subprocess a little before the tick.
 
 Baseline, measured in the same script: the same definition started with
-:func:`flows.launch.start_detached` (what webhooks, on-complete chains and run-now use) — from the
+:func:`flows.runs.start_detached` (what webhooks, on-complete chains and run-now use) — from the
 call to the first visit starting. Both pay a fresh Python process importing Prefect and Ergon;
 the ratio shows what the schedule path (runner poll, Prefect engine start, flow-run bookkeeping)
 costs on top.
@@ -61,7 +61,7 @@ def _wait(predicate, timeout: float):
 
 
 def detached_latencies(n: int) -> list[float]:
-    from flows.launch import start_detached
+    from flows.runs import start_detached
     from flows.store import repo
     from flows.store.models import utcnow
 
@@ -116,10 +116,10 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="ergon-bench-defs-"))
     (folder / "bench_tick.yaml").write_text(DEFINITION.format(every=args.every))
     os.environ["ERGON_DEFINITIONS"] = str(folder)
-    from flows.settings import configure_prefect_env
+    from flows.prefect.config import configure_prefect_env
 
     configure_prefect_env()
-    from flows.server import ensure_api_url
+    from flows.prefect.server import ensure_api_url
     from flows.store import db
 
     own_server = not os.environ.get("PREFECT_API_URL")
@@ -130,7 +130,7 @@ def main() -> None:
         served = served_latencies(args.ticks, {**os.environ})
     finally:
         if own_server:  # the local server this script started under its temporary home
-            from flows.server import stop
+            from flows.prefect.server import stop
 
             stop()
     b, s = statistics.median(baseline), statistics.median(served)

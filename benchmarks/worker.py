@@ -84,8 +84,8 @@ def main() -> int:
     os.environ.pop("PREFECT_API_URL", None)
     os.environ.pop("ERGON_DATABASE_URL", None)
 
-    from flows import server
-    from flows.settings import configure_prefect_env
+    from flows.prefect import server
+    from flows.prefect.config import configure_prefect_env
 
     configure_prefect_env()
     info = server.start(server._free_port(4400))

@@ -131,7 +131,14 @@ class Finding:
             raise AssertionError(f"diagnostic code {self.code!r} is not in CODES")
 
 
-class CompileError(Exception):
+class ErgonError(Exception):
+    """The root of every error Ergon reports to a person (the runtime's are in ``flows.errors``).
+
+    It lives here, in the lowest layer, so that the compiler's own error is one of them too. The
+    message of every subclass says what went wrong and what to do about it."""
+
+
+class CompileError(ErgonError):
     """Raised by the convenience API when a caller asks for a Plan of an invalid definition."""
 
     def __init__(self, diagnostics: Sequence[Diagnostic]):

@@ -15,6 +15,7 @@ from compiler import CompileError, Diagnostic, check_workspace, load_workspace
 from compiler.errors import did_you_mean
 from compiler.plan import RUNNABLE_KINDS, Plan, build_plan
 from compiler.workspace import Unit, Workspace
+from flows.errors import DefinitionError
 from flows.settings import definitions_dir
 
 
@@ -29,7 +30,7 @@ def load_tools(folders: list[Path]) -> None:
             load_tool_folder(tools)
 
 
-class DefinitionNotFound(KeyError):
+class DefinitionNotFound(DefinitionError, KeyError):
     """No runnable definition has that name."""
 
 

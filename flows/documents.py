@@ -12,6 +12,8 @@ It stands in for a real search service; the tool signatures would not change.
 
 from __future__ import annotations
 
+from flows.errors import ErgonError
+
 import json
 import math
 import mimetypes
@@ -33,7 +35,7 @@ _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
-class DocumentError(Exception):
+class DocumentError(ErgonError):
     """A document request the store refuses (bad id, binary file, too large, id taken)."""
 
 

@@ -18,8 +18,8 @@ Every claim, answer and refusal is a ``task_events`` row (the store writes ``cre
 ``claimed`` and ``answered``; this module adds ``refused`` with the reason).
 
 This module never touches Prefect at run time. The engine integration resumes the paused flow
-by registering a callback in :data:`on_answered`; :func:`run_input_model` and :func:`pause_key`
-are what it pauses with.
+by registering a callback in :data:`on_answered`; :func:`pause_key` is the key it pauses under,
+and :func:`flows.prefect.pause.run_input_model` builds Prefect's form from the same fields.
 """
 
 from __future__ import annotations
@@ -31,15 +31,16 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional
+from typing import Any
 
+from flows.errors import TaskError
 from flows.store import repo
 from flows.store.models import TASK_OPEN, HumanTask, User
 
 __all__ = [
-    "Actor", "AnswerResult", "TaskNotFound", "TaskRefused", "actor", "answer", "can_answer", "can_claim",
-    "can_see", "claim", "input_to_answer", "normalize_fields", "on_answered", "pause_key", "render_task",
-    "run_input_model", "task_dict", "validate_answer",
+    "Actor", "AnswerResult", "TaskExpired", "TaskNotFound", "TaskRefused", "actor", "answer", "can_answer", "can_claim",
+    "can_see", "claim", "normalize_fields", "on_answered", "pause_key", "render_task",
+    "task_dict", "validate_answer",
 ]
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,7 @@ FIELD_TYPES = ("select", "text", "string", "boolean", "number", "integer")
 _TRUE, _FALSE = frozenset({"true", "yes"}), frozenset({"false", "no"})
 
 
-class TaskRefused(Exception):
+class TaskRefused(TaskError):
     """An action on a task that the rules refuse; ``reason`` says why, ``errors`` lists each
     problem of a refused answer. Nothing changed except a ``refused`` audit event."""
 
@@ -65,8 +66,12 @@ class TaskRefused(Exception):
         self.reason, self.task_id, self.errors = reason, task_id, list(errors or [])
 
 
-class TaskNotFound(LookupError):
+class TaskNotFound(TaskError, LookupError):
     pass
+
+
+class TaskExpired(TaskError):
+    """Nobody answered within the task's timeout (the task is closed as expired)."""
 
 
 # --- people ------------------------------------------------------------------------------------
@@ -180,7 +185,7 @@ def _empty(f: dict[str, Any]) -> Any:
     return {"text": "", "string": "", "boolean": False}.get(f["type"])
 
 
-def _default(f: dict[str, Any]) -> tuple[Any, str | None]:
+def default_of(f: dict[str, Any]) -> tuple[Any, str | None]:
     """The value of an optional field the answer leaves out: its ``default`` (as the field's
     type), else its empty value."""
     if f["default"] is None:
@@ -273,7 +278,7 @@ def validate_answer(fields: Iterable[Any] | None, answer: Any) -> tuple[dict[str
             errors.append(f"{name}: required")
             continue
         if blank and not (isinstance(value, str) and f["type"] in ("text", "string")):
-            coerced, error = _default(f)
+            coerced, error = default_of(f)
         else:
             coerced, error = _coerce(f, value)
         if error is not None:
@@ -283,7 +288,7 @@ def validate_answer(fields: Iterable[Any] | None, answer: Any) -> tuple[dict[str
     return clean, errors
 
 
-# --- the Prefect pause -------------------------------------------------------------------------
+# --- the pause key -------------------------------------------------------------------------------
 
 
 def pause_key(node_id: str, visit_sequence: int, run_id: str | None = None) -> str:
@@ -299,61 +304,6 @@ def pause_key(node_id: str, visit_sequence: int, run_id: str | None = None) -> s
     if run_id:
         key = re.sub(r"[^a-z0-9]+", "-", run_id.lower()).strip("-") + "-" + key
     return key
-
-
-def _python_type(f: dict[str, Any]) -> Any:
-    if f["type"] == "select":
-        options = tuple(f.get("options") or ())
-        if not options:
-            raise ValueError(f"select field {f['name']!r} has no options")
-        return Literal[options]  # JSON Schema: an enum
-    return {"text": str, "string": str, "boolean": bool, "number": float, "integer": int}[f["type"]]
-
-
-def run_input_model(fields: Iterable[Any] | None, name: str, *, description: str | None = None) -> type:
-    """A ``prefect.input.RunInput`` subclass for a task's fields, for ``pause_flow_run(
-    wait_for_input=...)``: select → ``Literal`` (an enum), text/string → str, boolean, number →
-    float, integer → int; required fields have no default, optional ones the same default
-    :func:`validate_answer` applies; the label (and help text) is the description shown in
-    Prefect's form. Unknown keys are refused (RunInput forbids extras). ``description`` (markdown,
-    e.g. the rendered task) is shown above the form.
-
-    A field whose name is not a usable Python attribute (``class``, ``json``, ``my-field``, …)
-    gets a safe attribute name with the field name as alias: read answers back with
-    :func:`input_to_answer`, which uses the field names.
-    """
-    import pydantic
-    from prefect.input import RunInput  # lazy: importing prefect costs ~1 s
-
-    reserved = set(dir(RunInput))
-    definitions: dict[str, Any] = {}
-    for i, f in enumerate(normalize_fields(fields)):
-        py_type = _python_type(f)
-        text = " — ".join(t for t in (f.get("label"), f.get("description")) if t) or None
-        attr, alias = f["name"], None
-        if not attr.isidentifier() or attr.startswith(("_", "model_")) or attr in reserved \
-                or attr in ("metadata", "keyset_from_type"):
-            attr, alias = f"field_{i}", f["name"]
-        if f["required"]:
-            definitions[attr] = (py_type, pydantic.Field(..., description=text, alias=alias))
-        else:
-            default, error = _default(f)
-            if error:
-                raise ValueError(error)
-            # null only where the field has no natural empty value (select, number, integer
-            # without a default): a text box or a checkbox always sends something.
-            field_type = Optional[py_type] if default is None else py_type
-            definitions[attr] = (field_type, pydantic.Field(default, description=text, alias=alias))
-    class_name = re.sub(r"\W", "_", name) or "TaskInput"
-    if class_name[0].isdigit():
-        class_name = "_" + class_name
-    model = pydantic.create_model(class_name, __base__=RunInput, **definitions)
-    return model.with_initial_data(description=description) if description else model
-
-
-def input_to_answer(run_input: Any) -> dict[str, Any]:
-    """The answer dict (keyed by field name) of an instance of a :func:`run_input_model` model."""
-    return run_input.model_dump(by_alias=True)
 
 
 # --- rendering ---------------------------------------------------------------------------------

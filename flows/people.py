@@ -12,6 +12,8 @@ stored earlier.
 
 from __future__ import annotations
 
+from flows.errors import ErgonError
+
 import base64
 import hashlib
 import hmac
@@ -35,7 +37,7 @@ _MAX_N = 2**20
 _MAX_RP = 64
 
 
-class PasswordError(ValueError):
+class PasswordError(ErgonError, ValueError):
     """A password that cannot be set (empty)."""
 
 

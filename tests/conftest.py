@@ -34,7 +34,7 @@ if not os.environ.get("ERGON_TEST_KEEP_ENV"):
     os.environ["PREFECT_API_URL"] = f"http://127.0.0.1:{_PORT}/api"
     os.environ["LITELLM_OFFLINE_MODE"] = "true"
 
-from flows.settings import configure_prefect_env  # noqa: E402
+from flows.prefect.config import configure_prefect_env  # noqa: E402
 
 configure_prefect_env()
 
@@ -42,7 +42,7 @@ configure_prefect_env()
 @pytest.fixture(scope="session")
 def prefect_api():
     """A real local Prefect server (started once per session, stopped at the end)."""
-    from flows import server
+    from flows.prefect import server
 
     port = int(os.environ["PREFECT_API_URL"].rsplit(":", 1)[1].split("/")[0])
     already = server.healthy(os.environ["PREFECT_API_URL"])
@@ -105,8 +105,8 @@ def definitions(tmp_path, monkeypatch):
 @pytest.fixture
 def run_def(prefect_api, store, definitions):
     """run_def({"file.yaml": text, ...}, name, inputs) → the run's result dict."""
+    from flows import runs
     from flows.catalog import Catalog
-    from flows.cli.runs import execute_run
 
     def run(files: dict[str, str], name: str, inputs: dict | None = None, *, mutate=None, **kw) -> dict:
         """``mutate(plan) -> plan`` alters the compiled Plan, to reach runtime checks that the
@@ -117,6 +117,6 @@ def run_def(prefect_api, store, definitions):
         compiled = catalog.compile(name)
         if mutate is not None:
             compiled.plan = mutate(compiled.plan)
-        return execute_run(compiled, inputs or {}, catalog=catalog, **kw)
+        return runs.start(compiled, inputs or {}, catalog=catalog, **kw).to_dict()
 
     return run

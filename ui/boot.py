@@ -18,12 +18,11 @@ import streamlit as st
 
 
 def boot() -> None:
-    from flows import resume
-    from flows.server import ensure_api_url
-    from flows.settings import HEARTBEAT_TIMEOUT_SECONDS, configure_prefect_env
+    from flows.prefect import resume
+    from flows.prefect.server import ensure_api_url
+    from flows.settings import HEARTBEAT_TIMEOUT_SECONDS
     from flows.store import db, repo
 
-    configure_prefect_env()
     db.init_db()
     if os.environ.get("PREFECT_API_URL"):
         ensure_api_url()

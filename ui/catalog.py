@@ -65,7 +65,7 @@ def compiled(name: str) -> Any:
 def _run_plan(signature: tuple[str, float, int], definition: str, content_hash: str | None) -> Any:
     from types import SimpleNamespace
 
-    from flows.cli.runs import snapshot_compiled
+    from flows.runs import snapshot_compiled
 
     pinned = SimpleNamespace(definition_name=definition, content_hash=content_hash)  # what it reads of a run
     return snapshot_compiled(pinned, _catalog(signature)).plan

@@ -2,7 +2,7 @@
 
 Both return the values as typed by the person, unchecked: the checks belong to the same
 functions the CLI uses (:func:`flows.humans.validate_answer` through ``humans.answer``, and
-``validate_inputs`` through :func:`flows.launch.start_detached`), so the dashboard refuses
+``validate_inputs`` through :func:`flows.runs.start_detached`), so the dashboard refuses
 exactly what the CLI refuses, with the same messages. Call these inside an ``st.form``.
 """
 

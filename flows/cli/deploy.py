@@ -1,15 +1,15 @@
-"""`ergon deploy`: Prefect deployments for definitions, written to prefect.yaml and registered (issue 7).
+"""`ergon deploy`: Prefect deployments for definitions, written to prefect.yaml and registered.
 
 ``ergon deploy [NAME …] [--work-pool P] [--version latest|N]`` has ``prefect deploy``'s
 semantics: the chosen definitions' deployments are written into ``prefect.yaml`` (entries of
 other deployments, and every other key, are kept — comments too), then Prefect's own
 ``prefect deploy`` registers exactly those entries with the API. One deployment per definition,
-named after it (``NAME/NAME``): entrypoint ``flows/deployments.py:flow_NAME`` (or
+named after it (``NAME/NAME``): entrypoint ``flows/prefect/deployments.py:flow_NAME`` (or
 ``…__vN`` for a pinned published version), the flow's typed parameters, schedules from the
 definition's cron and interval triggers, tags (``ergon``, its kind, its version), the work pool
 (created as a ``process`` pool when missing) and version = the content hash.
 
-Run it from the project folder (where ``flows/deployments.py`` and ``definitions/`` are): a
+Run it from the project folder (where ``flows/prefect/deployments.py`` and ``definitions/`` are): a
 worker's flow-run process starts there too (the ``pull`` step of ``prefect.yaml``).
 """
 
@@ -25,6 +25,7 @@ from cyclopts import Parameter
 from rich.console import Console
 
 from flows.cli import app
+from flows.errors import ErgonError
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -32,7 +33,7 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 #: What a new prefect.yaml starts with (an existing file keeps its own content).
 PROJECT_HEADER = """\
 # Prefect project file. `ergon deploy` writes one deployment per definition here; each
-# entrypoint is a module attribute holding the compiled flow (flows/deployments.py).
+# entrypoint is a module attribute holding the compiled flow (flows/prefect/deployments.py).
 name: ergon
 prefect-version: 3.9.1
 
@@ -49,7 +50,7 @@ deployments: []
 REGISTER_TIMEOUT_SECONDS = 600
 
 
-class DeployError(Exception):
+class DeployError(ErgonError):
     """A deployment that cannot be made; the message says what to change."""
 
 
@@ -116,7 +117,7 @@ def build_entries(names: list[str], *, version: int | None, work_pool: str) -> l
     from compiler import CompileError
     from compiler.plan import RUNNABLE_KINDS
     from flows.catalog import Catalog, DefinitionNotFound
-    from flows.deployments import ENTRYPOINT_FILE, Target, compile_target, deployment_entry
+    from flows.prefect.deployments import ENTRYPOINT_FILE, Target, compile_target, deployment_entry
     from flows.versions import VersionNotFound
 
     if not Path(ENTRYPOINT_FILE).is_file():
@@ -173,39 +174,19 @@ def write_prefect_yaml(path: Path, entries: list[dict[str, Any]]) -> None:
         yaml.dump(doc, fh)
 
 
-def ensure_work_pool(name: str) -> bool:
-    """Create ``name`` as a ``process`` work pool when it does not exist; True when created."""
-    from flows.settings import configure_prefect_env
-
-    configure_prefect_env()
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.actions import WorkPoolCreate
-    from prefect.exceptions import ObjectNotFound
-    from prefect.workers.process import ProcessWorker
-
-    with get_client(sync_client=True) as client:
-        try:
-            pool = client.read_work_pool(name)
-        except ObjectNotFound:
-            client.create_work_pool(WorkPoolCreate(
-                name=name, type="process", base_job_template=ProcessWorker.get_default_base_job_template()))
-            return True
-    if pool.type != "process":
-        out.print(f"[yellow]note:[/] work pool `{name}` is a `{pool.type}` pool; Ergon's deployments expect workers "
-                  "that start flow runs as processes in the project folder")
-    return False
-
-
 def register_deployments(path: Path, entries: list[dict[str, Any]], work_pool: str) -> None:
     """``prefect deploy`` for exactly these entries (Prefect imports each entrypoint itself)."""
-    from flows.server import ensure_api_url
-    from flows.settings import configure_prefect_env
+    from flows.prefect.deployments import ensure_work_pool
+    from flows.prefect.server import ensure_api_url
 
-    configure_prefect_env()
     ensure_api_url()
-    if ensure_work_pool(work_pool):
+    created, pool_type = ensure_work_pool(work_pool)
+    if created:
         out.print(f"created work pool `{work_pool}` (process); start a worker with: "
                   f"prefect worker start --pool {work_pool}")
+    elif pool_type != "process":
+        out.print(f"[yellow]note:[/] work pool `{work_pool}` is a `{pool_type}` pool; Ergon's deployments expect "
+                  "workers that start flow runs as processes in the project folder")
     command = [sys.executable, "-m", "prefect", "--no-prompt", "deploy", "--prefect-file", str(path)]
     for entry in entries:
         command += ["--name", entry["name"]]

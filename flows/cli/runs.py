@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-import getpass
 import json
-import os
-import sys
 from typing import Annotated, Any
 
 from cyclopts import App, Parameter
 from rich.console import Console
 
 from flows.cli import app
+from flows.cli.output import diagnostics, err, error, out
 
 runs_app = App(name="runs", help="Inspect and control runs.")
 server_app = App(name="server", help="The local Prefect server Ergon uses when PREFECT_API_URL is not set.")
@@ -20,23 +17,13 @@ app.command(runs_app)
 app.command(server_app)
 
 EXIT = {"completed": 0, "paused": 0, "failed": 1, "crashed": 1, "cancelled": 1}
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-def current_user() -> str:
-    return os.environ.get("ERGON_USER") or getpass.getuser()
 
 
 def _prepare_runtime() -> None:
     """Prefect API + store schema + crash detection: what every command touching runs needs."""
-    from flows.server import ensure_api_url
-    from flows.settings import HEARTBEAT_TIMEOUT_SECONDS
-    from flows.store import db, repo
+    from flows import runs
 
-    ensure_api_url()
-    db.init_db()
-    for run in repo.mark_stale_runs_crashed(heartbeat_timeout=HEARTBEAT_TIMEOUT_SECONDS):
+    for run in runs.prepare():
         err.print(f"[yellow]run {run.id} ({run.definition_name}) was left running by a dead process: marked crashed[/]")
 
 
@@ -69,54 +56,6 @@ def _progress_listener(console: Console):
     return listen
 
 
-def execute_run(compiled: Any, inputs: dict[str, Any], *, catalog: Any, run_id: str | None = None,
-                trigger: str = "manual", listener: Any = None, record: str | None = None,
-                replay: str | None = None, definition_version: int | None = None) -> dict[str, Any]:
-    """Run a compiled definition in this process through its Prefect flow; returns the result dict.
-
-    ``record``/``replay`` name a cassette file: every model response is stored in it, or every
-    model call is answered from it (a miss fails the node loudly). ``definition_version`` is the
-    published version being run; without it, a draft identical to a published version records
-    that version's number.
-    """
-    from flows.backend import REQUEST, RunRequest, build_flow
-    from flows.llm.cassettes import use_cassette
-    from flows.store import repo
-
-    plan = compiled.plan
-    content_hash = repo.snapshot_definition(compiled.content)
-    if definition_version is None:
-        from flows.versions import version_of_content
-
-        definition_version = version_of_content(plan.name, content_hash)
-    request = RunRequest(run_id=run_id, trigger=trigger, started_by=current_user(), content_hash=content_hash,
-                         listener=listener, catalog=catalog)
-    if run_id is None:
-        run = repo.create_run(plan.name, content_hash=content_hash, inputs=inputs, trigger=trigger,
-                              started_by=request.started_by, definition_version=definition_version)
-        request.run_id = run.id
-    elif definition_version is not None:
-        repo.update_run(run_id, definition_version=definition_version)
-    flow = build_flow(plan)
-    accepted = set(plan.input_schema.get("properties", {}))
-    request.overrides = {k: v for k, v in inputs.items() if k not in accepted}
-    token = REQUEST.set(request)
-    state = None
-    try:
-        with use_cassette(record=record, replay=replay):
-            state = asyncio.run(flow(**{k: v for k, v in inputs.items() if k in accepted}, return_state=True))
-    except KeyboardInterrupt:
-        if repo.run_status(request.run_id) not in ("cancelled", "completed", "failed", "crashed"):
-            repo.set_run_status(request.run_id, "cancelled", error="interrupted (Ctrl-C)")
-    finally:
-        REQUEST.reset(token)
-    run = repo.get_run(request.run_id)
-    if run.status == "pending":  # Prefect refused the call before the flow body ran
-        message = getattr(state, "message", None) or "the flow did not start"
-        run = repo.set_run_status(run.id, "failed", error=message)
-    return {"run_id": run.id, "status": run.status, "outcome": run.outcome, "context": run.context, "error": run.error}
-
-
 @app.command
 def run(
     name: str,
@@ -146,57 +85,45 @@ def run(
     replay
         Answer every model call from this cassette file (a miss fails loudly).
     run_id
-        Execute this pending run (recorded by :mod:`flows.launch`) instead of recording a new one.
+        Execute this pending run (recorded by :func:`flows.runs.start_detached`) instead of recording a new one.
     version
         Run this published version (see `ergon versions NAME`) instead of the draft file.
     """
-    from compiler import CompileError
-    from flows.catalog import Catalog, DefinitionNotFound
-    from flows.cli.inputs import parse_pairs, read_input_file, validate_inputs
+    from flows import runs
+    from flows.catalog import Catalog
+    from flows.cli.inputs import parse_pairs, read_input_file
+    from flows.store import repo
 
     console = err if json_ else out
     catalog = Catalog.load(name)
     try:
-        if version is not None:
-            from flows.versions import compiled_version
-
-            compiled = compiled_version(name, version, catalog)
-        else:
-            compiled = catalog.compile(name)
-    except DefinitionNotFound as exc:
-        err.print(f"[red]error:[/] {exc.args[0]}")
-        return 2
-    except LookupError as exc:  # flows.versions.VersionNotFound
-        err.print(f"[red]error:[/] {exc}")
-        return 2
-    except CompileError as exc:
-        for d in exc.diagnostics:
-            print(d.format(), file=sys.stderr)
-        return 2
+        compiled = runs.compile_definition(name, catalog=catalog, version=version)
+    except runs.StartRefused as exc:
+        return diagnostics(exc.problems)
     inputs, problems = read_input_file(input_file) if input_file else ({}, [])
     pairs, more = parse_pairs(input or [])
     inputs.update(pairs)
-    problems += more or validate_inputs(compiled.plan, inputs, source=input_file or "--input")
+    problems += more
     if problems:
-        for d in problems:
-            print(d.format(), file=sys.stderr)
-        return 2
-    _prepare_runtime()
-    trigger = "manual"
-    if run_id is not None:
-        from flows.store import repo
+        return diagnostics(problems)
+    version = getattr(compiled, "version", None) or None
+    if run_id is None:
+        from flows.store import db
 
-        pending = repo.get_run(run_id)
-        if pending is None or pending.status != "pending":
-            err.print(f"[red]error:[/] run {run_id} is not a pending run")
-            return 2
-        trigger = pending.trigger
+        db.init_db()
+        try:
+            run_id = runs.create(compiled, inputs, version=version, source=input_file or "--input").id
+        except runs.StartRefused as exc:
+            return diagnostics(exc.problems)
+    _prepare_runtime()
+    pending = repo.get_run(run_id)
+    if pending is None or pending.status != "pending":
+        return error(f"run {run_id} is not a pending run")
     console.print(f"[bold]{compiled.plan.name}[/] [dim]version {compiled.plan.version}[/]")
-    result = execute_run(compiled, inputs, catalog=catalog, listener=_progress_listener(console),
-                         record=record, replay=replay, run_id=run_id, trigger=trigger,
-                         definition_version=getattr(compiled, "version", None) or None)
-    _print_result(result, json_, console)
-    return EXIT.get(result["status"], 1)
+    result = runs.start(compiled, inputs, catalog=catalog, run_id=run_id, listener=_progress_listener(console),
+                        record=record, replay=replay, version=version)
+    _print_result(result.to_dict(), json_, console)
+    return EXIT.get(result.status, 1)
 
 
 def _print_result(result: dict[str, Any], json_: bool, console: Console) -> None:
@@ -226,7 +153,7 @@ def _find_run(run_id: str) -> Any:
     db.init_db()
     run_rec = repo.get_run(run_id)
     if run_rec is None:
-        err.print(f"[red]error:[/] no run {run_id}")
+        error(f"no run {run_id}")
     return run_rec
 
 
@@ -330,35 +257,21 @@ def runs_resume(
     replay
         Answer every model call from this cassette file.
     """
-    from flows.catalog import Catalog
-    from flows.store import repo
+    from flows import runs
 
     _prepare_runtime()
     run_rec = _find_run(run_id)
     if run_rec is None:
         return 2
-    if run_rec.status not in ("failed", "crashed"):
-        err.print(f"[red]error:[/] run {run_id} is {run_rec.status}; only failed or crashed runs resume")
-        return 2
-    catalog = Catalog.load()
-    compiled = snapshot_compiled(run_rec, catalog)
+    try:
+        runs.resumable(run_rec)
+    except runs.ResumeRefused as exc:
+        return error(exc)
     console = err if json_ else out
-    console.print(f"resuming [bold]{run_id}[/] ({compiled.plan.name})")
-    repo.set_run_status(run_id, "pending")
-    result = execute_run(compiled, dict(run_rec.inputs or {}), catalog=catalog, run_id=run_id,
-                         trigger=run_rec.trigger, listener=_progress_listener(console), record=record, replay=replay)
-    _print_result(result, json_, console)
-    return EXIT.get(result["status"], 1)
-
-
-def snapshot_compiled(run_rec: Any, catalog: Any) -> Any:
-    """The Plan of the exact content a run started with (its pinned snapshot)."""
-    from flows.store import repo
-
-    content = repo.get_snapshot(run_rec.content_hash) if run_rec.content_hash else None
-    if content is None:
-        return catalog.compile(run_rec.definition_name)
-    return catalog.compile_content(run_rec.definition_name, content, label=".snapshot")
+    console.print(f"resuming [bold]{run_id}[/] ({run_rec.definition_name})")
+    result = runs.resume(run_id, listener=_progress_listener(console), record=record, replay=replay)
+    _print_result(result.to_dict(), json_, console)
+    return EXIT.get(result.status, 1)
 
 
 @runs_app.command(name="cancel")
@@ -370,16 +283,15 @@ def runs_cancel(run_id: str) -> int:
     run_id
         The run.
     """
-    from flows.cancel import AlreadyEnded, cancel_run
+    from flows import runs
 
     run_rec = _find_run(run_id)
     if run_rec is None:
         return 2
     try:
-        status = cancel_run(run_rec.id, actor=current_user())
-    except AlreadyEnded as exc:
-        err.print(str(exc))
-        return 1
+        status = runs.cancel(run_rec.id, actor=runs.current_user())
+    except runs.AlreadyEnded as exc:
+        return error(exc, code=1)
     out.print(f"run {run_rec.id}: {'cancel requested' if status == 'cancelling' else 'cancelled'}")
     return 0
 
@@ -411,7 +323,7 @@ def server_start(*, port: int = 4200) -> int:
     port
         Preferred port (a free one is used if taken).
     """
-    from flows.server import start
+    from flows.prefect.server import start
 
     info = start(port)
     out.print(f"Prefect server at {info.url} (pid {info.pid})")
@@ -421,7 +333,7 @@ def server_start(*, port: int = 4200) -> int:
 @server_app.command(name="stop")
 def server_stop() -> int:
     """Stop the local Prefect server."""
-    from flows.server import stop
+    from flows.prefect.server import stop
 
     out.print("stopped" if stop() else "no local server was running")
     return 0
@@ -430,7 +342,7 @@ def server_stop() -> int:
 @server_app.command(name="status")
 def server_status() -> int:
     """Show whether the Prefect server is up."""
-    from flows.server import status
+    from flows.prefect.server import status
 
     info = status()
     if info is None:

@@ -16,8 +16,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from flows.cli import app
-from flows.cli.runs import current_user
-from flows.resume import register as _register_resume
+from flows.prefect.resume import register as _register_resume
+from flows.settings import current_user
 
 # An answer given here resumes the paused run (the dashboard registers the same hook).
 _register_resume()

@@ -24,7 +24,7 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _prepare() -> None:
-    from flows.server import ensure_api_url
+    from flows.prefect.server import ensure_api_url
     from flows.store import db
 
     ensure_api_url()
@@ -171,7 +171,7 @@ def schedules_run_now(name: str) -> int:
     name
         DEFINITION:INDEX as listed, or DEFINITION (each of its schedules).
     """
-    from flows.launch import StartRefused
+    from flows.runs import StartRefused
     from flows.triggers.control import run_now
     from flows.triggers.refs import UnknownTrigger
 

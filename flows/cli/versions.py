@@ -47,7 +47,7 @@ def publish(
     """
     from flows import versions
     from flows.catalog import DefinitionNotFound
-    from flows.cli.runs import current_user
+    from flows.settings import current_user
 
     try:
         result = versions.publish(name, comment=comment, published_by=current_user(), strict=strict)

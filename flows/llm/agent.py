@@ -99,7 +99,7 @@ def user_prompt(task: AgentTask) -> str:
 
 def parse_answer(content: str | None, schema: dict[str, Any]) -> tuple[dict[str, Any] | None, list[str]]:
     """The final answer as an object valid against ``schema``, or the reasons it is not."""
-    from flows.runtime.context import schema_errors
+    from flows.schema import schema_errors
 
     text = (content or "").strip()
     if text.startswith("```"):

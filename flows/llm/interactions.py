@@ -26,7 +26,7 @@ from compiler.templates import RenderError, render
 from flows.llm.gateway import complete, resolve_target
 from flows.llm.structured import structured
 from flows.llm.types import LlmError, LlmRequest
-from flows.runtime.context import schema_errors
+from flows.schema import schema_errors
 
 __all__ = ["InvalidInput", "interaction_model", "render_messages", "run_interaction", "validate_input"]
 

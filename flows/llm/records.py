@@ -71,41 +71,15 @@ def reusable(req: LlmRequest, cassette_key: str) -> LlmResponse | None:
     """The answer an earlier, unfinished visit of the same node got to this request, if any."""
     if req.run_id is None or req.visit_id is None or not REUSE_LOOKUP.get():
         return None
-    from sqlalchemy import and_, func, select
-    from sqlalchemy.orm import aliased
+    from flows.store import repo
 
-    from flows.store.db import connection
-    from flows.store.models import LlmCall, NodeVisit
-
-    visits, calls = NodeVisit.__table__, LlmCall.__table__
-    this = aliased(visits)
-    answered = and_(calls.c.cassette_key == cassette_key, calls.c.error.is_(None))
-    with connection() as conn:
-        # On the path of every model call, and nearly always empty (a fresh run has no earlier
-        # visit): one query finds the earlier unfinished visits of the same node, item and attempt.
-        earlier = conn.execute(
-            select(visits.c.id).join(this, this.c.id == req.visit_id)
-            .where(visits.c.run_id == this.c.run_id, visits.c.node_id == this.c.node_id,
-                   visits.c.attempt == this.c.attempt, visits.c.status != "completed",
-                   visits.c.sequence < this.c.sequence, visits.c.item_key.is_not_distinct_from(this.c.item_key))
-            .order_by(visits.c.sequence.desc())
-        ).scalars().all()
-        if not earlier:
-            return None
-        done_here = conn.execute(
-            select(func.count()).select_from(calls).where(calls.c.visit_id == req.visit_id, answered)
-        ).scalar_one()
-        for visit_id in earlier:
-            rows = conn.execute(
-                select(calls.c.id, calls.c.model, calls.c.offline, calls.c.response)
-                .where(calls.c.visit_id == visit_id, answered).order_by(calls.c.created_at, calls.c.id)
-            ).all()
-            if len(rows) > done_here:
-                row = rows[done_here]
-                data = dict(row.response or {})
-                original = data.get("reused_from") or row.id
-                resp = response_from_record(data, model=row.model, offline=row.offline)
-                resp.raw = {**(resp.raw or {}), "reused_from": original}
-                resp.cassette_key = cassette_key
-                return resp
-    return None
+    found = repo.earlier_llm_answer(req.visit_id, cassette_key)
+    if found is None:
+        return None
+    call_id, model, offline, response = found
+    data = dict(response or {})
+    original = data.get("reused_from") or call_id
+    resp = response_from_record(data, model=model, offline=offline)
+    resp.raw = {**(resp.raw or {}), "reused_from": original}
+    resp.cassette_key = cassette_key
+    return resp

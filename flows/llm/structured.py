@@ -21,7 +21,7 @@ from typing import Any
 from compiler.ir import EnvironmentDef
 from flows.llm.gateway import complete
 from flows.llm.types import InvalidOutput, LlmRequest, LlmResponse
-from flows.runtime.context import schema_errors
+from flows.schema import schema_errors
 
 __all__ = ["parse_json", "structured", "validation_errors"]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from flows.errors import ErgonError
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,7 +54,7 @@ class LlmResponse:
     raw: dict[str, Any] | None = None
 
 
-class LlmError(Exception):
+class LlmError(ErgonError):
     """A model call failed for good (after retries and failover)."""
 
 

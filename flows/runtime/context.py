@@ -10,35 +10,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from functools import lru_cache
 from typing import Any
 
-import jsonschema
-
 from flows.runtime.errors import WriteRejected
+from flows.schema import schema_errors
 
 MAX_CONTEXT_BYTES = 64 * 1024
-
-
-@lru_cache(maxsize=256)
-def _validator(schema_json: str) -> jsonschema.protocols.Validator:
-    schema = json.loads(schema_json)
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    return cls(schema, format_checker=None)
-
-
-def validator_for(schema: dict) -> jsonschema.protocols.Validator:
-    """A cached validator for ``schema`` (compiling validators is the expensive part)."""
-    return _validator(json.dumps(schema, sort_keys=True))
-
-
-def schema_errors(schema: dict, value: Any) -> list[str]:
-    """Readable validation errors of ``value`` against ``schema`` (empty when valid)."""
-    out = []
-    for err in sorted(validator_for(schema).iter_errors(value), key=lambda e: list(e.absolute_path)):
-        where = ".".join(str(p) for p in err.absolute_path) or "(root)"
-        out.append(f"{where}: {err.message}")
-    return out
 
 
 def apply_update(

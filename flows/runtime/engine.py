@@ -16,8 +16,9 @@ visit, and where to go next. Completed visits (and completed foreach items) are 
 ``foreach`` and ``branch`` are recorded as one parent visit whose children (one per item/branch)
 are visits of their own, each its own Prefect task run (``node[item_id]``).
 
-The engine does not know Prefect: an :class:`Executor` runs each visit (the backend makes it a
-Prefect task run with the node's retry policy) and a :class:`Recorder` writes the store.
+The engine does not know Prefect: an :class:`Executor` runs each visit (the Prefect adapter makes
+it a Prefect task run with the node's retry policy, :mod:`flows.prefect.executor`) and a
+:class:`Recorder` writes the store (:mod:`flows.runs.recorder`).
 """
 
 from __future__ import annotations
@@ -27,14 +28,15 @@ import json
 import re
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from compiler.guards import evaluate
 from compiler.plan import Plan, PlanEdge, PlanNode
 from compiler.templates import render
-from flows.runtime.bodies import Effect, Services, leaf_effect
+from flows.runtime.bodies import leaf_effect
 from flows.runtime.context import apply_update, get_path
+from flows.runtime.effects import Effect, Listener, Services, no_listener
 from flows.runtime.errors import NodeFailed, RunCancelled
 from flows.runtime.parallel import mark_parallel
 from flows.runtime.routing import next_node
@@ -56,7 +58,7 @@ class VisitRecord:
 
 
 class Recorder(Protocol):
-    """Writes visits and checkpoints; implemented over the store by ``flows.runtime.recording``."""
+    """Writes visits and checkpoints; implemented over the store by :mod:`flows.runs.recorder`."""
 
     def start_visit(self, *, node: PlanNode, attempt: int, input: Any, parent_visit_id: str | None = None,
                     item_key: str | None = None) -> str: ...
@@ -78,10 +80,6 @@ class Executor(Protocol):
     async def visit(self, node: PlanNode, run_name: str, attempt_fn: Callable[[int], Awaitable[Any]]) -> Any: ...
 
 
-#: listener(event, node_id, detail) — the CLI prints live progress from these
-Listener = Callable[[str, str, dict[str, Any]], None]
-
-
 @dataclass
 class Outcome:
     """How a run ended."""
@@ -99,7 +97,7 @@ class Engine:
     recorder: Recorder
     executor: Executor
     services: Services
-    listener: Listener = field(default=lambda event, node, detail: None)
+    listener: Listener = no_listener
 
     def __post_init__(self) -> None:
         self._exits: dict[str, list[PlanEdge]] = {}

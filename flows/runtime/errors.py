@@ -1,9 +1,11 @@
-"""Runtime errors: one class per way a run can stop, each with a message for the run record."""
+"""Runtime errors: one class per way a run can stop, each with a message for the run record (all :class:`~flows.errors.RunError`)."""
 
 from __future__ import annotations
 
+from flows.errors import RunError
 
-class NodeFailed(Exception):
+
+class NodeFailed(RunError):
     """A node visit failed; the run fails unless a policy (foreach collect_errors) absorbs it."""
 
 
@@ -18,12 +20,8 @@ class NoTransition(NodeFailed):
     """No transition guard matched after a node."""
 
 
-class RunCancelled(Exception):
+class RunCancelled(RunError):
     """The run was cancelled (checked between nodes)."""
-
-
-class RunPaused(BaseException):
-    """The run is waiting for a person (human tasks; raised through Prefect like its own Pause)."""
 
 
 class InputRejected(NodeFailed):

@@ -19,6 +19,8 @@ the key id, never a garbage string.
 
 from __future__ import annotations
 
+from flows.errors import ErgonError
+
 import os
 import re
 from dataclasses import dataclass
@@ -46,11 +48,11 @@ __all__ = [
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$")
 
 
-class SecretError(Exception):
+class SecretError(ErgonError):
     """Base of the errors of this package (except :class:`SecretNotFound`, a LookupError)."""
 
 
-class SecretNotFound(LookupError):
+class SecretNotFound(SecretError, LookupError):
     """No secret of that name is stored."""
 
     def __init__(self, name: str) -> None:
@@ -59,7 +61,7 @@ class SecretNotFound(LookupError):
         self.name = name
 
 
-class ReferenceNotSet(LookupError):
+class ReferenceNotSet(SecretError, LookupError):
     """An ``env:VAR`` reference whose variable is unset or empty."""
 
 

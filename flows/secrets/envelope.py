@@ -16,6 +16,8 @@ AES-GCM (not Fernet) because it takes AAD; the format is this module's ~40 lines
 
 from __future__ import annotations
 
+from flows.errors import ErgonError
+
 import os
 
 from cryptography.exceptions import InvalidTag
@@ -26,7 +28,7 @@ NONCE_BYTES = 12
 KEY_BYTES = 32
 
 
-class EnvelopeError(ValueError):
+class EnvelopeError(ErgonError, ValueError):
     """The bytes are not an envelope, or they do not authenticate under the given key and name."""
 
 

@@ -20,6 +20,8 @@ key ids and files, never key material.
 
 from __future__ import annotations
 
+from flows.errors import ErgonError
+
 import base64
 import binascii
 import os
@@ -36,7 +38,7 @@ DEFAULT_FILE_NAME = "secret.key"
 _KEY_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
-class SecretKeyError(RuntimeError):
+class SecretKeyError(ErgonError, RuntimeError):
     """No usable key: none configured, a malformed key, or a key file others can read."""
 
 

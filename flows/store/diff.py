@@ -13,13 +13,15 @@ stored visits). Both functions are pure: they never change their arguments.
 
 from __future__ import annotations
 
+from flows.errors import ErgonError
+
 import copy
 from typing import Any
 
 OPS = ("add", "remove", "replace")
 
 
-class DiffError(ValueError):
+class DiffError(ErgonError, ValueError):
     """A diff does not fit the context it is applied to."""
 
 

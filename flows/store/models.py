@@ -6,8 +6,9 @@ Conventions, and why:
   row exists (Prefect task names, artifact keys, log lines) and ids sort nowhere in particular.
 * Datetimes are timezone-aware UTC (SQLModel's ``UTCDateTime``), also on SQLite.
 * JSON columns are ``JSON`` everywhere and ``JSONB`` on PostgreSQL (indexable, compact).
-* Status and kind columns are plain strings checked by :mod:`flows.store.repo`; the allowed
-  values are the tuples below, which the UI and CLI can import for their filters.
+* Status and kind columns are plain strings in the database, checked by :mod:`flows.store.repo`;
+  the allowed values are the ``Literal`` types below (code is typed with them) and the tuples of
+  the same values, which the UI and CLI import for their filters.
 * Indexes follow what the dashboard filters and sorts by: runs by status / definition /
   creation time (composite, so "failed runs, newest first" is one index range scan at 100k runs),
   visits by run and sequence, tasks by status and assignee.
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
@@ -29,15 +30,27 @@ from sqlmodel import Field, SQLModel
 #: JSON on every database, JSONB on PostgreSQL.
 JSONType = sa.JSON().with_variant(JSONB(), "postgresql")
 
-RUN_STATUSES = ("pending", "running", "paused", "completed", "failed", "crashed", "cancelled", "cancelling")
-RUN_TERMINAL = ("completed", "failed", "crashed", "cancelled")
-RUN_TRIGGERS = ("manual", "schedule", "webhook", "on_complete", "subprocess", "replay", "api")
-VISIT_STATUSES = ("running", "completed", "failed", "skipped", "paused", "cancelled")
-ARTIFACT_TYPES = ("markdown", "table", "json", "chart", "file")
-TASK_STATUSES = ("pending", "in_progress", "completed", "cancelled", "expired")
-TASK_OPEN = ("pending", "in_progress")
-TASK_CHANNELS = ("cli", "dashboard", "prefect", "api")
-TASK_ACTIONS = ("created", "claimed", "answered", "refused", "expired", "cancelled")
+#: The statuses and kinds the store's columns take. The ``Literal`` types are what code is typed
+#: with; the tuples (the same values, in order) are what filters and checks iterate over.
+RunStatus = Literal["pending", "running", "paused", "completed", "failed", "crashed", "cancelled", "cancelling"]
+RunTrigger = Literal["manual", "schedule", "webhook", "on_complete", "subprocess", "replay", "api"]
+VisitStatus = Literal["running", "completed", "failed", "skipped", "paused", "cancelled"]
+ArtifactType = Literal["markdown", "table", "json", "chart", "file"]
+TaskStatus = Literal["pending", "in_progress", "completed", "cancelled", "expired"]
+TaskChannel = Literal["cli", "dashboard", "prefect", "api"]
+TaskAction = Literal["created", "claimed", "answered", "refused", "expired", "cancelled"]
+
+RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
+#: a run in one of these has ended: nothing will change it any more
+RUN_TERMINAL: tuple[RunStatus, ...] = ("completed", "failed", "crashed", "cancelled")
+RUN_TRIGGERS: tuple[RunTrigger, ...] = get_args(RunTrigger)
+VISIT_STATUSES: tuple[VisitStatus, ...] = get_args(VisitStatus)
+ARTIFACT_TYPES: tuple[ArtifactType, ...] = get_args(ArtifactType)
+TASK_STATUSES: tuple[TaskStatus, ...] = get_args(TaskStatus)
+#: a task in one of these can still be answered
+TASK_OPEN: tuple[TaskStatus, ...] = ("pending", "in_progress")
+TASK_CHANNELS: tuple[TaskChannel, ...] = get_args(TaskChannel)
+TASK_ACTIONS: tuple[TaskAction, ...] = get_args(TaskAction)
 
 
 def new_id() -> str:

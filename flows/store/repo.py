@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import SQLModel, func, insert, or_, select, update
 
+from flows.errors import ErgonError
 from flows.store.db import connection, session
 from flows.store.models import (
     ARTIFACT_TYPES,
@@ -59,7 +60,7 @@ _RUNS = Run.__table__
 _LLM_CALLS = LlmCall.__table__
 
 
-class StoreError(Exception):
+class StoreError(ErgonError):
     """A request the store refuses (unknown id, impossible state change, bad value)."""
 
 
@@ -722,6 +723,43 @@ def record_llm_call(
 
 def llm_calls_for_run(run_id: str, *, visit_id: str | None = None) -> list[LlmCall]:
     return _calls(LlmCall, run_id, visit_id)
+
+
+def earlier_llm_answer(visit_id: str, cassette_key: str) -> tuple[str, str, bool, Any] | None:
+    """The answer an earlier, unfinished visit of the same node (same item and attempt) got to the
+    request with ``cassette_key`` — the n-th such answer when this visit already has n — as
+    (call id, model, offline, response); None when there is none.
+
+    On the path of every model call of a resumed run, and nearly always empty: one query finds
+    the earlier unfinished visits first."""
+    from sqlalchemy import and_
+    from sqlalchemy.orm import aliased
+
+    visits, calls = NodeVisit.__table__, LlmCall.__table__
+    this = aliased(visits)
+    answered = and_(calls.c.cassette_key == cassette_key, calls.c.error.is_(None))
+    with connection() as conn:
+        earlier = conn.execute(
+            select(visits.c.id).join(this, this.c.id == visit_id)
+            .where(visits.c.run_id == this.c.run_id, visits.c.node_id == this.c.node_id,
+                   visits.c.attempt == this.c.attempt, visits.c.status != "completed",
+                   visits.c.sequence < this.c.sequence, visits.c.item_key.is_not_distinct_from(this.c.item_key))
+            .order_by(visits.c.sequence.desc())
+        ).scalars().all()
+        if not earlier:
+            return None
+        done_here = conn.execute(
+            select(func.count()).select_from(calls).where(calls.c.visit_id == visit_id, answered)
+        ).scalar_one()
+        for earlier_id in earlier:
+            rows = conn.execute(
+                select(calls.c.id, calls.c.model, calls.c.offline, calls.c.response)
+                .where(calls.c.visit_id == earlier_id, answered).order_by(calls.c.created_at, calls.c.id)
+            ).all()
+            if len(rows) > done_here:
+                row = rows[done_here]
+                return row.id, row.model, row.offline, row.response
+    return None
 
 
 def record_tool_call(

@@ -3,7 +3,7 @@
 This module holds the deterministic helpers and imports the other built-in modules, so that
 importing it registers every built-in: :mod:`~flows.tools.builtins_agent` (think, plan,
 update_plan, artifacts), :mod:`~flows.tools.builtins_documents` (document store) and
-:mod:`~flows.tools.http` (http_request). ``ask_user`` belongs to human tasks. ``set_context``
+:mod:`~flows.tools.http` (http_request), :mod:`~flows.tools.builtins_human` (ask_user). ``set_context``
 is not a tool function: the engine applies its ``updates`` envelope itself
 (``flows.runtime.bodies``).
 """
@@ -39,6 +39,4 @@ async def sleep(seconds: float = 1.0) -> dict:
 
 
 # Registered on import (kept at the end: they import `tool` from the package, like this module).
-from flows.tools import builtins_agent, builtins_documents, http  # noqa: E402,F401
-# `ask_user` lives with the human-task machinery it shares (it pauses the run).
-from flows.runtime import human  # noqa: E402,F401
+from flows.tools import builtins_agent, builtins_documents, builtins_human, http  # noqa: E402,F401

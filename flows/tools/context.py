@@ -1,7 +1,7 @@
 """Who is calling a tool: the run and visit a tool call belongs to (a context variable).
 
 The engine sets it around every tool call (tool nodes and agent tool loops) so that built-in
-tools that touch the store (artifacts, documents, ask_user) and the tool-call records know
+tools that touch the store (artifacts, documents) or ask a person (ask_user) and the tool-call records know
 their run without every tool signature carrying it.
 """
 
@@ -23,8 +23,9 @@ class ToolContext:
     record_calls: bool = True
     #: who the agents' `ask_user` tool assigns its questions to (the node's `ask_user:` setting)
     assignee: str | None = None
-    #: the engine's progress listener, so a question shows up like a human task node
-    listener: Any = None
+    #: how the agents' `ask_user` tool asks a person: ``ask(node_id=, title=, description=,
+    #: assignee=, fields=)`` → (task, answer), set by the agent body (None outside an agent)
+    ask: Any = None
 
 
 CURRENT: contextvars.ContextVar[ToolContext] = contextvars.ContextVar("ergon_tool_context", default=ToolContext())

@@ -5,7 +5,7 @@ schema, a private address for ``http_request``, a tool server's error answer). I
 
 :class:`ToolFailed` wraps an exception raised by a tool's own code. Retry policies select errors
 by class name (``retry_on: [TimeoutError]``, checked over the exception's MRO in
-``flows.backend``), so the wrapper must not hide the original type: :func:`wrap_failure` builds,
+``flows.prefect.executor``), so the wrapper must not hide the original type: :func:`wrap_failure` builds,
 once per original class, a subclass of *both* ToolFailed and that class, named like it. The
 result is a ToolError (callers catch one thing) and ``isinstance(err, TimeoutError)`` still
 holds. The original is kept as ``__cause__`` and ``.original``. When the two classes cannot be
@@ -17,8 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from flows.errors import ErgonError
 
-class ToolError(Exception):
+
+class ToolError(ErgonError):
     """A tool call Ergon refused or that failed; ``tool`` names the tool."""
 
     def __init__(self, tool: str, message: str):

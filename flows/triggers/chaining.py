@@ -5,7 +5,7 @@ after the run's end is recorded), so chains work under ``ergon run``, ``ergon se
 Prefect worker alike — nothing has to be listening. For each ``on_complete`` trigger naming A
 (enabled, not paused), when the run ended ``completed`` and its outcome (the final node) is in
 ``outcomes`` (if given), the waiting definition is started in the background with
-:func:`flows.launch.start_detached`: inputs = the trigger's ``input``, then each ``map`` field
+:func:`flows.runs.start_detached`: inputs = the trigger's ``input``, then each ``map`` field
 rendered from A's final context with the compiler's sandboxed Jinja renderer (a single
 ``{{ expr }}`` keeps its type), trigger ``on_complete``, ``started_by`` = the trigger's
 ``as_user``.
@@ -100,7 +100,7 @@ def dispatch(*, definition: str, run_id: str, status: str, outcome: str | None, 
 
 
 def _start(ref: TriggerRef, context: dict[str, Any], depth: int, source_run_id: str) -> str:
-    from flows.launch import start_detached
+    from flows.runs import start_detached
     from flows.store import repo
     from flows.store.models import utcnow
 

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from flows.triggers.refs import SCHEDULE_KINDS, TriggerRef, all_refs, find, schedule_slug
-from flows.triggers.schedules import describe, full_deployment_name
+from flows.triggers.schedules import describe
 
 
 @dataclass
@@ -55,7 +55,12 @@ def rows(catalog: Any = None, *, ask_prefect: bool = True) -> list[ScheduleRow]:
 
     refs = all_refs(_catalog(catalog))
     states = {(s.definition_name, s.trigger_index): s for s in repo.list_trigger_states()}
-    upcoming = _next_runs({r.definition for r in refs if r.kind in SCHEDULE_KINDS}) if ask_prefect else {}
+    wanted = {r.definition for r in refs if r.kind in SCHEDULE_KINDS}
+    upcoming: dict[tuple[str, str], datetime] = {}
+    if ask_prefect and wanted and _prefect_up():
+        from flows.prefect.schedules import next_scheduled_runs
+
+        upcoming = next_scheduled_runs(wanted)
     out = []
     for ref in refs:
         state = states.get((ref.definition, ref.index))
@@ -70,49 +75,12 @@ def rows(catalog: Any = None, *, ask_prefect: bool = True) -> list[ScheduleRow]:
     return out
 
 
-def _next_runs(definitions: set[str]) -> dict[tuple[str, str], datetime]:
-    """Earliest Scheduled flow run per (definition, schedule slug), from Prefect (empty when the
-    server is not reachable or nothing is deployed)."""
-    if not definitions or not _prefect_up():
-        return {}
-    try:
-        from prefect.client.orchestration import get_client
-        from prefect.client.schemas.filters import (
-            DeploymentFilter, DeploymentFilterName, FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType,
-        )
-        from prefect.client.schemas.objects import StateType
-        from prefect.client.schemas.sorting import FlowRunSort
-
-        from flows.triggers.schedules import deployment_name
-
-        with get_client(sync_client=True) as client:
-            runs = client.read_flow_runs(
-                deployment_filter=DeploymentFilter(name=DeploymentFilterName(any_=[deployment_name(d) for d in definitions])),
-                flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.SCHEDULED]))),
-                sort=FlowRunSort.EXPECTED_START_TIME_ASC, limit=200,
-            )
-            names = {}
-            out: dict[tuple[str, str], datetime] = {}
-            for run in runs:
-                created = run.created_by
-                if created is None or str(created.type).upper() != "SCHEDULE":
-                    continue
-                if run.flow_id not in names:
-                    names[run.flow_id] = client.read_flow(run.flow_id).name
-                key = (names[run.flow_id], created.display_value)
-                if key not in out and run.expected_start_time:
-                    out[key] = run.expected_start_time
-            return out
-    except Exception:  # no server / no deployment: the list still shows the store's view
-        return {}
-
-
 def _prefect_up() -> bool:
     """Whether the Prefect API answers now (a down server must not stall the list for minutes
     of client retries)."""
     import os
 
-    from flows.server import healthy
+    from flows.prefect.server import healthy
 
     url = os.environ.get("PREFECT_API_URL")
     return bool(url) and healthy(url, timeout=2.0)
@@ -127,48 +95,15 @@ def set_paused(name: str, paused: bool, catalog: Any = None) -> list[TriggerRef]
         repo.upsert_trigger_state(ref.definition, ref.index, kind=ref.kind, paused=paused, created_by=ref.trigger.as_user)
     scheduled = [r for r in refs if r.kind in SCHEDULE_KINDS]
     if scheduled and _prefect_up():  # otherwise `ergon serve` applies the store's flag when it starts
-        _set_prefect_active(scheduled, active=not paused)
+        from flows.prefect.schedules import set_schedules_active
+
+        set_schedules_active(scheduled, active=not paused)
     return refs
-
-
-def _set_prefect_active(refs: list[TriggerRef], *, active: bool) -> None:
-    """Mirror a pause in Prefect (no deployment yet: ``ergon serve`` applies the flag when it starts)."""
-    from prefect.client.orchestration import get_client
-    from prefect.exceptions import ObjectNotFound
-
-    with get_client(sync_client=True) as client:
-        by_definition: dict[str, list[TriggerRef]] = {}
-        for ref in refs:
-            by_definition.setdefault(ref.definition, []).append(ref)
-        for definition, group in by_definition.items():
-            try:
-                deployment = client.read_deployment_by_name(full_deployment_name(definition))
-            except ObjectNotFound:
-                continue
-            slugs = {schedule_slug(r.index): r for r in group}
-            for schedule in deployment.schedules:
-                ref = slugs.get(schedule.slug)
-                if ref is not None:
-                    client.update_deployment_schedule(deployment.id, schedule.id,
-                                                      active=active and bool(ref.trigger.enabled))
-
-
-def prefect_schedule_states(definition: str) -> dict[str, bool]:
-    """``{slug: active}`` of a definition's deployment schedules in Prefect ({} if not deployed)."""
-    from prefect.client.orchestration import get_client
-    from prefect.exceptions import ObjectNotFound
-
-    with get_client(sync_client=True) as client:
-        try:
-            deployment = client.read_deployment_by_name(full_deployment_name(definition))
-        except ObjectNotFound:
-            return {}
-        return {s.slug: s.active for s in deployment.schedules if s.slug}
 
 
 def run_now(name: str, catalog: Any = None) -> list[str]:
     """Start the definition of each trigger ``name`` designates now; returns the run ids."""
-    from flows.launch import start_detached
+    from flows.runs import start_detached
     from flows.store import repo
     from flows.store.models import utcnow
 

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from compiler.ir import Trigger
+from flows.errors import DefinitionError
 
 #: Who a trigger acts for when its ``as_user`` is not set.
 DEFAULT_USER = "ergon"
@@ -80,7 +81,7 @@ def all_refs(catalog: Any) -> list[TriggerRef]:
     return refs
 
 
-class UnknownTrigger(KeyError):
+class UnknownTrigger(DefinitionError, KeyError):
     """A trigger name that matches nothing; the message says what exists."""
 
     def __str__(self) -> str:

@@ -37,16 +37,16 @@ def backoff_delays(policy: Any) -> list[float]:
     return delays
 
 
-async def run_scheduled(plan: Any, params: dict[str, Any], request: Any,
-                        execute_once: Callable[[Any, dict[str, Any]], Awaitable[Any]]) -> Any:
-    """Run a schedule-started flow body: act for the trigger, record it, retry on failure."""
-    from prefect.runtime import flow_run
+async def run_scheduled(plan: Any, request: Any, prefect_id: str | None,
+                        execute_once: Callable[[], Awaitable[Any]]) -> Any:
+    """Run a schedule-started flow body: act for the trigger, record it, retry on failure.
 
+    ``request`` is the run's :class:`~flows.runs.request.RunRequest` (its ``schedule_slug`` names
+    the schedule), ``prefect_id`` the flow run, ``execute_once`` one execution of the body."""
     from flows.store import repo
     from flows.triggers.origin import scheduled_trigger
 
-    ref = scheduled_trigger(plan)
-    prefect_id = str(flow_run.id) if flow_run.id else None
+    ref = scheduled_trigger(plan, request.schedule_slug)
     if ref is not None:
         request.started_by = ref.acting_user
         request.trigger = "schedule"
@@ -58,7 +58,7 @@ async def run_scheduled(plan: Any, params: dict[str, Any], request: Any,
     delays = backoff_delays(ref.trigger.retry if ref is not None else None)
     for attempt in range(len(delays) + 1):
         try:
-            result = await execute_once(plan, params)
+            result = await execute_once()
         except Exception:
             if attempt >= len(delays):
                 raise

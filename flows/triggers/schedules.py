@@ -1,4 +1,4 @@
-"""Cron and interval triggers → Prefect schedules.
+"""Cron and interval triggers → Prefect schedules: the names and rules (no Prefect import).
 
 Decision: **one deployment per definition, one Prefect schedule per trigger**. Prefect 3.9
 schedules carry their own ``parameters`` (merged over the deployment's) and a ``slug``, so each
@@ -8,7 +8,9 @@ body reads (:mod:`flows.triggers.origin`) to act for the trigger's ``as_user`` a
 retry policy. One deployment also keeps Prefect's UI tidy (a definition = a flow = a deployment)
 and lets a schedule be paused alone (``active``) without touching the others.
 
-:func:`prefect_schedules` is shared by ``ergon serve`` and ``ergon deploy`` (``prefect.yaml``).
+:func:`flows.prefect.schedules.prefect_schedules` makes the Prefect objects; this module has the
+names and the parts of it that need no Prefect. It is shared by ``ergon serve`` and ``ergon
+deploy`` (``prefect.yaml``).
 Triggers with ``enabled: false`` — and triggers paused with ``ergon schedules pause`` when a
 ``paused`` set is given — become inactive schedules rather than disappearing, so resuming them is
 a flag change in Prefect, not a redeploy.
@@ -19,8 +21,6 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from compiler.schedule_syntax import interval_seconds
-from flows.triggers.refs import SCHEDULE_KINDS, schedule_slug, trigger_models
 
 #: Interval schedules count from a fixed anchor so that a restarted `serve` keeps the same ticks.
 INTERVAL_ANCHOR = dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc)
@@ -44,36 +44,6 @@ def flow_parameters(trigger: Any, accepted: set[str] | None) -> dict[str, Any]:
     Prefect would refuse — is applied by the flow body itself (:mod:`flows.triggers.retries`).
     """
     return {k: v for k, v in trigger.input.items() if accepted is None or k in accepted}
-
-
-def prefect_schedules(definition: Any, *, paused: set[int] | frozenset[int] = frozenset(),
-                      parameters: set[str] | None = None) -> list[Any]:
-    """``DeploymentScheduleCreate`` objects for the cron/interval triggers of ``definition``.
-
-    ``definition`` is a Plan (preferred), an IR definition, or a list of triggers. Each schedule
-    has slug ``trigger-<index>``, the trigger's ``input`` as parameters — only the flow's
-    parameters when they are known: from a Plan's input schema, or ``parameters`` — and is active
-    unless the trigger is disabled or its index is in ``paused``.
-    """
-    if parameters is None and isinstance(getattr(definition, "input_schema", None), dict):
-        parameters = set(definition.input_schema.get("properties", {}))
-    from prefect.client.schemas.actions import DeploymentScheduleCreate
-    from prefect.client.schemas.schedules import CronSchedule, IntervalSchedule
-
-    out = []
-    for index, trigger in enumerate(trigger_models(definition)):
-        if trigger.type not in SCHEDULE_KINDS:
-            continue
-        if trigger.type == "cron":
-            schedule: Any = CronSchedule(cron=trigger.cron, timezone=trigger.timezone or "UTC")
-        else:
-            schedule = IntervalSchedule(interval=dt.timedelta(seconds=interval_seconds(trigger.every)),
-                                        anchor_date=INTERVAL_ANCHOR)
-        out.append(DeploymentScheduleCreate(
-            schedule=schedule, active=bool(trigger.enabled) and index not in paused,
-            parameters=flow_parameters(trigger, parameters), slug=schedule_slug(index),
-        ))
-    return out
 
 
 def describe(trigger: Any) -> str:

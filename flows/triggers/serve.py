@@ -1,8 +1,9 @@
 """`ergon serve`: every triggered definition of the folder, from one local process.
 
 * Definitions with cron/interval triggers become Prefect deployments (one per definition, one
-  schedule per trigger — :mod:`flows.triggers.schedules`) served with Prefect's ``serve``. Their
-  entrypoint is the module attribute ``flows.deployments.flow_<name>`` (the same flows
+  schedule per trigger — :mod:`flows.triggers.schedules`) served with Prefect's ``serve``
+  (:mod:`flows.prefect.serve`). Their entrypoint is the module attribute
+  ``flows.prefect.deployments.flow_<name>`` (the same flows
   ``ergon deploy`` gives workers); the runner starts each scheduled run in its own subprocess,
   which imports that attribute and compiles the definition from the folder.
 * ``pause_on_shutdown=False``: stopping serve (Ctrl-C, SIGTERM) leaves the schedules active in
@@ -72,29 +73,6 @@ def pin_environment() -> None:
     os.environ["ERGON_HOME"] = str(ergon_home())
 
 
-def runner_deployments(plan: ServePlan, catalog: Any) -> list[Any]:
-    """One Prefect ``RunnerDeployment`` per definition with schedules (paused triggers inactive)."""
-    from prefect.types.entrypoint import EntrypointType
-
-    import flows.deployments as entries
-    from flows.store import repo
-    from flows.triggers.schedules import deployment_name, prefect_schedules
-
-    out = []
-    for definition, refs in sorted(plan.scheduled.items()):
-        for ref in refs:  # the list shows every served trigger, even before its first run
-            repo.upsert_trigger_state(ref.definition, ref.index, kind=ref.kind, created_by=ref.trigger.as_user)
-        paused = {s.trigger_index for s in repo.list_trigger_states(definition) if s.paused}
-        flow = getattr(entries, entries.entry_attribute(definition))
-        out.append(flow.to_deployment(
-            name=deployment_name(definition),
-            schedules=prefect_schedules(catalog.compile(definition).plan, paused=paused),
-            entrypoint_type=EntrypointType.MODULE_PATH,  # `flows.deployments.flow_<name>`: importable from anywhere
-            tags=["ergon", "served"],
-        ))
-    return out
-
-
 def serve_forever(plan: ServePlan, catalog: Any, *, webhook_port: int, on_ready: Any = None, limit: int | None = None) -> None:
     """Run the webhook server and the Prefect runner until interrupted (blocks)."""
     from flows.triggers.webhooks import WebhookServer
@@ -102,13 +80,17 @@ def serve_forever(plan: ServePlan, catalog: Any, *, webhook_port: int, on_ready:
     pin_environment()
     webhook_server = WebhookServer(plan.webhooks, port=webhook_port).start() if plan.webhooks else None
     try:
-        deployments = runner_deployments(plan, catalog)
+        deployments = []
+        if plan.scheduled:
+            from flows.prefect.serve import runner_deployments
+
+            deployments = runner_deployments(plan.scheduled, catalog)
         if on_ready is not None:
             on_ready(webhook_server, deployments)
         if deployments:
-            from prefect import serve
+            from flows.prefect.serve import serve_deployments
 
-            serve(*deployments, pause_on_shutdown=False, limit=limit, print_starting_message=False)
+            serve_deployments(deployments, limit=limit)
         else:
             threading.Event().wait()  # webhooks only: wait for Ctrl-C / SIGTERM
     finally:

@@ -18,7 +18,7 @@ path; ``409`` — the trigger is paused or disabled; ``400`` — the body is not
 
 The JSON body (an object; empty = ``{}``) is merged **over** the trigger's ``input``: the
 trigger's values are defaults the caller may override. The run records trigger ``webhook`` and
-``started_by`` = the trigger's ``as_user``. It is started with :func:`flows.launch.start_detached`,
+``started_by`` = the trigger's ``as_user``. It is started with :func:`flows.runs.start_detached`,
 so the answer does not wait for the run, and the run survives the server.
 
 The standard library's threading HTTP server is enough here: requests are few and each does a
@@ -97,7 +97,7 @@ def _reveal(name: str) -> str:
 
 
 def _start(ref: TriggerRef, inputs: dict[str, Any]) -> str:
-    from flows.launch import start_detached
+    from flows.runs import start_detached
 
     return start_detached(ref.definition, inputs, started_by=ref.acting_user, trigger="webhook")
 
@@ -139,7 +139,7 @@ class WebhookServer:
     # ------------------------------------------------------------------ one request
     def handle(self, path: str, headers: Any, body: bytes) -> tuple[int, dict[str, Any]]:
         """(HTTP status, JSON answer) for a POST of ``body`` to ``path``."""
-        from flows.launch import StartRefused
+        from flows.runs import StartRefused
 
         ref = self.routes.get(_norm(path))
         if ref is None:

@@ -31,6 +31,7 @@ from compiler import CompileError, Diagnostic
 from compiler.errors import did_you_mean
 from compiler.plan import RUNNABLE_KINDS
 from flows.catalog import Catalog, Compiled, DefinitionNotFound
+from flows.errors import DefinitionError
 from flows.versions.breaking import Break, breaking_runs
 from flows.versions.diff import StructuralDiff, diff_contents, diff_plans
 
@@ -41,11 +42,11 @@ __all__ = [
 ]
 
 
-class VersionNotFound(LookupError):
+class VersionNotFound(DefinitionError, LookupError):
     """The definition has no published version of that number (or none at all)."""
 
 
-class PublishRefused(Exception):
+class PublishRefused(DefinitionError):
     """Publishing was refused: compile errors, or breaking changes under ``strict``."""
 
     def __init__(self, message: str, *, diagnostics: list[Diagnostic] | None = None,

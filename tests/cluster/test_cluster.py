@@ -84,7 +84,7 @@ def _create_database(name: str) -> str:
 @pytest.fixture
 def cluster(tmp_path, definitions, monkeypatch):
     """A Prefect server on PostgreSQL and an Ergon store on PostgreSQL; yields the shared env."""
-    from flows import server
+    from flows.prefect import server
     from flows.store import db
 
     suffix = uuid.uuid4().hex[:8]

@@ -80,42 +80,6 @@ def test_ir_fields_and_bad_defaults():
     assert humans.validate_answer(bad, {})[1] == ["n: expected a whole number, got 'seven' (the field's default)"]
 
 
-def test_run_input_model_schema():
-    from prefect.input import RunInput
-
-    model = humans.run_input_model(FIELDS, "legal_review")
-    assert issubclass(model, RunInput)
-    schema = model.model_json_schema(by_alias=True)
-    props = schema["properties"]
-    assert schema["required"] == ["decision"]
-    assert schema["additionalProperties"] is False
-    assert props["decision"]["enum"] == ["approve", "reject"] and props["decision"]["description"] == "Decision"
-    assert props["notes"]["description"] == "Notes — Shown to the requester" and props["notes"]["type"] == "string"
-    assert props["urgent"]["type"] == "boolean" and props["urgent"]["default"] is False
-    assert props["amount"]["type"] == "number" and props["amount"]["default"] == 10.0
-    assert {"type": "integer"} in props["copies"]["anyOf"] and props["copies"]["default"] is None
-    # what Prefect's form produces equals what validate_answer produces
-    instance = model.model_validate({"decision": "approve"})
-    assert humans.input_to_answer(instance) == humans.validate_answer(FIELDS, {"decision": "approve"})[0]
-    with pytest.raises(Exception):
-        model.model_validate({"decision": "maybe"})
-    with pytest.raises(Exception):
-        model.model_validate({"decision": "approve", "extra": 1})
-
-
-def test_run_input_model_odd_names_and_description():
-    fields = [{"name": "my-field", "type": "string", "required": True}, {"name": "json", "type": "boolean"},
-              {"name": "_x", "type": "number"}]
-    model = humans.run_input_model(fields, "3 odd node", description="**Approve?**")
-    schema = model.model_json_schema(by_alias=True)
-    assert set(schema["properties"]) == {"my-field", "json", "_x"} and schema["required"] == ["my-field"]
-    assert model._description == "**Approve?**"
-    instance = model.model_validate({"my-field": "v", "json": True, "_x": 1})
-    assert humans.input_to_answer(instance) == {"my-field": "v", "json": True, "_x": 1.0}
-    with pytest.raises(ValueError, match="no options"):
-        humans.run_input_model([{"name": "s", "type": "select"}], "x")
-
-
 def test_pause_key_unique_per_visit_and_prefect_safe():
     assert humans.pause_key("review", 3) == "review-3"
     keys = {humans.pause_key(n, s) for n in ("legal_review", "legal-review", "Legal_Review") for s in (1, 2)}

@@ -147,7 +147,7 @@ def test_prefect_retrying_the_flow_run_continues_from_the_checkpoint(prefect_api
     Prefect flow-run id, and does not repeat a completed visit."""
     import asyncio
 
-    from flows.backend import build_flow
+    from flows.prefect.build import build_flow
     from flows.catalog import Catalog
     from flows.store import repo
 

@@ -26,8 +26,8 @@ CASES = {
 @pytest.mark.parametrize("name", list(CASES))
 def test_example_runs_on_the_offline_model(name, prefect_api, store, monkeypatch):
     from flows.catalog import Catalog
-    from flows.cli.inputs import validate_inputs
-    from flows.cli.runs import execute_run
+    from flows import runs
+    from flows.runs.inputs import validate_inputs
     from flows.llm.offline import example_for_schema
 
     monkeypatch.setenv("ERGON_DEFINITIONS", str(DEFINITIONS))
@@ -39,7 +39,7 @@ def test_example_runs_on_the_offline_model(name, prefect_api, store, monkeypatch
         schema = compiled.plan.input_schema
         inputs = {k: v for k, v in example_for_schema(schema, seed=name).items() if k in schema.get("required", [])}
     assert validate_inputs(compiled.plan, inputs) == []
-    result = execute_run(compiled, inputs, catalog=catalog)
+    result = runs.start(compiled, inputs, catalog=catalog).to_dict()
     assert result["status"] == "completed", result
     if outcome:
         assert result["outcome"] == outcome

@@ -323,18 +323,30 @@ def test_nested_subprocesses_by_name_and_inline(run_def):
 
 
 def test_invalid_input_is_refused_before_running(run_def):
+    import asyncio
+
+    import pytest
+
+    from flows import runs
+    from flows.catalog import Catalog
+    from flows.prefect.build import build_flow
+    from flows.runs.inputs import validate_inputs
+    from flows.store import repo
+
     text = process("needs_x", {"x": "{type: integer}"}, """
   start: {type: tool, tool: noop, transitions: [{to: done}]}
   done: {type: final}
 """, required="x")
-    from flows.cli.inputs import validate_inputs
-    from flows.catalog import Catalog
-
-    result = run_def({"n.yaml": text}, "needs_x", {"x": "seven"})
-    assert result["status"] == "failed" and "invalid parameters" in result["error"]
+    with pytest.raises(runs.StartRefused) as refused:  # the run owner checks the inputs once, first
+        run_def({"n.yaml": text}, "needs_x", {"x": "seven"})
+    assert [(p.path, p.code) for p in refused.value.problems] == [("x", "invalid-input")]
+    assert repo.list_runs(definition="needs_x")[1] == 0, "nothing was recorded"
     plan = Catalog.load().compile("needs_x").plan
     problems = validate_inputs(plan, {"x": "seven", "y": 1})
     assert {p.path for p in problems} == {"x", "y"}
+    # a flow run Prefect starts with a bad parameter (its UI, a deployment) is refused by Prefect
+    state = asyncio.run(build_flow(plan)(x="seven", return_state=True))
+    assert state.is_failed() and "invalid parameters" in state.message.lower()
 
 
 def test_prefect_records_carry_node_names(run_def, prefect_api):

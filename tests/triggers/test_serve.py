@@ -120,7 +120,7 @@ def test_interval_schedule_runs_as_its_trigger(served):
 
 def test_failed_scheduled_run_is_retried_from_its_checkpoint(served):
     from flows.store import repo
-    from flows.triggers.control import prefect_schedule_states
+    from flows.prefect.schedules import prefect_schedule_states
 
     first = wait_for(lambda: (rs := runs_of("retried")) and rs[0].status == "completed" and rs[0], 150,
                      "the first `retried` run to complete after its retry")
@@ -153,7 +153,7 @@ def test_schedules_list_shows_next_and_last_runs(served):
 def test_pause_and_resume_go_through_prefect(served):
     import subprocess
 
-    from flows.triggers.control import prefect_schedule_states
+    from flows.prefect.schedules import prefect_schedule_states
 
     def cli(*args):
         proc = subprocess.run(ERGON + ["schedules", *args], env=served.env, capture_output=True, text=True, timeout=120)
@@ -255,7 +255,7 @@ def test_cron_schedule_fires(served):
 
 
 def test_stopping_serve_leaves_schedules_active(served):
-    from flows.triggers.control import prefect_schedule_states
+    from flows.prefect.schedules import prefect_schedule_states
 
     assert served.stop() == 0, served.log.read_text()[-2000:]
     assert "stopped; schedules left active" in served.log.read_text()

@@ -83,7 +83,7 @@ def test_valid_triggers_pass():
 
 def test_prefect_schedules_one_per_trigger_with_slug_parameters_and_pauses():
     from flows.catalog import Catalog
-    from flows.triggers.schedules import prefect_schedules
+    from flows.prefect.schedules import prefect_schedules
 
     ws = workspace_from_texts({"a.yaml": BASE.format(name="a", triggers="""
   - {type: cron, cron: "0 9 * * 1-5", timezone: Europe/Paris, input: {x: hi}}

@@ -130,7 +130,7 @@ def nav(page, name: str):
 
 
 def test_approver_answers_in_the_inbox_and_the_run_completes(server, page):
-    from flows.launch import start_detached
+    from flows.runs import start_detached
     from flows.store import repo
 
     run_id = start_detached("review", {"party": "ACME"}, started_by="starter")
@@ -197,7 +197,7 @@ def _graph(page) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
 
 
 def test_run_page_graph_shows_the_executed_route(server, page):
-    from flows.launch import start_detached
+    from flows.runs import start_detached
     from flows.store import repo
 
     run_id = start_detached("boom", {}, started_by="starter")  # a real run, in the background

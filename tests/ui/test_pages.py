@@ -169,7 +169,7 @@ def test_paused_run_page_cancel_and_replay(make_app, runs):
     repo.set_run_status(replay.id, "cancelled")  # no one will answer the replay's task
 
     _button(at, "Cancel").click().run()
-    # flows.cancel decides: a fresh heartbeat means a process waits for the answer and ends the run
+    # flows.runs.cancel decides: a fresh heartbeat means a process waits for the answer and ends the run
     assert repo.get_run(runs["paused"]).status in ("cancelling", "cancelled")
     assert repo.get_task(runs["task"]).status == "cancelled", "a cancelled run's task closes"
 

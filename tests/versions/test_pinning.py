@@ -31,7 +31,7 @@ def test_run_version_n_runs_the_published_content_and_records_its_number(prefect
                                                                           run_def, monkeypatch):
     from flows import versions
     from flows.catalog import Catalog
-    from flows.cli.runs import execute_run
+    from flows import runs
     from flows.store import repo
 
     monkeypatch.setenv("ERGON_USER", "lea")
@@ -59,7 +59,7 @@ def test_run_version_n_runs_the_published_content_and_records_its_number(prefect
 
     (definitions / "stamped.yaml").write_text(STAMP.format(label="three"))
     deployed = versions.resolve_for_deployment("stamped", 1)
-    ran = execute_run(deployed, {}, catalog=Catalog.load(), definition_version=deployed.version)
+    ran = runs.start(deployed, {}, catalog=Catalog.load(), version=deployed.version).to_dict()
     assert ran["context"]["label"] == "one" and repo.get_run(ran["run_id"]).definition_version == 1
 
     missing = subprocess.run([sys.executable, "-m", "flows.cli", "run", "stamped", "--version", "9"],
@@ -68,11 +68,11 @@ def test_run_version_n_runs_the_published_content_and_records_its_number(prefect
 
 
 def test_a_background_start_of_a_version_runs_that_version(prefect_api, store, definitions, monkeypatch):
-    """What the dashboard's replay does for a run of a published version (flows.launch)."""
+    """What the dashboard's replay does for a run of a published version (flows.runs.replay)."""
     import time
 
     from flows import versions
-    from flows.launch import StartRefused, start_detached
+    from flows.runs import StartRefused, start_detached
     from flows.store import repo
 
     monkeypatch.setenv("ERGON_DEFINITIONS", str(definitions))

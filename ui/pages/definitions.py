@@ -3,7 +3,7 @@ graph, and a start-run form generated from its ``context.schema``.
 
 The diagnostics are ``ergon check``'s (the whole folder is checked so references resolve).
 The form has one widget per run input (types, enums, required marks, descriptions); a start
-goes through :func:`flows.launch.start_detached`, which validates the inputs like ``ergon run``
+goes through :func:`flows.runs.start_detached`, which validates the inputs like ``ergon run``
 and refuses an invalid start before any run is recorded.
 """
 
@@ -17,7 +17,8 @@ from compiler import CompileError
 from compiler.plan import RUNNABLE_KINDS
 from compiler.render import render_dot
 from flows.store import queries, repo
-from ui import actions, auth, forms, nav
+from flows import runs
+from ui import auth, forms, nav
 from ui import catalog as cat
 from ui import format as fmt
 
@@ -96,14 +97,12 @@ with start:
         inputs, problems = forms.schema_inputs(plan.input_schema, plan.context_initial, key=f"input:{name}")
         submitted = st.form_submit_button("Start run", type="primary", disabled=user is None)
     if submitted and user is not None:
-        from flows.launch import StartRefused
-
         if problems:
             st.error("Not started:\n\n" + "\n".join(f"- {p}" for p in problems))
         else:
             try:
-                st.session_state[f"_started:{name}"] = actions.start(name, inputs, user)
-            except StartRefused as exc:
+                st.session_state[f"_started:{name}"] = runs.start_detached(name, inputs, started_by=user, trigger="manual")
+            except runs.StartRefused as exc:
                 st.error("Not started: the inputs do not fit the definition.\n\n"
                          + "\n".join(f"- {p.path + ': ' if p.path else ''}{p.message}" + (f" ({p.hint})" if p.hint else "")
                                      for p in exc.problems))

@@ -18,7 +18,8 @@ import yaml
 
 from compiler.render import render_dot
 from flows.store import queries, repo
-from ui import actions, auth, nav
+from flows import runs
+from ui import auth, nav
 from ui import catalog as cat
 from ui import format as fmt
 from ui.artifact_view import show as show_artifact
@@ -104,26 +105,26 @@ def _actions(run: Any) -> None:
         auth.require_user(f"{pressed} runs")
         return
     if pressed == "resume":
-        actions.resume(run, user)
+        try:
+            runs.resume_detached(run, user)
+        except runs.ResumeRefused as exc:
+            st.warning(str(exc))
+            return
         _watch()
         st.success("Resuming: the run continues after its last completed node.")
     elif pressed == "cancel":
-        from flows.cancel import AlreadyEnded
-
         try:
-            status = actions.cancel(run.id, user)
-        except AlreadyEnded as exc:
+            status = runs.cancel(run.id, actor=user)
+        except runs.AlreadyEnded as exc:
             st.warning(str(exc))
         else:
             _watch()
             st.success("Cancel requested: the run stops before its next node." if status == "cancelling"
                        else "Cancelled.")
     elif pressed == "replay":
-        from flows.launch import StartRefused
-
         try:
-            new_id = actions.replay(run, user)
-        except StartRefused as exc:
+            new_id = runs.replay(run, user)
+        except runs.StartRefused as exc:
             st.error("The replay was refused:\n\n" + "\n".join(f"- {p.message}" for p in exc.problems))
         else:
             st.session_state[f"_replayed_{run.id}"] = new_id

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from flows.launch import StartRefused
+from flows.runs import StartRefused
 from flows.triggers import control
 from flows.triggers.refs import SCHEDULE_KINDS, UnknownTrigger
 from ui import auth, nav

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from flows.errors import RunError
 from flows.store import repo
 from flows.store.models import RUN_TERMINAL, TASK_OPEN, utcnow
 
@@ -24,11 +25,11 @@ from flows.store.models import RUN_TERMINAL, TASK_OPEN, utcnow
 WAITING_HEARTBEAT = timedelta(seconds=45)
 
 
-class AlreadyEnded(ValueError):
+class AlreadyEnded(RunError):
     """The run already ended; there is nothing to cancel."""
 
 
-def cancel_run(run_id: str, *, actor: str | None = None) -> str:
+def cancel(run_id: str, *, actor: str | None = None) -> str:
     """Cancel ``run_id``; return its new status (``cancelling`` or ``cancelled``)."""
     run = repo.require_run(run_id)
     if run.status in RUN_TERMINAL:
@@ -39,7 +40,10 @@ def cancel_run(run_id: str, *, actor: str | None = None) -> str:
                 repo.close_task(task.id, "cancelled", actor=actor, reason="the run was cancelled")
         if _process_waiting(run):
             return repo.set_run_status(run_id, "cancelling").status
-        _cancel_prefect_flow_run(run.prefect_flow_run_id)
+        if run.prefect_flow_run_id:
+            from flows.prefect.cancel import cancel_flow_run
+
+            cancel_flow_run(run.prefect_flow_run_id)
         return repo.set_run_status(run_id, "cancelled", error=f"cancelled by {actor or 'someone'} while paused").status
     if run.status in ("running", "cancelling"):
         return repo.set_run_status(run_id, "cancelling").status
@@ -49,19 +53,3 @@ def cancel_run(run_id: str, *, actor: str | None = None) -> str:
 def _process_waiting(run) -> bool:
     last = run.heartbeat_at
     return last is not None and utcnow() - last < WAITING_HEARTBEAT
-
-
-def _cancel_prefect_flow_run(flow_run_id: str | None) -> None:
-    """Move the Prefect flow run to Cancelled (forced: a paused/suspended run accepts nothing else)."""
-    if not flow_run_id:
-        return
-    from flows.server import ensure_api_url
-    from flows.settings import configure_prefect_env
-
-    configure_prefect_env()
-    ensure_api_url()
-    from prefect import get_client
-    from prefect.states import Cancelled
-
-    with get_client(sync_client=True) as client:
-        client.set_flow_run_state(flow_run_id, Cancelled(message="cancelled in Ergon"), force=True)

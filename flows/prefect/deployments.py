@@ -1,7 +1,7 @@
 """Deployment entrypoints: one compiled Prefect flow per definition, as an attribute of this module.
 
 A Prefect worker (or ``prefect deploy``) imports a deployment's entrypoint
-``flows/deployments.py:<attribute>`` and runs the flow it finds there. The attributes do not
+``flows/prefect/deployments.py:<attribute>`` and runs the flow it finds there. The attributes do not
 exist until asked for: the module-level :func:`__getattr__` (PEP 562) reads the definitions
 folder, compiles the definition the attribute names, and caches its flow. So the same definitions
 run unchanged under any worker that shares the folder and the code — no generated Python.
@@ -13,16 +13,18 @@ Attribute names (:func:`entry_attribute`):
 * ``flow_<name>__v<N>`` — its published version ``N``, pinned at deploy time: the run executes
   that content whatever the folder holds now.
 
-The flows built here differ from :func:`flows.backend.build_flow` in one way: their body tells
-the engine how it was started (trigger ``schedule`` for runs Prefect's scheduler created, ``api``
-otherwise), pins the executed content as the run's snapshot and records the published version.
-Everything else — typed parameters, the ``__qualname__`` set to the attribute name (Prefect
-derives entrypoints from it), find-or-create of the Ergon run by Prefect flow-run id, so a
-re-entered flow body (a suspended run resumed, a retried run) continues from its checkpoint — is
-the backend's.
+The flows built here differ from :func:`flows.prefect.build.build_flow` in one way: their body
+tells the engine how it was started (trigger ``schedule`` for runs Prefect's scheduler created,
+``api`` otherwise), pins the executed content as the run's snapshot and records the published
+version. Everything else — typed parameters, the ``__qualname__`` set to the attribute name
+(Prefect derives entrypoints from it), find-or-create of the Ergon run by Prefect flow-run id, so
+a re-entered flow body (a suspended run resumed, a retried run) continues from its checkpoint —
+is the same. The body function is defined in this module on purpose: Prefect's ``serve()`` takes
+a flow's entrypoint from the module its function is defined in.
 
 :func:`deployment_entry` builds the ``prefect.yaml`` entry of a definition (see
-:mod:`flows.cli.deploy`).
+:mod:`flows.cli.deploy`); :func:`ensure_work_pool` and :func:`register_deployments` make Prefect
+know them.
 """
 
 from __future__ import annotations
@@ -31,10 +33,17 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from prefect.runtime import flow_run
+
+from flows.prefect.build import as_flow, attribute_name, run_body
+from flows.prefect.schedules import prefect_schedules, schedule_slug_of_current_run
+from flows.runs.request import RunRequest
+from flows.store import db, repo
+
 #: The work pool deployments go to unless ``--work-pool`` says otherwise.
 DEFAULT_WORK_POOL = "ergon"
 #: Where deployments point: this file, relative to the project folder a worker runs from.
-ENTRYPOINT_FILE = "flows/deployments.py"
+ENTRYPOINT_FILE = "flows/prefect/deployments.py"
 _PINNED = re.compile(r"^(?P<base>flow_\w+?)__v(?P<version>\d+)$")
 _flows: dict[str, Any] = {}
 
@@ -49,8 +58,6 @@ class Target:
 
 def entry_attribute(name: str, version: int | None = None) -> str:
     """The attribute of this module that holds the flow of ``name`` (pinned to ``version``)."""
-    from flows.backend import attribute_name
-
     base = attribute_name(name)
     return base if version is None else f"{base}__v{version}"
 
@@ -81,7 +88,6 @@ def _build(attribute: str) -> Any:
 def _target(attribute: str, catalog: Any) -> Target:
     """The definition an attribute names (names are matched through the same mangling)."""
     from compiler.plan import RUNNABLE_KINDS
-    from flows.backend import attribute_name
 
     pinned = _PINNED.match(attribute)
     base, version = (pinned.group("base"), int(pinned.group("version"))) if pinned else (attribute, None)
@@ -108,64 +114,35 @@ def compile_target(target: Target, catalog: Any) -> Any:
 
 def deployment_flow(compiled: Any, attribute: str, *, catalog: Any, version: int | None = None) -> Any:
     """The Prefect flow a worker runs for ``compiled`` (see the module docstring)."""
-    from prefect import flow
-
-    from flows.backend import REQUEST, RunRequest, execute, flow_signature
-
     plan = compiled.plan
     content = compiled.content
 
     async def _entry(**params: Any) -> Any:
-        from flows.store import db, repo
-
         db.init_db()  # a worker's flow-run process starts with nothing set up (cheap when at head)
-        request = REQUEST.get()
-        if request is None:  # started by Prefect: a worker, a schedule, `run_deployment`, its UI
-            request = RunRequest(trigger=_trigger(), content_hash=repo.snapshot_definition(content), catalog=catalog)
-        token = REQUEST.set(request)
+        slug = schedule_slug_of_current_run()
+        request = RunRequest(trigger="schedule" if slug else "api", schedule_slug=slug,
+                             content_hash=repo.snapshot_definition(content), catalog=catalog)
         try:
-            return await execute(plan, params)
+            return await run_body(plan, params, request)
         finally:  # also when the run suspends (Prefect's Pause unwinds the body)
-            REQUEST.reset(token)
             if version is not None:
                 _record_version(version)
 
-    _entry.__signature__ = flow_signature(plan)  # type: ignore[attr-defined]
-    _entry.__name__ = attribute
-    _entry.__qualname__ = attribute  # Prefect derives entrypoints from it (a `<locals>` name crashes the run)
-    _entry.__doc__ = plan.description
-    return flow(_entry, name=plan.name, version=plan.version, description=plan.description,
-                validate_parameters=True, persist_result=False, log_prints=False)
+    return as_flow(_entry, plan, attribute)
 
 
 def _record_version(version: int) -> None:
     """The published version the run executed, on its store record."""
-    from prefect.runtime import flow_run
-
-    from flows.store import repo
-
     run = repo.get_run_by_prefect_id(str(flow_run.id)) if flow_run.id else None
     if run is not None and run.definition_version != version:
         repo.update_run(run.id, definition_version=version)
-
-
-def _trigger() -> str:
-    """``schedule`` when one of Prefect's schedules created the flow run, ``api`` otherwise.
-
-    A scheduled run then acts for its trigger's ``as_user`` and gets the trigger's retry policy
-    (:func:`flows.triggers.retries.run_scheduled`, which the flow body calls for it)."""
-    from flows.triggers.origin import schedule_slug_of_current_run
-
-    return "schedule" if schedule_slug_of_current_run() else "api"
 
 
 # --------------------------------------------------------------------------- prefect.yaml entries
 def schedule_entries(plan: Any) -> list[dict[str, Any]]:
     """The ``schedules:`` of a deployment from the definition's cron and interval triggers
     (the deployed content's own triggers — a pinned version's — through
-    :func:`flows.triggers.schedules.prefect_schedules`, which owns the trigger → schedule rules)."""
-    from flows.triggers.schedules import prefect_schedules
-
+    :func:`flows.prefect.schedules.prefect_schedules`, which owns the trigger → schedule rules)."""
     return [_schedule_dict(s) for s in prefect_schedules(plan)]
 
 
@@ -200,3 +177,20 @@ def deployment_entry(compiled: Any, *, version: int | None, work_pool: str) -> d
         "schedules": schedule_entries(plan),
         "enforce_parameter_schema": True,
     }
+
+
+def ensure_work_pool(name: str) -> tuple[bool, str]:
+    """Create ``name`` as a ``process`` work pool when it does not exist; (created, the pool's type)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.exceptions import ObjectNotFound
+    from prefect.workers.process import ProcessWorker
+
+    with get_client(sync_client=True) as client:
+        try:
+            pool = client.read_work_pool(name)
+        except ObjectNotFound:
+            client.create_work_pool(WorkPoolCreate(
+                name=name, type="process", base_job_template=ProcessWorker.get_default_base_job_template()))
+            return True, "process"
+    return False, pool.type

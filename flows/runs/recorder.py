@@ -1,6 +1,8 @@
-"""The engine's :class:`~flows.runtime.engine.Recorder`, writing Ergon's store.
+"""The engine's :class:`~flows.runtime.engine.Recorder`, writing Ergon's store: the run's one writer while it executes.
 
-One ``StoreRecorder`` per flow-run execution. :meth:`StoreRecorder.open` finds the run the flow
+One ``StoreRecorder`` per flow-run execution, made by :mod:`flows.runs.execution` and handed to
+the engine (as its recorder) and to the bodies (as their ``RunState`` port): while a run
+executes, nothing else writes its status. :meth:`StoreRecorder.open` finds the run the flow
 is executing — the one the caller created (``ergon run``, a parent flow, ``ergon runs resume``),
 or the run already linked to this Prefect flow run (Prefect retried the flow), or a new one (a
 deployment started it) — and reports whether it starts fresh or continues from a checkpoint.
@@ -15,7 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.plan import Plan, PlanNode
-from flows.runtime.bodies import ChildResult
+from flows.runs.request import RunRequest
+from flows.runtime.effects import ChildResult
 from flows.runtime.engine import VisitRecord
 from flows.store import repo
 from flows.store.diff import context_diff
@@ -38,7 +41,7 @@ class StoreRecorder:
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
-    def open(cls, plan: Plan, *, request: Any, prefect_flow_run_id: str | None, inputs: dict[str, Any],
+    def open(cls, plan: Plan, *, request: RunRequest, prefect_flow_run_id: str | None, inputs: dict[str, Any],
              host: str, pid: int) -> StoreRecorder:
         run = None
         if request.run_id:
@@ -47,7 +50,7 @@ class StoreRecorder:
             run = repo.get_run_by_prefect_id(prefect_flow_run_id)
         if run is None:
             run = repo.create_run(
-                plan.name, content_hash=request_content_hash(request, plan), inputs=inputs,
+                plan.name, content_hash=request.content_hash, inputs=inputs,
                 trigger=request.trigger, started_by=request.started_by, parent_run_id=request.parent_run_id,
                 parent_visit_id=request.parent_visit_id, prefect_flow_run_id=prefect_flow_run_id,
                 run_id=request.run_id,
@@ -71,6 +74,18 @@ class StoreRecorder:
 
     def heartbeat(self) -> None:
         repo.heartbeat(self.run_id)
+
+    # ------------------------------------------------------------------ RunState port (human tasks)
+    def status(self) -> str | None:
+        return repo.run_status(self.run_id)
+
+    def mark_paused(self) -> None:
+        if repo.run_status(self.run_id) == "running":
+            repo.set_run_status(self.run_id, "paused")
+
+    def mark_running_if_idle(self) -> None:
+        if repo.run_status(self.run_id) == "paused" and repo.open_tasks_count(self.run_id) == 0:
+            repo.set_run_status(self.run_id, "running")
 
     @staticmethod
     def child_result(parent_run_id: str, parent_visit_id: str | None, state: Any) -> ChildResult:
@@ -116,7 +131,3 @@ class StoreRecorder:
             self._status = repo.run_status(self.run_id) or self._status
         return self._status in ("cancelling", "cancelled")
 
-
-def request_content_hash(request: Any, plan: Plan) -> str | None:
-    """The snapshot the run pins (set by the caller that compiled the plan)."""
-    return getattr(request, "content_hash", None)

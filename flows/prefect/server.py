@@ -20,7 +20,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from flows.settings import PREFECT_DEFAULTS, prefect_home
+from flows.prefect.config import PREFECT_DEFAULTS
+from flows.settings import prefect_home
 
 DEFAULT_PORT = 4200
 START_TIMEOUT_SECONDS = 120

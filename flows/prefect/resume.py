@@ -19,15 +19,17 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from flows.errors import ErgonError
+
 #: How long to keep retrying while the waiting run is still on its way into the pause.
 SETTLE_SECONDS = 15.0
 _NOT_YET = ("not paused", "schema not found")
-#: Like Prefect's client (see flows.settings.PREFECT_DEFAULTS): retry these, this many times.
+#: Like Prefect's client (see flows.prefect.config.PREFECT_DEFAULTS): retry these, this many times.
 _RETRY_CODES = (429, 502, 503, 504)
 _RETRIES = 10
 
 
-class ResumeFailed(RuntimeError):
+class ResumeFailed(ErgonError):
     """Prefect refused to resume the run (the reason is Prefect's)."""
 
 
@@ -35,11 +37,9 @@ def resume_answered(task: Any) -> None:
     """Hand the task's answer to the paused Prefect flow run."""
     import httpx
 
-    from flows.server import ensure_api_url
-    from flows.settings import configure_prefect_env
+    from flows.prefect.server import ensure_api_url
     from flows.store import repo
 
-    configure_prefect_env()
     api = ensure_api_url().rstrip("/")
     waiting = task.prefect_flow_run_id  # the task's own subflow, or its run's flow run
     if not waiting:

@@ -1,0 +1,23 @@
+"""Prefect behind one boundary: the only package of Ergon that imports prefect.
+
+* :mod:`~flows.prefect.config`      — the Prefect settings Ergon runs with (applied on import of
+  this package, before any ``import prefect``).
+* :mod:`~flows.prefect.server`      — the local Prefect server used when ``PREFECT_API_URL`` is unset.
+* :mod:`~flows.prefect.build`       — Plan → Prefect flow (typed parameters), run in-process.
+* :mod:`~flows.prefect.executor`    — each node visit a Prefect task run with the node's retry policy.
+* :mod:`~flows.prefect.tagging`     — task-run tags without Prefect's per-task concurrency lease.
+* :mod:`~flows.prefect.pause`       — waiting for a person: pause, own subflow, suspension.
+* :mod:`~flows.prefect.resume`      — resuming a paused flow run with a task's answer (plain HTTP).
+* :mod:`~flows.prefect.cancel`      — cancelling a flow run.
+* :mod:`~flows.prefect.deployments` — deployment entrypoints, ``prefect.yaml`` entries, work pools.
+* :mod:`~flows.prefect.schedules`   — trigger schedules as Prefect schedules; reading and pausing them.
+* :mod:`~flows.prefect.serve`       — ``ergon serve``'s Prefect runner.
+
+The rest of Ergon reaches Prefect through the ports it defines (the engine's ``Executor``, the
+bodies' ``Pauses``) and through :mod:`flows.runs`, which starts runs on this package.
+``tests/test_layering.py`` proves the boundary in a fresh interpreter.
+"""
+
+from flows.prefect.config import configure_prefect_env
+
+configure_prefect_env()

@@ -1,0 +1,120 @@
+"""Plan → Prefect flow: one flow per definition, one task run per node visit.
+
+:func:`build_flow` makes the flow of a Plan — name = definition name, version = the Plan's content
+hash, typed keyword parameters from the Plan's input schema (a synthetic ``__signature__``, so
+Prefect's UI renders a form and validates), ``__qualname__`` set so deployments can import it.
+Flows are ``async``: sync flows pay a fixed ~1 s heartbeat join per run and per subflow.
+
+The flow's body is :func:`flows.runs.execution.execute`, Prefect-free, given a
+:class:`PrefectBackend` (this flow run's id, the task-run executor, the pause port, subflows).
+The :class:`~flows.runs.request.RunRequest` of a run started by the run owner is bound to the
+flow built for it; a flow Prefect starts by itself (a deployment, its UI) makes its own.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Literal
+
+import pydantic
+from prefect import Flow, flow
+from prefect.runtime import flow_run
+from prefect.states import Cancelled, Failed
+
+from compiler.plan import Plan
+from flows.prefect.executor import PrefectExecutor
+from flows.prefect.pause import PrefectPauses
+from flows.runs.execution import RunResult, execute
+from flows.runs.request import RunRequest
+
+_JSON_TO_PY: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
+
+
+def _annotation(prop: dict[str, Any]) -> Any:
+    if "enum" in prop and all(isinstance(v, (str, int, float, bool)) for v in prop["enum"]):
+        return Literal[tuple(prop["enum"])]  # type: ignore[misc]
+    kind = prop.get("type")
+    if isinstance(kind, list):
+        kinds = [k for k in kind if k != "null"]
+        base = _JSON_TO_PY.get(kinds[0], Any) if len(kinds) == 1 else Any
+        return base | None if "null" in kind else base
+    return _JSON_TO_PY.get(kind, Any)  # type: ignore[arg-type]
+
+
+def flow_signature(plan: Plan) -> inspect.Signature:
+    """Typed keyword-only parameters from the Plan's input schema (Prefect builds its form from it)."""
+    schema = plan.input_schema
+    required = set(schema.get("required", []))
+    params = []
+    for name, prop in schema.get("properties", {}).items():
+        if not name.isidentifier():
+            continue
+        ann = _annotation(prop if isinstance(prop, dict) else {})
+        if name in required:
+            default = pydantic.Field(..., description=prop.get("description"))
+        else:
+            default = pydantic.Field(prop.get("default"), description=prop.get("description"))
+            ann = ann | None if ann is not Any else Any
+        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=ann, default=default))
+    return inspect.Signature(params)
+
+
+def attribute_name(plan_name: str) -> str:
+    """The module attribute a compiled flow is published under (deployment entrypoints)."""
+    safe = "".join(c if c.isalnum() else "_" for c in plan_name)
+    return f"flow_{safe}"
+
+
+def as_flow(body: Any, plan: Plan, name: str) -> Flow:
+    """``body(**params)`` as the Prefect flow of ``plan``, importable as attribute ``name``."""
+    body.__signature__ = flow_signature(plan)
+    body.__name__ = name
+    body.__qualname__ = name  # Prefect derives entrypoints from it (a `<locals>` name crashes a deployment run)
+    body.__doc__ = plan.description
+    return flow(body, name=plan.name, version=plan.version, description=plan.description,
+                validate_parameters=True, persist_result=False, log_prints=False)
+
+
+def build_flow(plan: Plan, request: RunRequest | None = None) -> Flow:
+    """The Prefect flow of a Plan, executing ``request`` (None: a run Prefect started, trigger ``api``)."""
+
+    async def _entry(**params: Any) -> Any:
+        return await run_body(plan, params, request or RunRequest(trigger="api"))
+
+    return as_flow(_entry, plan, attribute_name(plan.name))
+
+
+class PrefectBackend:
+    """The run's :class:`~flows.runs.execution.Backend` inside a Prefect flow run."""
+
+    def __init__(self) -> None:
+        self.flow_run_id = str(flow_run.id) if flow_run.id else None
+        self.pauses = PrefectPauses(self.flow_run_id)
+
+    async def executor(self) -> PrefectExecutor:
+        return await PrefectExecutor.for_run()
+
+    async def run_subflow(self, plan: Plan, params: dict[str, Any], request: RunRequest) -> Any:
+        return await build_flow(plan, request)(**params, return_state=True)
+
+
+async def run_body(plan: Plan, params: dict[str, Any], request: RunRequest) -> Any:
+    """The flow body: execute the run, and give Prefect its final state."""
+    return to_state(await execute(plan, params, request, PrefectBackend()))
+
+
+def to_state(result: RunResult) -> Any:
+    """A failed or cancelled run ends its flow run Failed or Cancelled (with the result as data)."""
+    data = result.to_dict()
+    if result.status == "failed":
+        return Failed(message=result.error or "failed", data=data)
+    if result.status == "cancelled":
+        return Cancelled(message=result.error or "cancelled", data=data)
+    return data
+
+
+def run_in_process(plan: Plan, params: dict[str, Any], request: RunRequest) -> Any:
+    """Call the flow of ``plan`` for ``request`` in this process, blocking; Prefect's final state."""
+    import asyncio
+
+    return asyncio.run(build_flow(plan, request)(**params, return_state=True))

@@ -1,0 +1,117 @@
+"""Each node visit a Prefect task run, with the node's retry policy as Prefect's retries.
+
+A visit runs as a task run named after the node (``node[item]`` inside fan-outs), tagged with its
+type and lane (see :mod:`flows.prefect.tagging` for how without Prefect's per-task concurrency
+lease), with the node's retry policy mapped onto Prefect's retries: exponential backoff with a
+cap, jitter, timeout, and a retry condition that retries only the listed error kinds and never a
+rejected write.
+
+Task results are not persisted and nothing is cached by Prefect: Ergon's store is the checkpoint
+(see :mod:`flows.runtime.engine`), which is what makes resume exact — and avoids Prefect's
+input-hash cache returning an old result for a loop's second visit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from prefect.context import TaskRunContext
+
+from compiler.plan import PlanNode
+from flows.prefect.config import TASK_DEFAULTS
+from flows.prefect.tagging import limited_tags, node_tags, record_tags, split_tags
+from flows.runtime.errors import BudgetExhausted, InputRejected, NoTransition, RunCancelled, WriteRejected
+
+#: Errors that retrying cannot fix.
+NEVER_RETRIED = (WriteRejected, NoTransition, RunCancelled, InputRejected, BudgetExhausted)
+#: Error kinds a retry policy may name, beyond exception class names.
+ERROR_KINDS: dict[str, tuple[str, ...]] = {
+    "timeout": ("TimeoutError", "TimedOut", "ReadTimeout", "ConnectTimeout"),
+    "rate_limit": ("RateLimitError", "TooManyRequests"),
+    "server_error": ("InternalServerError", "ServiceUnavailableError", "APIError", "BadGatewayError"),
+    "connection": ("ConnectionError", "APIConnectionError", "ConnectError"),
+}
+#: last exception per task run id, read by the retry condition
+_LAST_ERROR: dict[Any, BaseException] = {}
+
+
+@task(name="node", cache_policy=NO_CACHE, task_run_name="{run_name}", **TASK_DEFAULTS)  # type: ignore[call-overload]
+async def node_visit(run_name: str, attempt_fn: Callable[[int], Awaitable[Any]], tags: tuple[str, ...] = ()) -> Any:
+    """One visit attempt; Prefect calls it again for each retry. ``tags`` are written onto the
+    task-run record here instead of being Prefect task tags (see :mod:`flows.prefect.tagging`)."""
+    ctx = TaskRunContext.get()
+    attempt = ctx.task_run.run_count if ctx else 1
+    if ctx and tags:
+        record_tags(ctx.task_run, list(tags))
+    try:
+        return await attempt_fn(max(attempt, 1))
+    except BaseException as exc:
+        if ctx:
+            _LAST_ERROR[ctx.task_run.id] = exc
+        raise
+
+
+def _retry_condition(kinds: tuple[str, ...]) -> Callable[..., bool]:
+    names = {n for k in kinds for n in ERROR_KINDS.get(k, (k,))}
+
+    def should_retry(task_obj: Any, task_run: Any, state: Any) -> bool:
+        exc = _LAST_ERROR.pop(task_run.id, None)
+        if isinstance(exc, NEVER_RETRIED):
+            return False
+        if not names:
+            return True
+        seen = {cls.__name__ for cls in type(exc).__mro__} if exc is not None else {state.name}
+        return bool(seen & names)
+
+    return should_retry
+
+
+def _delays(policy: Any) -> list[float]:
+    """Exponential backoff, capped: delay, delay*b, delay*b², ... (one per retry)."""
+    return [min(policy.delay_seconds * policy.backoff**i, policy.max_delay_seconds) for i in range(policy.retries)]
+
+
+#: Configured Prefect tasks by (node id, Prefect tags, retry policy), shared by every run of the
+#: process: building a Prefect ``Task`` reads its function's source, ~1-3 ms per node.
+_TASKS: dict[tuple[str, tuple[str, ...], str], Any] = {}
+_TASKS_MAX = 4096
+
+
+def _configured_task(node: PlanNode, prefect_tags: list[str]) -> Any:
+    policy = node.retry
+    key = (node.id, tuple(prefect_tags), repr(policy))
+    found = _TASKS.get(key)
+    if found is None:
+        if len(_TASKS) >= _TASKS_MAX:
+            _TASKS.clear()
+        found = _TASKS[key] = node_visit.with_options(
+            name=node.id,
+            tags=prefect_tags,
+            retries=policy.retries,
+            retry_delay_seconds=_delays(policy) or 0,
+            retry_jitter_factor=policy.jitter or None,
+            timeout_seconds=policy.timeout_seconds,
+            retry_condition_fn=_retry_condition(tuple(policy.retry_on)),
+        )
+    return found
+
+
+class PrefectExecutor:
+    """The engine's ``Executor``: runs visits as Prefect task runs, tagged per :mod:`flows.prefect.tagging`.
+
+    ``limited`` is the set of tags that have a Prefect concurrency limit (``None``: treat every tag
+    as limited), read once per run by :meth:`for_run`."""
+
+    def __init__(self, limited: frozenset[str] | None = None) -> None:
+        self._limited = limited
+
+    @classmethod
+    async def for_run(cls) -> PrefectExecutor:
+        return cls(await limited_tags())
+
+    async def visit(self, node: PlanNode, run_name: str, attempt_fn: Callable[[int], Awaitable[Any]]) -> Any:
+        prefect_tags, recorded = split_tags(node_tags(node), self._limited)
+        return await _configured_task(node, prefect_tags)(run_name, attempt_fn, tuple(recorded))

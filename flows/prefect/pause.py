@@ -1,0 +1,167 @@
+"""Waiting for a person, in Prefect: the ``Pauses`` port of the human-task body.
+
+The body (:mod:`flows.runtime.bodies.human_task`) decides *how* a run waits; this module does it:
+
+* ``pause`` — ``pause_flow_run`` of the run's own flow run, with a ``RunInput`` model generated
+  from the task's fields (:func:`run_input_model`), polling every ``PAUSE_POLL_SECONDS``.
+* ``subflow`` — the same pause in a flow run of its own (``ergon-human-task``): Prefect allows one
+  pause per flow run at a time, and visits that overlap (foreach items, pipeline nodes) may each
+  ask at once; each subflow pauses and resumes independently.
+* ``suspend`` — under a deployment, ``suspend_flow_run``: the run goes to ``Suspended``, **the
+  process exits** and frees its worker slot; when the task is answered (``ergon tasks answer`` →
+  :func:`flows.prefect.resume.resume_answered` → Prefect's resume), Prefect reschedules the same
+  flow run and a worker runs the flow body again **from the top**, in a new process. That
+  re-entry is safe because the engine continues from the store's checkpoint (completed visits
+  are never repeated) and the visit asks again with the **same key**, so Prefect hands back the
+  stored answer instead of suspending again.
+
+:meth:`PrefectPauses.can_suspend` suspends only a run's *own* flow run started from a deployment
+(Prefect refuses suspending subflows and runs without a deployment), and only when the task has
+no ``timeout``: a suspended run has no process left to take ``on_timeout`` when the deadline
+passes, so timed tasks keep the blocking pause, which routes exactly. The suspension is asked
+from inside the node's Prefect task run, so it names the flow run explicitly (Prefect refuses
+"suspend the current run" from a task) and then raises :class:`RunSuspended`, Prefect's
+``Pause`` signal, which unwinds the task and the flow body and ends the process cleanly.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable
+from typing import Any, Literal, Optional
+
+import pydantic
+from prefect import flow
+from prefect.context import FlowRunContext
+from prefect.exceptions import Pause
+from prefect.flow_runs import FlowPauseTimeout, apause_flow_run, asuspend_flow_run
+from prefect.input import RunInput
+from prefect.runtime import flow_run
+
+from flows import humans
+from flows.runtime.effects import AnswerWait
+from flows.settings import PAUSE_POLL_SECONDS
+from flows.store import repo
+
+
+class RunSuspended(Pause):
+    """The run suspended for a person's answer: its process must end now (Prefect's ``Pause``).
+
+    ``visit_status`` tells the engine to record the visit as ``paused`` rather than failed."""
+
+    visit_status = "paused"
+
+
+class PrefectPauses:
+    """The ``Pauses`` port over Prefect's pause, subflow and suspension (see the module docstring)."""
+
+    def __init__(self, flow_run_id: str | None) -> None:
+        self.flow_run_id = flow_run_id
+
+    def can_suspend(self, timeout: float | None) -> bool:
+        ctx = FlowRunContext.get()
+        run = ctx.flow_run if ctx else None
+        return bool(timeout is None and run is not None and run.deployment_id and run.parent_task_run_id is None)
+
+    async def wait_for_answer(self, wait: AnswerWait) -> dict[str, Any] | None:
+        if wait.mode == "subflow":
+            return await _answer_subflow().with_options(flow_run_name=wait.title)(
+                wait.task_id, wait.fields, wait.model_name, wait.prompt, wait.key, wait.seconds)
+        if wait.mode == "suspend":
+            return await _suspend_for_answer(wait.fields, wait.model_name, wait.prompt, wait.key)
+        return await _await_answer(wait.fields, wait.model_name, wait.prompt, wait.key, wait.seconds)
+
+
+async def _await_answer(fields: list[dict[str, Any]], model_name: str, prompt: str, key: str,
+                        wait: int) -> dict[str, Any] | None:
+    """Pause the current flow run until resumed with input; the answer, or None on timeout."""
+    model = run_input_model(fields, model_name, description=prompt)
+    try:
+        run_input = await apause_flow_run(wait_for_input=model, timeout=wait, poll_interval=PAUSE_POLL_SECONDS, key=key)
+    except FlowPauseTimeout:
+        return None
+    return input_to_answer(run_input)
+
+
+@functools.cache
+def _answer_subflow() -> Any:
+    """The flow a task waits in when several tasks of one run may be open at once."""
+
+    @flow(name="ergon-human-task", persist_result=False, validate_parameters=False, log_prints=False)
+    async def ergon_human_task(task_id: str, fields: list[dict[str, Any]], model_name: str, prompt: str, key: str,
+                               wait: int) -> dict[str, Any] | None:
+        """A task's own flow run, paused until its answer comes (one of several open at once)."""
+        repo.set_task_flow_run(task_id, str(flow_run.id))
+        return await _await_answer(fields, model_name, prompt, key, wait)
+
+    return ergon_human_task
+
+
+async def _suspend_for_answer(fields: list[dict[str, Any]], model_name: str, prompt: str, key: str) -> dict[str, Any]:
+    """Suspend the run until the task keyed ``key`` is answered; the answer when it already was."""
+    ctx = FlowRunContext.get()
+    model = run_input_model(fields, model_name, description=prompt)
+    # The key fired before (this is the re-entry after the resume): Prefect rejects the new
+    # suspension and returns the input stored with the resume.
+    run_input = await asuspend_flow_run(wait_for_input=model, flow_run_id=ctx.flow_run.id, key=key)
+    if run_input is not None:
+        return input_to_answer(run_input)
+    request = getattr(ctx, "flow_run_suspension_request", None)
+    state = request.get_state() if request is not None else None
+    raise RunSuspended("suspended until the task is answered", state=state)
+
+
+# --- the form Prefect shows and validates --------------------------------------------------------
+
+
+def _python_type(f: dict[str, Any]) -> Any:
+    if f["type"] == "select":
+        options = tuple(f.get("options") or ())
+        if not options:
+            raise ValueError(f"select field {f['name']!r} has no options")
+        return Literal[options]  # JSON Schema: an enum
+    return {"text": str, "string": str, "boolean": bool, "number": float, "integer": int}[f["type"]]
+
+
+def run_input_model(fields: Iterable[Any] | None, name: str, *, description: str | None = None) -> type:
+    """A ``prefect.input.RunInput`` subclass for a task's fields, for ``pause_flow_run(
+    wait_for_input=...)``: select → ``Literal`` (an enum), text/string → str, boolean, number →
+    float, integer → int; required fields have no default, optional ones the same default
+    :func:`flows.humans.validate_answer` applies; the label (and help text) is the description shown in
+    Prefect's form. Unknown keys are refused (RunInput forbids extras). ``description`` (markdown,
+    e.g. the rendered task) is shown above the form.
+
+    A field whose name is not a usable Python attribute (``class``, ``json``, ``my-field``, …)
+    gets a safe attribute name with the field name as alias: read answers back with
+    :func:`input_to_answer`, which uses the field names.
+    """
+    reserved = set(dir(RunInput))
+    definitions: dict[str, Any] = {}
+    for i, f in enumerate(humans.normalize_fields(fields)):
+        py_type = _python_type(f)
+        text = " — ".join(t for t in (f.get("label"), f.get("description")) if t) or None
+        attr, alias = f["name"], None
+        if not attr.isidentifier() or attr.startswith(("_", "model_")) or attr in reserved \
+                or attr in ("metadata", "keyset_from_type"):
+            attr, alias = f"field_{i}", f["name"]
+        if f["required"]:
+            definitions[attr] = (py_type, pydantic.Field(..., description=text, alias=alias))
+        else:
+            default, error = humans.default_of(f)
+            if error:
+                raise ValueError(error)
+            # null only where the field has no natural empty value (select, number, integer
+            # without a default): a text box or a checkbox always sends something.
+            field_type = Optional[py_type] if default is None else py_type
+            definitions[attr] = (field_type, pydantic.Field(default, description=text, alias=alias))
+    class_name = re.sub(r"\W", "_", name) or "TaskInput"
+    if class_name[0].isdigit():
+        class_name = "_" + class_name
+    model = pydantic.create_model(class_name, __base__=RunInput, **definitions)
+    return model.with_initial_data(description=description) if description else model
+
+
+def input_to_answer(run_input: Any) -> dict[str, Any]:
+    """The answer dict (keyed by field name) of an instance of a :func:`run_input_model` model."""
+    return run_input.model_dump(by_alias=True)

@@ -1,0 +1,39 @@
+"""The run owner: everything that starts, continues or stops a run goes through this package.
+
+* :mod:`~flows.runs.lifecycle` — compile, create (inputs validated once), start in this process,
+  resume, prepare.
+* :mod:`~flows.runs.detached`  — start in the background (the dashboard, webhooks, chained runs,
+  replays), and the dashboard's resume.
+* :mod:`~flows.runs.cancel`    — cancel, whatever state the run is in.
+* :mod:`~flows.runs.execution` — one execution inside the flow body (Prefect-free), and its
+  :class:`~flows.runs.execution.RunResult`.
+* :mod:`~flows.runs.recorder`  — the store writer the engine gets; the only writer of a run's
+  status while it executes.
+* :mod:`~flows.runs.request`   — what travels from the starter to the flow body.
+* :mod:`~flows.runs.inputs`    — checking a run's inputs against its definition.
+
+A definition is data (the Plan); a run is this package's (pydantic-graph's ``Graph`` vs
+``GraphRun``). Prefect is reached through :mod:`flows.prefect`, imported only when a run executes.
+"""
+
+from flows.runs.cancel import AlreadyEnded, cancel
+from flows.runs.detached import replay, resume_detached, start_detached
+from flows.runs.execution import RunResult
+from flows.runs.lifecycle import (
+    ResumeRefused,
+    StartRefused,
+    compile_definition,
+    create,
+    current_user,
+    prepare,
+    resumable,
+    resume,
+    snapshot_compiled,
+    start,
+)
+
+__all__ = [
+    "AlreadyEnded", "ResumeRefused", "RunResult", "StartRefused", "cancel", "compile_definition", "create",
+    "current_user", "prepare", "replay", "resumable", "resume", "resume_detached", "snapshot_compiled", "start",
+    "start_detached",
+]

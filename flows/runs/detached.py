@@ -1,0 +1,69 @@
+"""Start a run in the background: the dashboard's start form, replays, webhooks, chained runs.
+
+A run started from a long-lived process (Streamlit, the webhook server) must not block it, and
+must survive it: :func:`start_detached` records the run first (so the caller has its id at once),
+then runs ``ergon run NAME --run-id ID`` in its own session with the inputs in a file. The child
+process is an ordinary ``ergon run``: the same progress log, pause/resume and crash detection as
+a run started by hand. Its output goes to ``ERGON_HOME/logs/run-<id>.log``.
+
+Inputs are validated before anything is recorded (:func:`flows.runs.lifecycle.create`), so an
+invalid start is refused with the same diagnostics as ``ergon run`` and no run row is left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+from flows.catalog import Catalog
+from flows.runs.lifecycle import compile_definition, create, resumable
+from flows.settings import logs_dir
+from flows.store.models import Run, RunTrigger
+
+
+def start_detached(name: str, inputs: dict[str, Any], *, started_by: str, trigger: RunTrigger = "manual",
+                   catalog: Catalog | None = None, env: dict[str, str] | None = None,
+                   version: int | None = None) -> str:
+    """Validate, record a pending run, start ``ergon run`` for it in the background; return the run id.
+
+    ``env`` adds variables to the child's environment. ``version`` runs that published version
+    instead of the definitions folder's draft. Raises :class:`~flows.runs.lifecycle.StartRefused`.
+    """
+    compiled = compile_definition(name, catalog=catalog or Catalog.load(), version=version)
+    run = create(compiled, inputs, trigger=trigger, started_by=started_by, version=version)
+    inputs_file = logs_dir() / f"run-{run.id}.inputs.json"
+    inputs_file.write_text(json.dumps(inputs), encoding="utf-8")
+    spawn_ergon(["run", name, "--run-id", run.id, "--input-file", str(inputs_file),
+                 *(["--version", str(version)] if version is not None else [])],
+                log_name=f"run-{run.id}.log", user=started_by, env=env)
+    return run.id
+
+
+def replay(run: Run, user: str) -> str:
+    """A new run of ``run``'s definition with its inputs; the new run id. A run of a published
+    version replays that version; a run of the draft replays the draft as it is now. Raises
+    :class:`~flows.runs.lifecycle.StartRefused` with the problems (the draft may have changed)."""
+    return start_detached(run.definition_name, dict(run.inputs or {}), started_by=user, trigger="replay",
+                          version=run.definition_version)
+
+
+def resume_detached(run: Run, user: str) -> None:
+    """Run ``ergon runs resume`` for a failed or crashed run in the background (its output goes to
+    ``ERGON_HOME/logs/run-<id>.resume.log``); raises :class:`~flows.runs.lifecycle.ResumeRefused`."""
+    resumable(run)
+    spawn_ergon(["runs", "resume", run.id], log_name=f"run-{run.id}.resume.log", user=user)
+
+
+def spawn_ergon(args: list[str], *, log_name: str, user: str, env: dict[str, str] | None = None) -> None:
+    """Run ``ergon ARGS`` in the background, in its own session, acting as ``user``; its output
+    goes to ``ERGON_HOME/logs/<log_name>``."""
+    child_env = {**os.environ, **(env or {}), "ERGON_USER": user}
+    with open(logs_dir() / log_name, "ab") as log:
+        subprocess.Popen(
+            [sys.executable, "-m", "flows.cli", *args],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=child_env,
+            start_new_session=True,  # outlives the caller (a Streamlit rerun, a stopped server)
+        )

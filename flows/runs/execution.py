@@ -1,0 +1,145 @@
+"""One execution of a run, inside its flow body: open the record, run the engine, record the end.
+
+This is what every compiled flow does when Prefect calls it, written without Prefect: the
+adapter (:mod:`flows.prefect.build`) calls :func:`execute` with a :class:`Backend` — the flow
+run's id, the executor that makes each visit a task run, the ``Pauses`` port, and how to start a
+sub-run — and turns the :class:`RunResult` into a Prefect state.
+
+* The run's record is opened by :meth:`StoreRecorder.open`: the run the caller created, or the
+  one already linked to this flow run (Prefect ran the same flow run again), or a new one (a
+  deployment started it). A fresh run gets its initial context here; its inputs are validated
+  here only when nobody did before (a run Prefect or a parent run started), so each run's inputs
+  are checked exactly once.
+* A run a schedule started acts for its trigger's ``as_user`` and is retried per the trigger's
+  ``retry`` policy by re-entering this body (:mod:`flows.triggers.retries`).
+* When the run completes, the definitions whose ``on_complete`` trigger waits for it start
+  (:mod:`flows.triggers.chaining`, never raises).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+from compiler.plan import Plan
+from flows.llm.records import REUSE_LOOKUP
+from flows.runs.inputs import context_problems
+from flows.runs.recorder import StoreRecorder
+from flows.runs.request import RunRequest
+from flows.runtime.effects import ChildResult, Pauses, Services
+from flows.runtime.engine import Engine, Executor
+from flows.store import repo
+from flows.store.models import RunStatus
+
+#: How often a running run's record is touched, so that a dead process can be told from a slow one.
+HEARTBEAT_SECONDS = 15.0
+
+
+@dataclass
+class RunResult:
+    """How a run ended (also what ``ergon run --json`` prints)."""
+
+    run_id: str
+    status: RunStatus
+    outcome: str | None
+    context: dict[str, Any]
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Backend(Protocol):
+    """What the orchestrator gives one execution (the Prefect adapter implements it)."""
+
+    #: the orchestrator's id of the flow run executing this body
+    flow_run_id: str | None
+    pauses: Pauses
+
+    async def executor(self) -> Executor:
+        """The executor of this run's visits (read once per run)."""
+        ...
+
+    async def run_subflow(self, plan: Plan, params: dict[str, Any], request: RunRequest) -> Any:
+        """Run a child Plan as a sub-run; returns the orchestrator's final state (used for its message)."""
+        ...
+
+
+async def execute(plan: Plan, params: dict[str, Any], request: RunRequest, backend: Backend) -> RunResult:
+    """The body of every compiled flow (see the module docstring)."""
+    if request.trigger == "schedule" and request.parent_run_id is None:
+        from flows.triggers.retries import run_scheduled
+
+        return await run_scheduled(plan, request, backend.flow_run_id,
+                                   lambda: _execute_once(plan, params, request, backend))
+    return await _execute_once(plan, params, request, backend)
+
+
+async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest, backend: Backend) -> RunResult:
+    inputs = {k: v for k, v in params.items() if v is not None}
+    recorder = StoreRecorder.open(plan, request=request, prefect_flow_run_id=backend.flow_run_id, inputs=inputs,
+                                  host=socket.gethostname(), pid=os.getpid())
+    if recorder.fresh:
+        context = {**plan.context_initial, **inputs, **request.overrides}
+        problems = [] if request.inputs_checked else context_problems(plan, context)
+        if problems:
+            error = "invalid input: " + "; ".join(problems[:5])
+            recorder.end("failed", None, context, error)
+            return RunResult(recorder.run_id, "failed", None, context, error)
+        recorder.set_context(context)
+    else:
+        context = recorder.context
+    catalog = request.catalog or _default_catalog()
+
+    async def run_child(child: Plan, child_inputs: dict[str, Any], parent_visit_id: str | None) -> ChildResult:
+        accepted = set(child.input_schema.get("properties", {}))
+        child_request = RunRequest(trigger="subprocess", started_by=request.started_by, parent_run_id=recorder.run_id,
+                                   parent_visit_id=parent_visit_id, overrides=child_inputs,
+                                   content_hash=repo.snapshot_definition({"plan": child.to_json()}), catalog=catalog)
+        state = await backend.run_subflow(child, {k: v for k, v in child_inputs.items() if k in accepted}, child_request)
+        return StoreRecorder.child_result(recorder.run_id, parent_visit_id, state)
+
+    engine = Engine(plan=plan, context=context, recorder=recorder, executor=await backend.executor(),
+                    services=Services(run_child=run_child, resolve_plan=catalog.resolve,
+                                      resolve_interaction=catalog.interaction, environments=catalog.environments(),
+                                      default_environment=plan.environment, run_id=recorder.run_id,
+                                      started_by=request.started_by, process_name=plan.name,
+                                      process_description=plan.description, run_budget=plan.budget,
+                                      listener=request.listener, pauses=backend.pauses, run_state=recorder),
+                    listener=request.listener)
+    heartbeat = asyncio.ensure_future(_heartbeat(recorder))
+    reuse_token = REUSE_LOOKUP.set(not recorder.fresh)  # resumed: model answers of unfinished visits are reused
+    try:
+        outcome = await engine.run()
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        recorder.end("cancelled", None, engine.context, "interrupted")
+        raise
+    except Exception as exc:  # a bug, not a node failure: the run record must still end
+        recorder.end("failed", None, engine.context, f"{type(exc).__name__}: {exc}")
+        raise
+    finally:
+        heartbeat.cancel()
+        REUSE_LOOKUP.reset(reuse_token)
+    recorder.end(outcome.status, outcome.outcome, outcome.context, outcome.error)
+    from flows.triggers.chaining import dispatch
+
+    dispatch(definition=plan.name, run_id=recorder.run_id, status=outcome.status, outcome=outcome.outcome,
+             context=outcome.context, catalog=catalog)
+    return RunResult(recorder.run_id, outcome.status, outcome.outcome, outcome.context, outcome.error)
+
+
+async def _heartbeat(recorder: StoreRecorder, every: float = HEARTBEAT_SECONDS) -> None:
+    while True:
+        await asyncio.sleep(every)
+        recorder.heartbeat()
+
+
+def _default_catalog() -> Any:
+    """Runs started by Prefect (deployments, its UI) read the definitions folder themselves."""
+    from flows.catalog import Catalog
+
+    return Catalog.load()
+

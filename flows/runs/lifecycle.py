@@ -1,0 +1,161 @@
+"""A run's life, owned in one place: record it, start it here or in the background, resume, replay.
+
+Callers — the CLI, the dashboard, triggers, benchmarks — say *what* they want; this module does
+it the same way for all of them:
+
+* :func:`compile_definition` — the definition (a name, a path, a published version) as a
+  :class:`~flows.catalog.Compiled`, or a :class:`StartRefused` with its diagnostics.
+* :func:`create` — validate the inputs once (:func:`flows.runs.inputs.validate_inputs`), pin the
+  content as the run's snapshot, record a ``pending`` run.
+* :func:`start` — create (unless the run was recorded already) and execute in this process on
+  Prefect (:func:`flows.prefect.build.run_in_process`), blocking, through human tasks too.
+* :func:`resume` — continue a failed or crashed run from its checkpoint, on the content it pinned.
+* :func:`prepare` — what every process that executes runs needs first: the Prefect API, the store
+  at head, and runs left ``running`` by a dead process marked ``crashed``.
+
+:func:`flows.runs.detached.start_detached` starts a run in the background (it creates the run here
+and runs ``ergon run --run-id`` for it); :func:`flows.runs.cancel.cancel` cancels one. While a run
+executes, its status is written only by the recorder this module's flow body hands the engine
+(:mod:`flows.runs.recorder`); the statuses written here are the ones before it starts and after
+its process gave up (interrupted, refused by Prefect before the body ran).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compiler import CompileError, Diagnostic
+from flows.catalog import Catalog, Compiled, DefinitionNotFound
+from flows.errors import DefinitionError, RunError
+from flows.runs.execution import RunResult
+from flows.runs.inputs import validate_inputs
+from flows.runs.request import RunRequest
+from flows.runtime.effects import Listener, no_listener
+from flows.settings import current_user
+from flows.store import repo
+from flows.store.models import RUN_TERMINAL, Run, RunTrigger
+
+
+class StartRefused(RunError, ValueError):
+    """The definition does not compile or the inputs do not fit its context schema; ``problems``
+    are the diagnostics (nothing was recorded)."""
+
+    def __init__(self, problems: list[Diagnostic]) -> None:
+        super().__init__("; ".join(p.message for p in problems))
+        self.problems = problems
+
+
+class ResumeRefused(RunError):
+    """The run is not in a state that resumes (only failed or crashed runs do)."""
+
+
+def prepare() -> list[Run]:
+    """Point at the Prefect API, bring the store to head, mark runs of dead processes crashed;
+    returns the runs just marked crashed (the CLI says so)."""
+    from flows.prefect.server import ensure_api_url
+    from flows.settings import HEARTBEAT_TIMEOUT_SECONDS
+    from flows.store import db
+
+    ensure_api_url()
+    db.init_db()
+    return list(repo.mark_stale_runs_crashed(heartbeat_timeout=HEARTBEAT_TIMEOUT_SECONDS))
+
+
+def compile_definition(name: str, *, catalog: Catalog | None = None, version: int | None = None) -> Compiled:
+    """The definition ``name`` (or the file at that path), or its published ``version``.
+
+    Raises :class:`StartRefused` with the diagnostics when it does not compile, and with one
+    diagnostic naming it when there is no such definition or version."""
+    from flows.versions import compiled_version
+
+    catalog = catalog or Catalog.load(name)
+    try:
+        return catalog.compile(name) if version is None else compiled_version(name, version, catalog)
+    except CompileError as exc:
+        raise StartRefused(list(exc.diagnostics)) from exc
+    except (DefinitionNotFound, DefinitionError) as exc:
+        message = str(exc.args[0] if exc.args else exc)
+        raise StartRefused([Diagnostic("invalid-input", message, name, 1, 1)]) from exc
+
+
+def create(compiled: Compiled, inputs: dict[str, Any], *, trigger: RunTrigger = "manual",
+           started_by: str | None = None, version: int | None = None, source: str = "inputs") -> Run:
+    """Validate ``inputs`` against the definition and record a pending run of it.
+
+    Raises :class:`StartRefused` (nothing recorded) when the inputs do not fit; ``source`` names
+    where they came from in the diagnostics (``--input``, a file, ``inputs``)."""
+    problems = validate_inputs(compiled.plan, inputs, source=source)
+    if problems:
+        raise StartRefused(problems)
+    content_hash = repo.snapshot_definition(compiled.content)
+    if version is None:
+        from flows.versions import version_of_content
+
+        version = version_of_content(compiled.plan.name, content_hash)
+    return repo.create_run(compiled.plan.name, content_hash=content_hash, inputs=inputs, trigger=trigger,
+                           started_by=started_by or current_user(), definition_version=version)
+
+
+def start(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog, run_id: str | None = None,
+          trigger: RunTrigger = "manual", started_by: str | None = None, listener: Listener = no_listener,
+          record: str | None = None, replay: str | None = None, version: int | None = None,
+          source: str = "inputs") -> RunResult:
+    """Execute a run of ``compiled`` in this process, blocking until it ends (or its process must stop).
+
+    Without ``run_id`` the run is created first (inputs validated); with it, the pending (or
+    resuming) run recorded earlier is executed. ``record``/``replay`` name a model-response
+    cassette: every model response is stored in it, or every model call answered from it (a miss
+    fails the node loudly). ``version`` is the published version being run.
+    """
+    from flows.llm.cassettes import use_cassette
+    from flows.prefect.build import run_in_process
+
+    if run_id is None:
+        run = create(compiled, inputs, trigger=trigger, started_by=started_by, version=version, source=source)
+    else:
+        run = repo.require_run(run_id)
+        if version is not None and run.definition_version != version:
+            repo.update_run(run_id, definition_version=version)
+    plan = compiled.plan
+    accepted = set(plan.input_schema.get("properties", {}))
+    request = RunRequest(run_id=run.id, trigger=run.trigger, started_by=run.started_by, content_hash=run.content_hash,
+                         listener=listener, catalog=catalog, inputs_checked=True,
+                         overrides={k: v for k, v in inputs.items() if k not in accepted})
+    state = None
+    try:
+        with use_cassette(record=record, replay=replay):
+            state = run_in_process(plan, {k: v for k, v in inputs.items() if k in accepted}, request)
+    except KeyboardInterrupt:
+        if repo.run_status(run.id) not in RUN_TERMINAL:
+            repo.set_run_status(run.id, "cancelled", error="interrupted (Ctrl-C)")
+    ended = repo.require_run(run.id)
+    if ended.status == "pending":  # Prefect refused the call before the flow body ran
+        message = getattr(state, "message", None) or "the flow did not start"
+        ended = repo.set_run_status(run.id, "failed", error=message)
+    return RunResult(ended.id, ended.status, ended.outcome, dict(ended.context or {}), ended.error)  # type: ignore[arg-type]
+
+
+def snapshot_compiled(run: Run, catalog: Catalog) -> Compiled:
+    """The Plan of the exact content a run started with (its pinned snapshot)."""
+    content = repo.get_snapshot(run.content_hash) if run.content_hash else None
+    if content is None:
+        return catalog.compile(run.definition_name)
+    return catalog.compile_content(run.definition_name, content, label=".snapshot")
+
+
+def resumable(run: Run) -> None:
+    """Raise :class:`ResumeRefused` unless ``run`` may resume."""
+    if run.status not in ("failed", "crashed"):
+        raise ResumeRefused(f"run {run.id} is {run.status}; only failed or crashed runs resume")
+
+
+def resume(run_id: str, *, catalog: Catalog | None = None, listener: Listener = no_listener,
+           record: str | None = None, replay: str | None = None) -> RunResult:
+    """Continue a failed or crashed run after its last completed visit (in this process, blocking)."""
+    run = repo.require_run(run_id)
+    resumable(run)
+    catalog = catalog or Catalog.load()
+    compiled = snapshot_compiled(run, catalog)
+    repo.set_run_status(run_id, "pending")
+    return start(compiled, dict(run.inputs or {}), catalog=catalog, run_id=run_id, listener=listener,
+                 record=record, replay=replay)

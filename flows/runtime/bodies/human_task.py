@@ -1,0 +1,175 @@
+"""The `human_task` node: create the task, wait for its answer, copy the answer into the context.
+
+On entering the node the task is recorded with its title and description rendered from the
+context *now* (and stored rendered), then the run waits for the answer through the
+:class:`~flows.runtime.effects.Pauses` port, under a key unique to this visit (Prefect hands a
+reused key's old answer straight back). How it waits is decided here, how that is done in
+Prefect by :mod:`flows.prefect.pause`:
+
+* ``subflow`` — the visit may overlap others (foreach/branch items, pipeline nodes; see
+  :mod:`flows.runtime.parallel`): the task waits in a flow run of its own;
+* ``suspend`` — the run runs under a deployment and the task has no ``timeout``: the process
+  exits until the answer comes, and the flow body re-enters this visit afterwards;
+* ``pause`` — otherwise the run's own flow run blocks, polling for the answer.
+
+An answer comes back the same way whoever gave it: through ``ergon tasks answer`` or the
+dashboard (validated, recorded, then the run resumed), or through Prefect's own resume form/API
+(Prefect validates it against the same model; the task is then recorded here as answered by
+``prefect``). The fields are copied into the context per the node's ``writes``; the node's guards
+then route. A ``timeout`` expires the task: the run takes ``on_timeout`` when the node has it,
+and fails with "task expired" otherwise.
+
+Re-entry after a suspension: the engine starts a new visit of the node (the old one was
+recorded ``paused``); the task the earlier execution created is found through that chain of
+paused visits (:func:`reentered_task`), so no second task is created and the same key is used.
+An agent asking several questions in one visit gets them back in order (the n-th question of
+this execution is the n-th task of the earlier ones).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+from collections import defaultdict
+from collections.abc import Awaitable
+from datetime import timedelta
+from typing import Any
+
+from compiler.plan import PlanNode
+from flows import humans
+from flows.humans import TaskExpired
+from flows.runtime.effects import AnswerWait, Effect, Services, WaitMode
+from flows.runtime.errors import NodeFailed, RunCancelled
+from flows.runtime.parallel import IN_PARALLEL
+from flows.settings import PAUSE_POLL_SECONDS
+from flows.store import repo
+from flows.store.models import utcnow
+
+#: How long a blocking pause waits when the node sets no timeout (a process can wait this long;
+#: longer waits belong to deployments, where the run suspends instead and frees its process).
+DEFAULT_WAIT_SECONDS = 30 * 24 * 3600
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+#: questions asked so far by each visit in this process (the n-th maps to the n-th earlier task)
+_asked: defaultdict[str, int] = defaultdict(int)
+
+
+def seconds(value: Any) -> float | None:
+    """`90`, `"90s"`, `"30m"`, `"2h"`, `"3d"` → seconds (None when unset or unreadable)."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    match = _DURATION.match(str(value))
+    if not match:
+        return None
+    return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
+
+
+def visit_pause_key(node_id: str, run_id: str, visit_id: str) -> str:
+    return humans.pause_key(node_id, int(hashlib.sha256(visit_id.encode()).hexdigest()[:8], 16), run_id=run_id)
+
+
+def reentered_task(run_id: str, node_id: str, visit_id: str | None) -> Any:
+    """The task an earlier, suspended execution of this visit created — None when it is new."""
+    if not visit_id:
+        return None
+    nth = _asked[visit_id]
+    _asked[visit_id] += 1
+    visits = [v for v in repo.visits_for_run(run_id) if v.parent_visit_id is None]
+    position = next((i for i, v in enumerate(visits) if v.id == visit_id), None)
+    if position is None:
+        return None
+    chain = set()  # the paused visits of this node right before this one: the executions it continues
+    for earlier in reversed(visits[:position]):
+        if earlier.node_id != node_id or earlier.status != "paused":
+            break
+        chain.add(earlier.id)
+    if not chain:
+        return None
+    tasks = sorted((t for t in repo.tasks_for_run(run_id) if t.visit_id in chain), key=lambda t: t.created_at)
+    return tasks[nth] if nth < len(tasks) else None
+
+
+async def ask_person(services: Services, *, visit_id: str | None, node_id: str, title: str,
+                     description: str | None, assignee: str | None, fields: list[dict[str, Any]],
+                     four_eyes: bool = False, timeout: float | None = None) -> tuple[Any, dict[str, Any]]:
+    """Create a task, wait until it is answered, return (task, answer).
+
+    Shared by `human_task` nodes and the agents' `ask_user` tool. Raises :class:`TaskExpired`, and
+    :class:`RunCancelled` when the run is cancelled while it waits.
+    """
+    pauses, run_state, run_id = services.pauses, services.run_state, services.run_id
+    if pauses is None or run_state is None or run_id is None:
+        raise NodeFailed(f"`{node_id}` asks a person, and this run cannot wait for one")
+    own_subflow = IN_PARALLEL.get()
+    # a run resumed after suspending re-enters this visit: same task, same key
+    task = None if own_subflow else reentered_task(run_id, node_id, visit_id)
+    if task is None:
+        key = visit_pause_key(node_id, run_id, visit_id or node_id)
+        if repo.task_by_pause_key(key) is not None:  # a second question in the same visit
+            key = visit_pause_key(node_id, run_id, f"{visit_id}-{utcnow().timestamp()}")
+        task = repo.create_task(
+            run_id, node_id, title, visit_id=visit_id, description=description, assignee=assignee, fields=fields,
+            four_eyes=four_eyes, due_at=utcnow() + timedelta(seconds=timeout) if timeout else None, pause_key=key,
+            prefect_flow_run_id=None if own_subflow else pauses.flow_run_id, actor="ergon",
+        )
+    run_state.mark_paused()
+    services.listener("paused", node_id, {"task_id": task.id, "title": title})
+    mode: WaitMode = "subflow" if own_subflow else "suspend" if pauses.can_suspend(timeout) else "pause"
+    waiting = pauses.wait_for_answer(AnswerWait(
+        task_id=task.id, fields=fields, model_name=f"{node_id}_answer", prompt=f"**{title}**\n\n{description or ''}",
+        key=task.pause_key, seconds=int(timeout or DEFAULT_WAIT_SECONDS), title=f"{node_id}: {title}"[:120], mode=mode,
+    ))
+    answer = await _unless_cancelled(waiting, run_state)
+    if answer is None:
+        repo.close_task(task.id, "expired", actor="ergon", reason=f"no answer within {timeout} s")
+        run_state.mark_running_if_idle()
+        raise TaskExpired(task.id)
+    task = repo.get_task(task.id)
+    if task.status != "completed":  # answered through Prefect's own form or API
+        clean, errors = humans.validate_answer(task.fields, answer)
+        if errors:  # Prefect validated against the same model: this is a bug, not a user error
+            raise NodeFailed(f"the answer resumed through Prefect does not fit the task: {'; '.join(errors)}")
+        task = repo.answer_task(task.id, clean, answered_by="prefect", answered_via="prefect")
+    run_state.mark_running_if_idle()
+    return task, dict(task.answer or answer)
+
+
+async def _unless_cancelled(waiting: Awaitable[Any], run_state: Any) -> Any:
+    """Await ``waiting``; give up with :class:`RunCancelled` when the run is cancelled meanwhile
+    (Prefect's pause only watches its own flow run's state, not Ergon's store)."""
+
+    async def cancelled() -> None:
+        while run_state.status() not in ("cancelling", "cancelled"):
+            await asyncio.sleep(PAUSE_POLL_SECONDS)
+
+    answer = asyncio.ensure_future(waiting)
+    watch = asyncio.ensure_future(cancelled())
+    try:
+        done, _ = await asyncio.wait({answer, watch}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for pending in (answer, watch):
+            if not pending.done():
+                pending.cancel()
+    if answer in done:
+        return answer.result()
+    raise RunCancelled("cancelled while waiting for a person")
+
+
+async def run(node: PlanNode, context: dict[str, Any], services: Services, visit_id: str | None) -> Effect:
+    spec = node.body["task"]
+    title, description = humans.render_task(spec, context)
+    wait = seconds(node.body.get("timeout"))
+    try:
+        task, answer = await ask_person(
+            services, visit_id=visit_id, node_id=node.id, title=title, description=description,
+            assignee=spec.get("assignee"), fields=spec.get("fields") or [], four_eyes=bool(spec.get("four_eyes")),
+            timeout=wait,
+        )
+    except TaskExpired:
+        if node.body.get("on_timeout"):
+            return Effect(output={"expired": True}, route_to=node.body["on_timeout"])
+        raise NodeFailed(f"task expired: `{title}` ({node.id}) got no answer within {node.body.get('timeout')}") from None
+    update = {k: v for k, v in answer.items() if k in node.writes}
+    return Effect(update=update, output=answer, input={"task_id": task.id, "title": title})

@@ -1,0 +1,66 @@
+"""The `tool` node: call a registered tool with rendered arguments; its result becomes the update.
+
+Also the two envelopes that are not tool calls: a fixed ``config.context_update`` (rendered over
+the context) and ``set_context`` (the engine applies its ``updates`` as the node's writes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compiler.plan import PlanNode
+from compiler.templates import render_value
+from flows.runtime.effects import Effect, Services
+from flows.runtime.errors import InputRejected, NodeFailed
+
+
+def _project(result: Any, node: PlanNode) -> dict[str, Any]:
+    """A tool's result as a context update: the whole result under `output`, else its keys in writes."""
+    target = node.body.get("output")
+    if target:
+        return {target: result}
+    if isinstance(result, dict):
+        return {k: v for k, v in result.items() if k in node.writes}
+    return {}
+
+
+async def call_tool(name: str, args: dict[str, Any], services: Services | None = None, node: PlanNode | None = None,
+                    visit_id: str | None = None) -> Any:
+    """Call a tool the way agents do (:func:`flows.tools.invoke.invoke`: validated arguments,
+    recorded call), with this visit as the tool context."""
+    from flows.tools.context import CURRENT, ToolContext
+    from flows.tools.errors import ToolArgumentError, UnknownTool
+    from flows.tools.invoke import invoke
+
+    token = CURRENT.set(ToolContext(run_id=services.run_id if services else None, visit_id=visit_id,
+                                    node_id=node.id if node else None,
+                                    started_by=services.started_by if services else None, record_calls=False))
+    try:
+        return await invoke(name, args)
+    except (UnknownTool, ToolArgumentError) as exc:  # not the tool's own failure: never retried
+        raise InputRejected(str(exc)) from exc
+    finally:
+        CURRENT.reset(token)
+
+
+async def run(node: PlanNode, context: dict[str, Any], services: Services | None = None,
+                    visit_id: str | None = None) -> Effect:
+    body = node.body
+    fixed = (body.get("config") or {}).get("context_update")
+    tool = body.get("tool")
+    if fixed is not None and not tool:
+        update = render_value(fixed, context)
+        return Effect(update=update, output=update)
+    args = render_value(body.get("input") or {}, context)
+    if tool == "set_context":
+        updates = args.get("updates") if isinstance(args, dict) else None
+        if not isinstance(updates, dict):
+            raise NodeFailed(f"`set_context` on `{node.id}` needs input `{{updates: {{...}}}}`")
+        return Effect(update=updates, output=updates, input=args)
+    if not tool:
+        return Effect(input=args)
+    result = await call_tool(tool, args, services, node, visit_id)
+    update = _project(result, node)
+    if fixed:
+        update = {**render_value(fixed, context), **update}
+    return Effect(update=update, output=result, input=args)

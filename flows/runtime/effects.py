@@ -1,0 +1,130 @@
+"""What a node body gives back (:class:`Effect`) and what it may call outside itself (:class:`Services`).
+
+A body never touches the context, the store's run record or Prefect itself: it returns the update
+it wants to make (checked and applied by the engine through
+:func:`flows.runtime.context.apply_update`) and reaches the outside world only through the
+:class:`Services` the run owner hands the engine. Two of those services are *ports*, small
+protocols implemented elsewhere:
+
+* :class:`Pauses` — how a run waits for a person's answer. The Prefect adapter implements it
+  (:class:`flows.prefect.pause.PrefectPauses`: a blocking pause, a subflow of its own, or a
+  suspension under a deployment).
+* :class:`RunState` — the run's status while a person is asked (``paused`` / ``running`` again).
+  The run's recorder implements it (:class:`flows.runs.recorder.StoreRecorder`), so that the
+  run owner stays the only writer of a run's status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from compiler.plan import Plan
+
+#: listener(event, node_id, detail) — the CLI prints live progress from these
+Listener = Callable[[str, str, dict[str, Any]], None]
+
+
+def no_listener(event: str, node: str, detail: dict[str, Any]) -> None:
+    """The listener of a run nobody watches."""
+
+
+@dataclass
+class Effect:
+    """The result of a leaf body: what to write, what to record."""
+
+    update: dict[str, Any] = field(default_factory=dict)
+    output: Any = None
+    input: Any = None
+    child_run_id: str | None = None
+    #: set when the body itself decides where the run goes (a human task's `on_timeout`)
+    route_to: str | None = None
+
+
+@dataclass
+class ChildResult:
+    """A finished sub-process run."""
+
+    run_id: str
+    status: str
+    outcome: str | None
+    context: dict[str, Any]
+    error: str | None = None
+
+
+WaitMode = Literal["pause", "subflow", "suspend"]
+
+
+@dataclass(frozen=True)
+class AnswerWait:
+    """One wait for a human task's answer, as the human-task body asks for it.
+
+    ``mode``: ``pause`` blocks the run's own flow run; ``subflow`` waits in a flow run of its own
+    (several tasks of one run may be open at once); ``suspend`` ends the process until the answer
+    comes (runs under a deployment only, see :meth:`Pauses.can_suspend`)."""
+
+    task_id: str
+    fields: list[dict[str, Any]]
+    model_name: str
+    prompt: str
+    key: str
+    seconds: int
+    title: str
+    mode: WaitMode = "pause"
+
+
+class Pauses(Protocol):
+    """How a run waits for a person (implemented by :mod:`flows.prefect.pause`)."""
+
+    #: the run's own orchestrator flow run id (recorded on the tasks it waits for)
+    flow_run_id: str | None
+
+    def can_suspend(self, timeout: float | None) -> bool:
+        """Whether the run may suspend (free its process) instead of blocking."""
+        ...
+
+    async def wait_for_answer(self, wait: AnswerWait) -> dict[str, Any] | None:
+        """The answer, or None when ``wait.seconds`` passed without one."""
+        ...
+
+
+class RunState(Protocol):
+    """The run's status as seen by a body that waits (implemented by the run's recorder)."""
+
+    def status(self) -> str | None: ...
+
+    def mark_paused(self) -> None:
+        """A task of this run now waits for a person."""
+        ...
+
+    def mark_running_if_idle(self) -> None:
+        """Running again, once none of the run's tasks waits any more (others may, in parallel)."""
+        ...
+
+
+@dataclass
+class Services:
+    """What bodies may call outside themselves (built for each run by :mod:`flows.runs.execution`)."""
+
+    #: run a child Plan as a sub-run: (plan, inputs, parent visit id) → ChildResult
+    run_child: Callable[[Plan, dict[str, Any], str | None], Awaitable[ChildResult]]
+    #: find a Plan by definition name and optional pinned version
+    resolve_plan: Callable[[str, int | None], Plan]
+    #: find an interaction definition by name
+    resolve_interaction: Callable[[str], Any] | None = None
+    #: environment definitions by name (model failover lists)
+    environments: dict[str, Any] = field(default_factory=dict)
+    default_environment: str | None = None
+    run_id: str | None = None
+    started_by: str | None = None
+    process_name: str = ""
+    process_description: str | None = None
+    #: the run's token/cost ceiling (the definition's `budget:`)
+    run_budget: dict[str, Any] | None = None
+    #: the engine's progress listener (event, node id, detail)
+    listener: Listener = no_listener
+    #: how the run waits for a person's answer
+    pauses: Pauses | None = None
+    #: the run's status while it waits
+    run_state: RunState | None = None
