@@ -304,7 +304,7 @@ def lower_workflow(defn: WorkflowDef) -> Lowered:
         prev = VARS_NODE
 
     async_ids: list[str] = []
-    for i, (step, nid) in enumerate(zip(defn.steps, workflow_step_ids(defn))):
+    for i, (step, nid) in enumerate(zip(defn.steps, workflow_step_ids(defn), strict=True)):
         if step.output:
             properties.setdefault(step.output, {})
         nodes[nid] = _step_node(step, [prev] if prev else [])

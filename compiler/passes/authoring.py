@@ -29,12 +29,6 @@ from typing import Any
 from jsonschema import Draft7Validator
 from jsonschema.exceptions import best_match
 
-# Draft 7's meta-schema checks the same structure (type names, the shape of every keyword) as
-# 2020-12's about five times faster: 2020-12's $dynamicRef resolution dominates, and a
-# 1,000-field context schema took longer to meta-validate than its YAML took to load.
-# Keywords new in 2020-12 (prefixItems, $defs, dependentRequired...) are accepted unchecked.
-_META_VALIDATOR = Draft7Validator(Draft7Validator.META_SCHEMA)
-
 from compiler.errors import Finding, did_you_mean
 from compiler.ir import (
     LEAF_TYPES,
@@ -50,6 +44,12 @@ from compiler.ir import (
 )
 from compiler.tools import PROCESS_CONTROL_TOOLS
 from compiler.walk import NodeSite, iter_definitions, iter_nodes, written
+
+# Draft 7's meta-schema checks the same structure (type names, the shape of every keyword) as
+# 2020-12's about five times faster: 2020-12's $dynamicRef resolution dominates, and a
+# 1,000-field context schema took longer to meta-validate than its YAML took to load.
+# Keywords new in 2020-12 (prefixItems, $defs, dependentRequired...) are accepted unchecked.
+_META_VALIDATOR = Draft7Validator(Draft7Validator.META_SCHEMA)
 
 #: Context serialized larger than this is refused at run time (seed rule 9).
 CONTEXT_CAP_BYTES = 64 * 1024
