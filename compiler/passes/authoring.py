@@ -236,8 +236,8 @@ def _assignee(value: str | None, path: tuple) -> Iterator[Finding]:
 def _fanout(site: NodeSite) -> Iterator[Finding]:
     """Rule 11: fan-out bodies are leaf work and own no routing; foreach limits."""
     node, path = site.node, site.path
-    if site.is_child:
-        parent = site.parent.node.type  # type: ignore[union-attr]
+    if site.parent is not None:  # a fan-out child
+        parent = site.parent.node.type
         if node.type not in LEAF_TYPES:
             yield Finding("fanout-child", (*path, "type"), f"a {parent} body cannot be a `{node.type}` node",
                           hint="use a `tool`, `interaction`, `agent` or `process` body; put routing on the "
