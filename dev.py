@@ -7,6 +7,8 @@
 * ``demo``   sets up, checks every definition, and runs the demo definition on the embedded
   default (local SQLite store, local Prefect server, offline model).
 * ``test``   sets up and runs the whole test suite; extra arguments go to pytest.
+* ``lint``   sets up and runs ruff and mypy over the lint gate's scope (``[tool.ruff]`` and
+  ``[tool.mypy]`` in ``pyproject.toml``); either one failing fails it.
 
 Standard library only: this file runs before any dependency is installed.
 """
@@ -138,8 +140,14 @@ def test(args: list[str]) -> int:
     return code
 
 
+def lint() -> int:
+    setup()
+    codes = [run([BIN / "ruff", "check", "."]), run([BIN / "mypy"])]  # both run, so one go shows everything
+    return 1 if any(codes) else 0
+
+
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("setup", "demo", "test"):
+    if not argv or argv[0] not in ("setup", "demo", "test", "lint"):
         print(__doc__)
         return 2
     if argv[0] == "setup":
@@ -147,6 +155,8 @@ def main(argv: list[str]) -> int:
         return 0
     if argv[0] == "demo":
         return demo()
+    if argv[0] == "lint":
+        return lint()
     return test(argv[1:])
 
 

@@ -12,7 +12,7 @@ human task; the entry is ``initial``. For a **pipeline**, an edge ``a → b`` me
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 from dataclasses import dataclass, field
 
 from compiler.errors import DocPath
@@ -65,7 +65,7 @@ class ControlGraph:
                     queue.append(e.target)
         return seen
 
-    def path_between(self, start: str, goal: str, *, avoid: set[str] = frozenset()) -> list[str] | None:
+    def path_between(self, start: str, goal: str, *, avoid: Set[str] = frozenset()) -> list[str] | None:
         """Shortest node path from ``start`` to ``goal`` not passing *through* ``avoid`` (BFS)."""
         if start not in self.succ:
             return None

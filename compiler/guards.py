@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, time
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 import datalogic_py as dl
 
@@ -30,8 +30,8 @@ __all__ = [
 ENGINE = dl.Engine(families=["Core"])
 
 
-def _operator_table() -> dict[str, dict]:
-    table: dict[str, dict] = {}
+def _operator_table() -> dict[str, dl.OperatorInfo]:
+    table: dict[str, dl.OperatorInfo] = {}
     for op in ENGINE.operators():
         table[op["name"]] = op
         for alias in op.get("aliases") or ():
@@ -42,8 +42,21 @@ def _operator_table() -> dict[str, dict]:
 _OPS = _operator_table()
 #: Every operator name (and alias) a guard may use.
 OPERATORS: frozenset[str] = frozenset(_OPS)
-# Operators whose argument at this index is evaluated per item (`{"var": ""}` is the item there).
-_SCOPED = {name: op["scoped_arg"] for name, op in _OPS.items() if op.get("scoped_arg") is not None}
+# Operators whose argument at this index is evaluated per item (`{"var": ""}` is the item there);
+# "last" (`try`, outside the Core family) is the last argument, whatever the count.
+_SCOPED: dict[str, int | Literal["last"]] = {
+    name: scoped for name, op in _OPS.items() if (scoped := op["scoped_arg"]) is not None
+}
+
+
+def _scoped_index(op: str, arg_count: int) -> int | None:
+    """Index of ``op``'s first per-item argument among ``arg_count``, or None when it has none."""
+    scoped = _SCOPED.get(op)
+    if scoped == "last":
+        return max(arg_count - 1, 0)
+    return scoped
+
+
 #: operator → (min args, max args or None)
 OPERATOR_ARITY: dict[str, tuple[int, int | None]] = {name: (op["min_args"], op["max_args"]) for name, op in _OPS.items()}
 # Operators that test for absence: their arguments are reads that may be unset.
@@ -182,7 +195,7 @@ def var_sites(rule: Any, pointer: tuple = ()) -> Iterator[tuple[tuple, str, bool
             elif (first := _first_segment(name)) is not None:
                 yield at, first, False
         return
-    scoped_index = _SCOPED.get(op)
+    scoped_index = _scoped_index(op, len(args) if isinstance(args, list) else 1)
     if isinstance(args, list):
         for i, arg in enumerate(args):
             if scoped_index is None or i < scoped_index:
@@ -220,7 +233,7 @@ def comparisons(rule: Any, pointer: tuple = ()) -> Iterator[tuple[tuple, str, st
             return
     if op in _SCOPED:  # the per-item argument compares items, not context fields
         arg_list = args if isinstance(args, list) else [args]
-        for i, arg in enumerate(arg_list[: _SCOPED[op]]):
+        for i, arg in enumerate(arg_list[: _scoped_index(op, len(arg_list))]):
             yield from comparisons(arg, (*pointer, op, i) if isinstance(args, list) else (*pointer, op))
         return
     if op in ("var", "val"):

@@ -176,16 +176,22 @@ class ConditionNode(NodeBase):
     branches: list[ConditionBranch] = Field(description="Arms, evaluated in order.")
 
 
+#: The fields a fan-out result envelope can keep.
+EnvelopeField = Literal[
+    "status", "index", "item_id", "item", "output", "context_update", "error", "child_run_id",
+    "child_workflow_id", "child_workflow_run_id", "branch_id", "branch_title",
+]
+
+
+def _default_envelope_fields() -> list[EnvelopeField]:
+    return ["status", "index", "item_id", "output", "error"]
+
+
 class CollectSpec(IRModel):
     """Envelope collection of fan-out results."""
 
     into: str = Field(description="Context field that receives the list of envelopes.")
-    include: list[
-        Literal[
-            "status", "index", "item_id", "item", "output", "context_update", "error", "child_run_id",
-            "child_workflow_id", "child_workflow_run_id", "branch_id", "branch_title",
-        ]
-    ] = Field(default_factory=lambda: ["status", "index", "item_id", "output", "error"], description="Envelope fields to keep.")
+    include: list[EnvelopeField] = Field(default_factory=_default_envelope_fields, description="Envelope fields to keep.")
 
 
 class ForeachNode(NodeBase):

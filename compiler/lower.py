@@ -230,7 +230,7 @@ def lower_template(defn: TemplateDef, forms: Mapping[str, FormDef]) -> Lowered:
         kind="pipeline",
         name=defn.name,
         description=defn.description,
-        context=ContextSpec(schema={"type": "object", "properties": properties, "required": ["input"]}),
+        context=ContextSpec(schema_={"type": "object", "properties": properties, "required": ["input"]}),
         nodes=nodes,
         metadata={"lowered_from": "template", "output_type": defn.output_type},
         triggers=list(defn.triggers),
@@ -304,7 +304,7 @@ def lower_workflow(defn: WorkflowDef) -> Lowered:
         prev = VARS_NODE
 
     async_ids: list[str] = []
-    for i, (step, nid) in enumerate(zip(defn.steps, workflow_step_ids(defn))):
+    for i, (step, nid) in enumerate(zip(defn.steps, workflow_step_ids(defn), strict=True)):
         if step.output:
             properties.setdefault(step.output, {})
         nodes[nid] = _step_node(step, [prev] if prev else [])
@@ -337,7 +337,7 @@ def lower_workflow(defn: WorkflowDef) -> Lowered:
         kind="pipeline",
         name=defn.name,
         description=defn.description,
-        context=ContextSpec(schema=schema, initial=literal_vars),
+        context=ContextSpec(schema_=schema, initial=literal_vars),
         nodes=nodes,
         metadata={"lowered_from": "workflow"},
         triggers=list(defn.triggers),

@@ -13,6 +13,7 @@ import typing
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from compiler.errors import DocPath, Finding, choices_hint
 from compiler.ir import KINDS, NODE_TYPES, IRModel
@@ -128,7 +129,7 @@ def _is_member_name(seg: str) -> bool:
     return seg.startswith(_MEMBER_PREFIXES) or (seg[:1].isupper() and seg.isidentifier())
 
 
-def _finding_for(err: dict, loc: DocPath, model: type[BaseModel], data: Any) -> Finding:
+def _finding_for(err: ErrorDetails, loc: DocPath, model: type[BaseModel], data: Any) -> Finding:
     etype = err["type"]
     msg = err["msg"]
     where = loc[-1] if loc else None

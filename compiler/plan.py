@@ -261,7 +261,10 @@ def _edge(e: Edge) -> PlanEdge:
 def _plan_from(defn: ProcessDef | PipelineDef, *, kind: str, version: str, source_file: str | None,
                extras: Extras | None = None, name: str | None = None) -> Plan:
     is_process = isinstance(defn, ProcessDef)
-    graph = process_graph(defn) if is_process else pipeline_graph(defn)
+    if isinstance(defn, ProcessDef):
+        graph, own_name, initial = process_graph(defn), defn.process, defn.initial
+    else:
+        graph, own_name, initial = pipeline_graph(defn), defn.name, None
     schema = defn.context.schema_
     edges = [_edge(e) for nid in defn.nodes for e in graph.succ.get(nid, [])]
     nodes: dict[str, PlanNode] = {}
@@ -269,12 +272,12 @@ def _plan_from(defn: ProcessDef | PipelineDef, *, kind: str, version: str, sourc
         agent_targets = [t.to for t in node.transitions if t.trigger == "agent"]
         nodes[nid] = _plan_node(nid, node, schema, agent_targets, source_file, (extras or {}).get(nid))
     return Plan(
-        name=name or (defn.process if is_process else defn.name),
+        name=name or own_name,
         kind=kind,
         control="state_machine" if is_process else "dag",
         version=version,
         description=defn.description,
-        initial=defn.initial if is_process else None,
+        initial=initial,
         entries=list(graph.entries),
         context_schema=schema,
         context_initial=dict(defn.context.initial),

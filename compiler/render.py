@@ -302,7 +302,7 @@ def render_dot(plan: Plan, highlight: RouteHighlight | None = None) -> str:
         out.append("  }")
     out.extend(node_line(n, "  ") for n in free)
 
-    if start:
+    if start and plan.initial is not None:  # start is drawn only when the initial node is a node
         attrs = {"color": TAKEN_COLOUR, "penwidth": "2.5"} if plan.initial in visited else {}
         out.append(f"  {_dq(start)} -> {_dq(plan.initial)}{' ' + _attrs(attrs) if attrs else ''};")
     for e in plan.edges:

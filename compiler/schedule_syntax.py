@@ -35,7 +35,7 @@ def cron_error(expression: str) -> str | None:
     parts = text.split()
     if len(parts) != 5:
         return f"a cron expression has 5 fields (minute hour day-of-month month day-of-week), this one has {len(parts)}"
-    for part, (name, low, high, names) in zip(parts, _FIELDS):
+    for part, (name, low, high, names) in zip(parts, _FIELDS, strict=True):
         for item in part.split(","):
             problem = _item_error(item, low, high, names)
             if problem:

@@ -30,7 +30,7 @@ except AttributeError:  # pragma: no cover - libyaml missing
     _BaseLoader = yaml.SafeLoader
 
 
-class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+class _Loader(_BaseLoader):
     """Safe loader with YAML 1.2 booleans."""
 
 
@@ -145,21 +145,22 @@ class _Builder:
 
 def load_text(text: str, file: str) -> LoadedDocument:
     """Parse one YAML/JSON document, keeping positions. Never raises on bad input."""
-    doc = LoadedDocument(file=file, source=SourceMap(file=file))
+    source = SourceMap(file=file)
+    doc = LoadedDocument(file=file, source=source)
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
         if node is None:
             doc.findings.append(Finding("not-a-mapping", (), "the file is empty"))
             return doc
-        builder = _Builder(loader, doc.source)
+        builder = _Builder(loader, source)
         doc.data = builder.build(node, ())
         doc.findings.extend(builder.findings)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "invalid YAML"
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        doc.source.values[()] = (line, col)
+        source.values[()] = (line, col)
         doc.findings.append(Finding("yaml-syntax", (), f"{problem}", hint=_syntax_hint(problem)))
         doc.data = None
     except yaml.YAMLError as exc:  # e.g. several documents in one file

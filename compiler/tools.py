@@ -73,9 +73,9 @@ class ToolCatalogue:
         if manifest.is_file():
             data = yaml.safe_load(manifest.read_text(encoding="utf-8")) or {}
             for entry in data.get("tools", []) or []:
-                name = entry.get("name") if isinstance(entry, dict) else entry
-                if isinstance(name, str):
-                    self.tools.setdefault(name, str(manifest))
+                listed = entry.get("name") if isinstance(entry, dict) else entry
+                if isinstance(listed, str):
+                    self.tools.setdefault(listed, str(manifest))
 
 
 def python_tool_names(path: Path) -> list[str]:
@@ -92,12 +92,12 @@ def python_tool_names(path: Path) -> list[str]:
             target = deco.func if isinstance(deco, ast.Call) else deco
             ident = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
             if ident == "tool":
-                explicit = None
+                explicit: str | None = None
                 if isinstance(deco, ast.Call):
                     for kw in deco.keywords:
-                        if kw.arg == "name" and isinstance(kw.value, ast.Constant):
+                        if kw.arg == "name" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
                             explicit = kw.value.value
-                    if deco.args and isinstance(deco.args[0], ast.Constant):
+                    if deco.args and isinstance(deco.args[0], ast.Constant) and isinstance(deco.args[0].value, str):
                         explicit = deco.args[0].value
                 names.append(explicit or node.name)
     return names

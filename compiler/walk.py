@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from compiler.errors import DocPath
-from compiler.ir import BranchNode, ForeachNode, PipelineDef, ProcessDef, ProcessNode
+from compiler.ir import BranchNode, ForeachNode, Node, PipelineDef, ProcessDef, ProcessNode
 
 Graph = ProcessDef | PipelineDef
 
@@ -30,7 +30,7 @@ class NodeSite:
     """A node, where it is written, and who holds it."""
 
     id: str  # the node id; a fan-out child carries the id of the node holding it
-    node: object  # one of the IR node classes
+    node: Node  # one of the IR node classes
     path: DocPath  # path of the node's mapping in the document
     owner: Graph  # the definition whose context the node reads and writes
     parent: NodeSite | None = None  # the foreach/branch node of a fan-out child

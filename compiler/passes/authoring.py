@@ -29,12 +29,6 @@ from typing import Any
 from jsonschema import Draft7Validator
 from jsonschema.exceptions import best_match
 
-# Draft 7's meta-schema checks the same structure (type names, the shape of every keyword) as
-# 2020-12's about five times faster: 2020-12's $dynamicRef resolution dominates, and a
-# 1,000-field context schema took longer to meta-validate than its YAML took to load.
-# Keywords new in 2020-12 (prefixItems, $defs, dependentRequired...) are accepted unchecked.
-_META_VALIDATOR = Draft7Validator(Draft7Validator.META_SCHEMA)
-
 from compiler.errors import Finding, did_you_mean
 from compiler.ir import (
     LEAF_TYPES,
@@ -50,6 +44,12 @@ from compiler.ir import (
 )
 from compiler.tools import PROCESS_CONTROL_TOOLS
 from compiler.walk import NodeSite, iter_definitions, iter_nodes, written
+
+# Draft 7's meta-schema checks the same structure (type names, the shape of every keyword) as
+# 2020-12's about five times faster: 2020-12's $dynamicRef resolution dominates, and a
+# 1,000-field context schema took longer to meta-validate than its YAML took to load.
+# Keywords new in 2020-12 (prefixItems, $defs, dependentRequired...) are accepted unchecked.
+_META_VALIDATOR = Draft7Validator(Draft7Validator.META_SCHEMA)
 
 #: Context serialized larger than this is refused at run time (seed rule 9).
 CONTEXT_CAP_BYTES = 64 * 1024
@@ -236,8 +236,8 @@ def _assignee(value: str | None, path: tuple) -> Iterator[Finding]:
 def _fanout(site: NodeSite) -> Iterator[Finding]:
     """Rule 11: fan-out bodies are leaf work and own no routing; foreach limits."""
     node, path = site.node, site.path
-    if site.is_child:
-        parent = site.parent.node.type  # type: ignore[union-attr]
+    if site.parent is not None:  # a fan-out child
+        parent = site.parent.node.type
         if node.type not in LEAF_TYPES:
             yield Finding("fanout-child", (*path, "type"), f"a {parent} body cannot be a `{node.type}` node",
                           hint="use a `tool`, `interaction`, `agent` or `process` body; put routing on the "

@@ -114,7 +114,7 @@ def _enum_checks(defn, node, gpath: DocPath, comparisons: tuple, skip: set[str],
         for f in node.task.fields:
             if f.type == "select" and f.options:
                 options[f.name] = list(f.options)
-    for at, op, field, literals, _cmp in comparisons:
+    for at, _op, field, literals, _cmp in comparisons:
         if field.split(".", 1)[0] in skip:
             continue
         if field not in enums:

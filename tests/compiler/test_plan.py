@@ -6,6 +6,7 @@ import json
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from compiler import CompileError, compile_plan, workspace_from_texts
 from compiler.plan import Plan, build_plan, canonical_version
@@ -52,7 +53,7 @@ def test_plan_contents(mini_ws):
 
 def test_plan_is_frozen(mini_ws):
     plan = compile_plan(mini_ws, "mini_review")
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError, match="frozen"):
         plan.name = "other"  # type: ignore[misc]
     assert Plan.model_validate(plan.to_json()) == plan  # round-trips
 
