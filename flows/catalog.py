@@ -46,8 +46,11 @@ class Compiled:
 class Catalog:
     """The definitions folder, loaded and checked once, with Plans compiled on demand."""
 
-    def __init__(self, workspace: Workspace):
+    def __init__(self, workspace: Workspace, sources: list[Path] | None = None):
         self.ws = workspace
+        #: what the catalog was loaded from (absolute folders and file), recorded on every run so
+        #: that resuming and replaying it rebuild the same catalog (see :mod:`flows.runs.sources`)
+        self.sources: list[str] = [str(Path(p).resolve()) for p in sources or []]
         self._plans: dict[str, Plan] = {}
 
     @classmethod
@@ -61,7 +64,19 @@ class Catalog:
                 targets.append(Path(target).parent)
         ws = load_workspace(targets)
         load_tools(targets)
-        return cls(ws)
+        return cls(ws, targets)
+
+    @classmethod
+    def from_sources(cls, sources: list[str]) -> Catalog:
+        """The catalog a run was started with (its recorded :attr:`sources`), whatever the
+        current folder; :class:`DefinitionNotFound` when one of them is gone."""
+        targets = [Path(s) for s in sources]
+        gone = [str(t) for t in targets if not t.exists()]
+        if gone:
+            raise DefinitionNotFound(f"the run's definitions are gone: {', '.join(gone)} no longer exist(s)")
+        ws = load_workspace(targets)
+        load_tools(targets)
+        return cls(ws, targets)
 
     def unit_for(self, name_or_path: str) -> Unit:
         path = Path(name_or_path)

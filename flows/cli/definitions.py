@@ -11,6 +11,7 @@ from cyclopts import Parameter
 from rich.console import Console
 
 from flows.cli import app
+from flows.cli.output import error
 
 DEFAULT_DIR = "definitions"
 console = Console(highlight=False, soft_wrap=True)
@@ -41,8 +42,7 @@ def check(*paths: str, json_: Annotated[bool, Parameter(name="--json")] = False)
     targets = paths or (DEFAULT_DIR,)
     missing = [p for p in targets if not Path(p).exists()]
     if missing:
-        console.print(f"[red]error:[/] no such file or folder: {', '.join(missing)}")
-        return 2
+        return error(f"no such file or folder: {', '.join(missing)}")
     ws = load_workspace(targets, context_dirs=_context_dirs(targets))
     report = check_workspace(ws)
     if json_:
@@ -73,8 +73,7 @@ def schema(kind: Annotated[str | None, Parameter(name="--kind")] = None) -> int:
     try:
         print(json.dumps(definition_schema(kind), indent=2))
     except KeyError as exc:
-        console.print(f"[red]error:[/] {exc.args[0]}")
-        return 2
+        return error(exc.args[0])
     return 0
 
 
@@ -94,7 +93,7 @@ def _plan_or_report(name: str, folder: str):
             print(d.format())
         return None, 1
     except KeyError as exc:
-        console.print(f"[red]error:[/] {exc.args[0]}")
+        error(exc.args[0])
         return None, 2
 
 

@@ -4,13 +4,14 @@
 semantics: the chosen definitions' deployments are written into ``prefect.yaml`` (entries of
 other deployments, and every other key, are kept — comments too), then Prefect's own
 ``prefect deploy`` registers exactly those entries with the API. One deployment per definition,
-named after it (``NAME/NAME``): entrypoint ``flows/prefect/deployments.py:flow_NAME`` (or
-``…__vN`` for a pinned published version), the flow's typed parameters, schedules from the
+named after it (``NAME/NAME``): entrypoint ``flows.prefect.deployments.flow_NAME`` (or
+``…__vN`` for a pinned published version; a module path, importable wherever Ergon is installed),
+the flow's typed parameters, schedules from the
 definition's cron and interval triggers, tags (``ergon``, its kind, its version), the work pool
 (created as a ``process`` pool when missing) and version = the content hash.
 
-Run it from the project folder (where ``flows/prefect/deployments.py`` and ``definitions/`` are): a
-worker's flow-run process starts there too (the ``pull`` step of ``prefect.yaml``).
+Run it from the project folder (where ``definitions/`` is): a worker started there runs its flow
+runs there too (the ``pull`` step of ``prefect.yaml``), and compiles the definitions it finds.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from cyclopts import Parameter
 from rich.console import Console
 
 from flows.cli import app
+from flows.cli.output import error
 from flows.errors import ErgonError
 
 out = Console(highlight=False, soft_wrap=True)
@@ -33,7 +35,7 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 #: What a new prefect.yaml starts with (an existing file keeps its own content).
 PROJECT_HEADER = """\
 # Prefect project file. `ergon deploy` writes one deployment per definition here; each
-# entrypoint is a module attribute holding the compiled flow (flows/prefect/deployments.py).
+# entrypoint is a module attribute holding the compiled flow (flows.prefect.deployments.flow_<name>).
 name: ergon
 prefect-version: 3.9.1
 
@@ -94,8 +96,7 @@ def deploy(
             print(d.format(), file=sys.stderr)
         return 2
     except DeployError as exc:
-        err.print(f"[red]error:[/] {exc}")
-        return 2
+        return error(exc)
     for entry in entries:
         when = ", ".join(_describe(s) for s in entry["schedules"]) or "no schedule"
         out.print(f"  [bold]{entry['name']}/{entry['name']}[/] → {entry['entrypoint']}  [dim]{entry['tags'][-1]}, "
@@ -117,12 +118,9 @@ def build_entries(names: list[str], *, version: int | None, work_pool: str) -> l
     from compiler import CompileError
     from compiler.plan import RUNNABLE_KINDS
     from flows.catalog import Catalog, DefinitionNotFound
-    from flows.prefect.deployments import ENTRYPOINT_FILE, Target, compile_target, deployment_entry
+    from flows.prefect.deployments import Target, compile_target, deployment_entry
     from flows.versions import VersionNotFound
 
-    if not Path(ENTRYPOINT_FILE).is_file():
-        raise DeployError(f"{ENTRYPOINT_FILE} is not under the current folder: run `ergon deploy` from the project "
-                          "folder (workers start flow runs there and import the entrypoint from it)")
     catalog = Catalog.load()
     chosen = names or sorted(catalog.ws.named(*RUNNABLE_KINDS))
     if not chosen:

@@ -9,6 +9,7 @@ from cyclopts import App, Parameter
 from rich.console import Console
 
 from flows.cli import app
+from flows.cli.output import error
 
 documents_app = App(name="documents", help="The local document store (fetch_document, search_documents).")
 app.command(documents_app)
@@ -43,8 +44,7 @@ def documents_add(
     try:
         meta = documents.add(path, id, replace=replace)
     except documents.DocumentError as exc:
-        err.print(f"[red]error:[/] {exc}")
-        return 1
+        return error(exc, code=1)
     if json_:
         print(json.dumps(meta))
     else:
@@ -93,8 +93,7 @@ def documents_show(id: str, *, json_: Annotated[bool, Parameter(name="--json")] 
     try:
         doc = documents.get(id)
     except documents.DocumentError as exc:
-        err.print(f"[red]error:[/] {exc}")
-        return 1
+        return error(exc, code=1)
     print(json.dumps(doc) if json_ else doc["content"])
     return 0
 

@@ -10,6 +10,7 @@ from cyclopts import App, Parameter
 from rich.console import Console
 
 from flows.cli import app
+from flows.cli.output import error
 
 interactions_app = App(name="interactions", help="List interactions and run one on its own.")
 app.command(interactions_app)
@@ -99,13 +100,12 @@ def interactions_run(
     interaction = ws.get(name, "interaction")
     if interaction is None:
         hint = did_you_mean(name, ws.named("interaction"))
-        err.print(f"[red]error:[/] no interaction named `{name}`" + (f"; {hint}" if hint else ""))
+        error(f"no interaction named `{name}`" + (f"; {hint}" if hint else ""))
         return 2
     try:
         payload = _load_data(data, interaction.test_data)
     except (json.JSONDecodeError, OSError) as exc:
-        err.print(f"[red]error:[/] --data is neither a file nor JSON: {exc}")
-        return 2
+        return error(f"--data is neither a file nor JSON: {exc}")
     environments = {n: u.defn for n, u in ws.named("environment").items()}
     named = interaction_model(interaction, model)
     target = resolve_target(named, environments)
@@ -116,11 +116,9 @@ def interactions_run(
         with cassette:
             result = asyncio.run(run_interaction(interaction, payload or {}, model=model, environments=environments))
     except InvalidInput as exc:
-        err.print(f"[red]error:[/] {exc}")
-        return 2
+        return error(exc)
     except LlmError as exc:
-        err.print(f"[red]error:[/] {exc}")
-        return 1
+        return error(exc, code=1)
     if json_:
         print(json.dumps(result, ensure_ascii=False))
     elif isinstance(result, str):

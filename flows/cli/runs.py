@@ -90,12 +90,16 @@ def run(
         Run this published version (see `ergon versions NAME`) instead of the draft file.
     """
     from flows import runs
-    from flows.catalog import Catalog
+    from flows.catalog import DefinitionNotFound
     from flows.cli.inputs import parse_pairs, read_input_file
+    from flows.runs.sources import catalog_for_start
     from flows.store import repo
 
     console = err if json_ else out
-    catalog = Catalog.load(name)
+    try:
+        catalog = catalog_for_start(name, run_id)  # a pending run's own definitions, else NAME's
+    except DefinitionNotFound as exc:
+        return error(exc.args[0])
     try:
         compiled = runs.compile_definition(name, catalog=catalog, version=version)
     except runs.StartRefused as exc:
@@ -267,9 +271,16 @@ def runs_resume(
         runs.resumable(run_rec)
     except runs.ResumeRefused as exc:
         return error(exc)
+    from flows.catalog import DefinitionNotFound
+    from flows.runs.sources import catalog_for_run
+
+    try:
+        catalog = catalog_for_run(run_rec)  # the folders (and file) the run started from, tools included
+    except DefinitionNotFound as exc:
+        return error(f"run {run_id}: {exc.args[0]}")
     console = err if json_ else out
     console.print(f"resuming [bold]{run_id}[/] ({run_rec.definition_name})")
-    result = runs.resume(run_id, listener=_progress_listener(console), record=record, replay=replay)
+    result = runs.resume(run_id, catalog=catalog, listener=_progress_listener(console), record=record, replay=replay)
     _print_result(result.to_dict(), json_, console)
     return EXIT.get(result.status, 1)
 

@@ -14,6 +14,7 @@ from cyclopts import App, Parameter
 from rich.console import Console
 
 from flows.cli import app
+from flows.cli.output import error
 
 secrets_app = App(name="secrets", help="Encrypted secrets (`secret:NAME` in definitions). Values come from stdin.")
 app.command(secrets_app)
@@ -23,8 +24,7 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _fail(exc: BaseException) -> int:
-    err.print(f"[red]error:[/] {exc}", markup=True)
-    return 2
+    return error(exc)
 
 
 @secrets_app.command(name="set")
@@ -50,8 +50,7 @@ def secrets_set(name: str) -> int:
         # Piped: the whole input minus the final newline (`echo`, `printf`, a file all work).
         value = sys.stdin.read().removesuffix("\n").removesuffix("\r")
     if not value:
-        err.print("[red]error:[/] no value on standard input (pipe it in: `printf %s \"$TOKEN\" | ergon secrets set NAME`)")
-        return 2
+        return error("no value on standard input (pipe it in: `printf %s \"$TOKEN\" | ergon secrets set NAME`)")
     try:
         info = secrets.set_secret(name, value)
     except (ValueError, secrets.SecretKeyError, secrets.SecretError) as exc:
@@ -98,8 +97,7 @@ def secrets_delete(name: str) -> int:
     from flows import secrets
 
     if not secrets.delete_secret(name):
-        err.print(f"[red]error:[/] no secret named `{name}` (see `ergon secrets list`)")
-        return 1
+        return error(f"no secret named `{name}` (see `ergon secrets list`)", code=1)
     out.print(f"deleted secret [bold]{name}[/]")
     return 0
 

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from flows.cli import app
+from flows.cli.output import error
 from flows.prefect.resume import register as _register_resume
 from flows.settings import current_user
 
@@ -70,8 +71,7 @@ def tasks_list(
 
     user = _who(as_)
     if status not in repo.TASK_FILTERS:
-        err.print(f"[red]error:[/] --status must be one of: {', '.join(repo.TASK_FILTERS)}")
-        return 2
+        return error(f"--status must be one of: {', '.join(repo.TASK_FILTERS)}")
     rows, total = repo.list_tasks(status, visible_to=user, run_id=run, limit=limit)
     if json_:
         print(json.dumps({"user": user, "total": total, "tasks": [task_dict(t) for t in rows]}))
@@ -102,8 +102,7 @@ def tasks_show(task_id: str, *, as_: As = None, json_: Json = False) -> int:
     user = _who(as_)
     task = repo.get_task(task_id)
     if task is None:
-        err.print(f"[red]error:[/] no task {task_id}")
-        return 2
+        return error(f"no task {task_id}")
     if not humans.can_see(task, user):
         err.print(f"[red]refused:[/] {escape(user)} may not see task {task_id} (assigned to {escape(_assignee(task))})")
         return 1
@@ -170,8 +169,7 @@ def tasks_claim(task_id: str, *, as_: As = None, json_: Json = False) -> int:
     try:
         task = humans.claim(task_id, user)
     except humans.TaskNotFound as exc:
-        err.print(f"[red]error:[/] {exc}")
-        return 2
+        return error(exc)
     except humans.TaskRefused as exc:
         return _refused(exc, json_)
     if json_:
@@ -231,13 +229,12 @@ def tasks_answer(
     raw, problems = _parse_sets(set_ or [])
     if problems:
         for p in problems:
-            err.print(f"[red]error:[/] {escape(p)}")
+            error(p)
         return 2
     try:
         result = humans.answer(task_id, user, raw, via="cli")
     except humans.TaskNotFound as exc:
-        err.print(f"[red]error:[/] {exc}")
-        return 2
+        return error(exc)
     except humans.TaskRefused as exc:
         return _refused(exc, json_)
     task = result.task

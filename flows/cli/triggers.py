@@ -15,6 +15,7 @@ from cyclopts import App, Parameter
 from rich.console import Console
 
 from flows.cli import app
+from flows.cli.output import error
 
 schedules_app = App(name="schedules", help="Triggers of the definitions: next/last run, pause, resume, run now.")
 app.command(schedules_app)
@@ -57,9 +58,8 @@ def serve(
         for d in diagnostics[:3]:
             err.print(f"  {d.format()}", markup=False)
     if plan.empty:
-        err.print("[red]error:[/] no definition in the folder has triggers to serve "
+        return error("no definition in the folder has triggers to serve "
                   "(add `triggers:` with cron, interval, webhook or on_complete)")
-        return 2
 
     def ready(webhook_server, deployments) -> None:
         for definition, refs in sorted(plan.scheduled.items()):
@@ -80,8 +80,7 @@ def serve(
     except KeyboardInterrupt:
         pass
     except OSError as exc:
-        err.print(f"[red]error:[/] {exc} (is another `ergon serve` using port {webhook_port}? pass --webhook-port)")
-        return 1
+        return error(f"{exc} (is another `ergon serve` using port {webhook_port}? pass --webhook-port)", code=1)
     out.print("stopped; schedules left active")
     return 0
 
@@ -131,8 +130,7 @@ def _set(name: str, paused: bool) -> int:
     try:
         refs = set_paused(name, paused)
     except UnknownTrigger as exc:
-        err.print(f"[red]error:[/] {exc}")
-        return 2
+        return error(exc)
     for ref in refs:
         out.print(f"{'paused' if paused else 'resumed'} [bold]{ref.name}[/] ({ref.kind})")
     return 0
@@ -179,8 +177,7 @@ def schedules_run_now(name: str) -> int:
     try:
         run_ids = run_now(name)
     except UnknownTrigger as exc:
-        err.print(f"[red]error:[/] {exc}")
-        return 2
+        return error(exc)
     except StartRefused as exc:
         for d in exc.problems:
             err.print(d.format(), markup=False)

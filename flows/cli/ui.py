@@ -1,9 +1,9 @@
 """`ergon ui`: start the Streamlit dashboard on this machine.
 
 It runs ``python -m streamlit run ui/app.py`` (through ``ui/serve.py``, which fixes deep links
-on a fresh server) in the foreground (Ctrl-C stops it), headless,
-bound to 127.0.0.1 by default, with Streamlit's usage statistics off and no file watcher (the
-dashboard is not being edited while it serves). ``ERGON_UI_REQUIRE_LOGIN=1`` makes every page
+on a fresh server) in the foreground (Ctrl-C stops it), from the installed ``ui`` package, with
+the settings of ``ui/streamlit.toml``: headless, bound to 127.0.0.1 by default, Streamlit's
+usage statistics off and no file watcher (the dashboard is not being edited while it serves). ``ERGON_UI_REQUIRE_LOGIN=1`` makes every page
 ask for a sign-in (by default viewing is open and acting needs one; see ``ui/auth.py``).
 """
 
@@ -16,15 +16,32 @@ from pathlib import Path
 
 from flows.cli import app
 
-APP = Path(__file__).resolve().parents[2] / "ui" / "app.py"
+#: The dashboard and its Streamlit settings, inside the installed `ui` package (not the checkout:
+#: `ergon ui` runs from any folder).
+UI_PACKAGE = Path(__file__).resolve().parents[2] / "ui"
+APP = UI_PACKAGE / "app.py"
+CONFIG = UI_PACKAGE / "streamlit.toml"
+
+
+def config_flags() -> list[str]:
+    """``CONFIG`` as Streamlit command-line flags (``--section.key=value``): Streamlit reads
+    config files only from ``~/.streamlit`` and the current folder's ``.streamlit``."""
+    import tomllib
+
+    data = tomllib.loads(CONFIG.read_text(encoding="utf-8")) if CONFIG.is_file() else {}
+    flags = []
+    for section, values in data.items():
+        for key, value in values.items():
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            flags.append(f"--{section}.{key}={text}")
+    return flags
 
 
 def streamlit_command(port: int = 8501, host: str = "127.0.0.1") -> list[str]:
     """The command line that serves the dashboard (tests and benchmarks start it the same way)."""
     return [
-        sys.executable, "-m", "ui.serve", "run", str(APP),
-        f"--server.address={host}", f"--server.port={port}", "--server.headless=true",
-        "--browser.gatherUsageStats=false", "--server.fileWatcherType=none", "--client.toolbarMode=viewer",
+        sys.executable, "-m", "ui.serve", "run", str(APP), *config_flags(),
+        f"--server.address={host}", f"--server.port={port}",
     ]
 
 
@@ -39,12 +56,12 @@ def ui(*, port: int = 8501, host: str = "127.0.0.1") -> int:
     host
         Address to bind; the default serves this machine only.
     """
-    if not APP.is_file():
-        print(f"error: the dashboard is missing ({APP}); reinstall Ergon", file=sys.stderr)
+    if not APP.is_file() or not CONFIG.is_file():
+        print(f"error: the dashboard is missing ({APP if not APP.is_file() else CONFIG}); reinstall Ergon", file=sys.stderr)
         return 2
     print(f"Ergon dashboard at http://{host}:{port}/  (Ctrl-C to stop)", file=sys.stderr)
     try:
-        # `-m ui.serve` must import this checkout's `ui` package whatever the working directory.
+        # `-m ui.serve` must import the same `ui` package as APP whatever the working directory.
         path = os.pathsep.join(p for p in (str(APP.parents[1]), os.environ.get("PYTHONPATH")) if p)
         return subprocess.call(streamlit_command(port, host), env={**os.environ, "PYTHONPATH": path})
     except KeyboardInterrupt:

@@ -14,6 +14,7 @@ from cyclopts import App, Parameter
 from rich.console import Console
 
 from flows.cli import app
+from flows.cli.output import error
 
 users_app = App(name="users", help="Users, groups and admins (who may see and answer human tasks).")
 app.command(users_app)
@@ -59,15 +60,13 @@ def users_add(
     if password_stdin:
         password = sys.stdin.readline().rstrip("\r\n")
         if not password:
-            err.print("[red]error:[/] no password on standard input")
-            return 2
+            return error("no password on standard input")
     db.init_db()
     existed = repo.get_user(name) is not None
     try:
         user = people.add_user(name, group or (), admin, password, display_name=display_name)
     except ValueError as exc:
-        err.print(f"[red]error:[/] {exc}")
-        return 2
+        return error(exc)
     groups = repo.groups_of(user.name)
     out.print(f"{'updated' if existed else 'added'} user [bold]{user.name}[/]"
               + (" [yellow]admin[/]" if user.is_admin else "")

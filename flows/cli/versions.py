@@ -14,14 +14,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from flows.cli import app
+from flows.cli.output import error
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-def _error(message: str, code: int = 2) -> int:
-    err.print(f"[red]error:[/] {escape(message)}")
-    return code
 
 
 @app.command
@@ -52,13 +48,13 @@ def publish(
     try:
         result = versions.publish(name, comment=comment, published_by=current_user(), strict=strict)
     except DefinitionNotFound as exc:
-        return _error(exc.args[0])
+        return error(exc.args[0])
     except versions.PublishRefused as exc:
         for d in exc.diagnostics:
             print(d.format(), file=sys.stderr)
         for b in exc.breaks:
             err.print(f"  [red]breaks[/] {escape(b.line())}")
-        return _error(str(exc), 1)
+        return error(exc, code=1)
     row = result.version
     if not result.created:
         out.print(f"`{name}` is unchanged since version {row.version} ({row.content_hash[:12]}): nothing published")
@@ -95,7 +91,7 @@ def versions_(name: str, *, json_: Annotated[bool, Parameter(name="--json")] = F
     except DefinitionNotFound:
         draft = None
     if draft is None and not rows:
-        return _error(f"no definition named `{name}` (no draft file, no published version)")
+        return error(f"no definition named `{name}` (no draft file, no published version)")
     latest = rows[0] if rows else None
     if draft is None:
         state = "no draft file"
@@ -145,7 +141,7 @@ def diff(name: str, v1: str, v2: str = "draft", *, json_: Annotated[bool, Parame
         a, b = versions.parse_ref(v1), versions.parse_ref(v2)
         result, title = versions.structural_diff(name, a, b)
     except (ValueError, LookupError) as exc:
-        return _error(exc.args[0] if isinstance(exc, DefinitionNotFound) else str(exc))
+        return error(exc.args[0] if isinstance(exc, DefinitionNotFound) else str(exc))
     if json_:
         print(json.dumps({"title": title, **result.to_json()}, default=str))
     else:
@@ -169,10 +165,10 @@ def revert(name: str, version: str) -> int:
     try:
         ref = versions.parse_ref(version)
         if not isinstance(ref, int):
-            return _error("revert takes a version number (e.g. `ergon revert NAME 2`)")
+            return error("revert takes a version number (e.g. `ergon revert NAME 2`)")
         written, removed = versions.revert(name, ref)
     except (ValueError, LookupError) as exc:
-        return _error(str(exc))
+        return error(str(exc))
     out.print(f"draft of [bold]{name}[/] is now version {ref}'s text: {escape(str(written))}"
               + (f" (removed {escape(str(removed))})" if removed else ""))
     out.print(f"[dim]publish it again with `ergon publish {name}` to make it the latest version[/]")

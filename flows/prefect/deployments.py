@@ -1,7 +1,9 @@
 """Deployment entrypoints: one compiled Prefect flow per definition, as an attribute of this module.
 
 A Prefect worker (or ``prefect deploy``) imports a deployment's entrypoint
-``flows/prefect/deployments.py:<attribute>`` and runs the flow it finds there. The attributes do not
+``flows.prefect.deployments.<attribute>`` (a module path: Prefect's ``EntrypointType.MODULE_PATH``,
+so it resolves wherever Ergon is installed, whatever the project folder) and runs the flow it
+finds there. The attributes do not
 exist until asked for: the module-level :func:`__getattr__` (PEP 562) reads the definitions
 folder, compiles the definition the attribute names, and caches its flow. So the same definitions
 run unchanged under any worker that shares the folder and the code — no generated Python.
@@ -42,8 +44,9 @@ from flows.store import db, repo
 
 #: The work pool deployments go to unless ``--work-pool`` says otherwise.
 DEFAULT_WORK_POOL = "ergon"
-#: Where deployments point: this file, relative to the project folder a worker runs from.
-ENTRYPOINT_FILE = "flows/prefect/deployments.py"
+#: Where deployments point: this module, by its import path (a file path would only resolve in a
+#: checkout of Ergon; the definitions come from the folder the worker starts flow runs in).
+ENTRYPOINT_MODULE = "flows.prefect.deployments"
 _PINNED = re.compile(r"^(?P<base>flow_\w+?)__v(?P<version>\d+)$")
 _flows: dict[str, Any] = {}
 
@@ -63,8 +66,8 @@ def entry_attribute(name: str, version: int | None = None) -> str:
 
 
 def entrypoint(name: str, version: int | None = None) -> str:
-    """The deployment entrypoint of a definition (``file.py:attribute``)."""
-    return f"{ENTRYPOINT_FILE}:{entry_attribute(name, version)}"
+    """The deployment entrypoint of a definition (``module.attribute``, Prefect's module-path form)."""
+    return f"{ENTRYPOINT_MODULE}.{entry_attribute(name, version)}"
 
 
 def __getattr__(attribute: str) -> Any:

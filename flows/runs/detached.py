@@ -18,8 +18,10 @@ import subprocess
 import sys
 from typing import Any
 
-from flows.catalog import Catalog
-from flows.runs.lifecycle import compile_definition, create, resumable
+from compiler import Diagnostic
+from flows.catalog import Catalog, DefinitionNotFound
+from flows.runs import sources
+from flows.runs.lifecycle import StartRefused, compile_definition, create, resumable
 from flows.settings import logs_dir
 from flows.store.models import Run, RunTrigger
 
@@ -32,8 +34,10 @@ def start_detached(name: str, inputs: dict[str, Any], *, started_by: str, trigge
     ``env`` adds variables to the child's environment. ``version`` runs that published version
     instead of the definitions folder's draft. Raises :class:`~flows.runs.lifecycle.StartRefused`.
     """
-    compiled = compile_definition(name, catalog=catalog or Catalog.load(), version=version)
+    catalog = catalog or Catalog.load()
+    compiled = compile_definition(name, catalog=catalog, version=version)
     run = create(compiled, inputs, trigger=trigger, started_by=started_by, version=version)
+    sources.record(run.id, catalog)  # `ergon run NAME --run-id` below compiles against the same definitions
     inputs_file = logs_dir() / f"run-{run.id}.inputs.json"
     inputs_file.write_text(json.dumps(inputs), encoding="utf-8")
     spawn_ergon(["run", name, "--run-id", run.id, "--input-file", str(inputs_file),
@@ -46,8 +50,12 @@ def replay(run: Run, user: str) -> str:
     """A new run of ``run``'s definition with its inputs; the new run id. A run of a published
     version replays that version; a run of the draft replays the draft as it is now. Raises
     :class:`~flows.runs.lifecycle.StartRefused` with the problems (the draft may have changed)."""
+    try:
+        catalog = sources.catalog_for_run(run)  # the definitions (and tools) the run came from
+    except DefinitionNotFound as exc:
+        raise StartRefused([Diagnostic("invalid-input", exc.args[0], run.definition_name, 1, 1)]) from exc
     return start_detached(run.definition_name, dict(run.inputs or {}), started_by=user, trigger="replay",
-                          version=run.definition_version)
+                          version=run.definition_version, catalog=catalog)
 
 
 def resume_detached(run: Run, user: str) -> None:

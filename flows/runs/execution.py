@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from compiler.plan import Plan
 from flows.llm.records import REUSE_LOOKUP
+from flows.runs import sources
 from flows.runs.inputs import context_problems
 from flows.runs.recorder import StoreRecorder
 from flows.runs.request import RunRequest
@@ -93,6 +94,8 @@ async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest,
     else:
         context = recorder.context
     catalog = request.catalog or _default_catalog()
+    if recorder.fresh:  # what resume and replay rebuild the catalog from (flows.runs.sources)
+        sources.record(recorder.run_id, catalog)
 
     async def run_child(child: Plan, child_inputs: dict[str, Any], parent_visit_id: str | None) -> ChildResult:
         accepted = set(child.input_schema.get("properties", {}))

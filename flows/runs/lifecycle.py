@@ -152,9 +152,11 @@ def resumable(run: Run) -> None:
 def resume(run_id: str, *, catalog: Catalog | None = None, listener: Listener = no_listener,
            record: str | None = None, replay: str | None = None) -> RunResult:
     """Continue a failed or crashed run after its last completed visit (in this process, blocking)."""
+    from flows.runs.sources import catalog_for_run
+
     run = repo.require_run(run_id)
     resumable(run)
-    catalog = catalog or Catalog.load()
+    catalog = catalog or catalog_for_run(run)  # the folders (and file) it started from, tools included
     compiled = snapshot_compiled(run, catalog)
     repo.set_run_status(run_id, "pending")
     return start(compiled, dict(run.inputs or {}), catalog=catalog, run_id=run_id, listener=listener,

@@ -140,6 +140,9 @@ class Run(SQLModel, table=True):
     definition_version: int | None = None  # None: a draft or a file that was never published
     # The snapshot id: runs execute the content they started with, whatever happens to the draft.
     content_hash: str | None = Field(default=None, foreign_key="definition_snapshots.hash")
+    # What the run's catalog was loaded from: absolute definitions folders and the file it was
+    # started by, if any (resume and replay rebuild the same catalog, tools included, from any cwd).
+    catalog_sources: Any = _json()
     status: str = "pending"
     outcome: str | None = None
     inputs: Any = _json()

@@ -23,8 +23,10 @@ def cli(args: list[str], env: dict[str, str], timeout: float = 300) -> subproces
 class Worker:
     """``prefect worker start --pool POOL`` in its own process group, logging to a file."""
 
-    def __init__(self, pool: str, env: dict[str, str], log: Path, limit: int = 4):
+    def __init__(self, pool: str, env: dict[str, str], log: Path, limit: int = 4, *, python: str = sys.executable,
+                 cwd: Path = ROOT):
         self.pool, self.env, self.log, self.limit = pool, env, log, limit
+        self.python, self.cwd = python, cwd  # an installed Ergon's interpreter, started in its project folder
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> Worker:
@@ -32,8 +34,8 @@ class Worker:
                "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "INFO"}  # the log file is the diagnosis of a failed test
         with open(self.log, "ab") as fh:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "prefect", "worker", "start", "--pool", self.pool, "--limit", str(self.limit)],
-                env=env, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                [self.python, "-m", "prefect", "worker", "start", "--pool", self.pool, "--limit", str(self.limit)],
+                env=env, cwd=self.cwd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
         return self

@@ -60,7 +60,7 @@ def test_deploy_writes_the_entries_and_keeps_the_rest_of_prefect_yaml(deploy_env
     assert names == ["someone-elses", "tick"], "other deployments kept, ours replaced in place"
     assert doc["pull"] == [{"prefect.deployments.steps.set_working_directory": {"directory": "{{ $PWD }}"}}]
     tick = doc["deployments"][1]
-    assert tick["entrypoint"] == "flows/prefect/deployments.py:flow_tick"
+    assert tick["entrypoint"] == "flows.prefect.deployments.flow_tick"
     assert tick["work_pool"] == {"name": "ergon"}
     assert tick["tags"] == ["ergon", "process", "version:latest"]
     assert len(tick["version"]) >= 12
@@ -94,7 +94,7 @@ def test_deploy_registers_with_prefect_and_creates_a_process_pool(deploy_env, de
         work_pool = client.read_work_pool(pool)
         deployment = client.read_deployment_by_name("tick/tick")
     assert work_pool.type == "process"
-    assert deployment.entrypoint == "flows/prefect/deployments.py:flow_tick" and deployment.work_pool_name == pool
+    assert deployment.entrypoint == "flows.prefect.deployments.flow_tick" and deployment.work_pool_name == pool
     assert set(deployment.parameter_openapi_schema["properties"]) == {"who"}
     assert deployment.enforce_parameter_schema
     assert {"ergon", "process"} <= set(deployment.tags)
@@ -119,7 +119,7 @@ def test_a_pinned_version_runs_the_published_content(deploy_env, definitions, tm
                deploy_env)
     assert done.returncode == 0, done.stdout + done.stderr
     entry = yaml.safe_load((tmp_path / "p.yaml").read_text())["deployments"][0]
-    assert entry["entrypoint"] == "flows/prefect/deployments.py:flow_tick__v1" and "version:1" in entry["tags"]
+    assert entry["entrypoint"] == "flows.prefect.deployments.flow_tick__v1" and "version:1" in entry["tags"]
 
     deployments._flows.clear()
     result = asyncio.run(deployments.flow_tick__v1(who="x"))

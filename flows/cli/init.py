@@ -1,0 +1,94 @@
+"""`ergon init [DIR]`: scaffold an Ergon project in a data engineer's own folder.
+
+The files come from the package (:mod:`flows.templates`, package data in the wheel): a
+``definitions/`` folder with one small example of each runnable kind (process, pipeline,
+interaction, agent template with its forms, workflow) and the Python tool they call, a
+``prefect.yaml`` with no deployments (``ergon deploy`` fills it), and ``README-ergon.md`` saying
+how to check, run and deploy. Existing files are never overwritten unless ``--force`` is given:
+without it, ``init`` names the files in the way and changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Annotated
+
+from cyclopts import Parameter
+from rich.console import Console
+
+from flows.cli import app
+from flows.cli.output import error
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+#: The project file written beside the templates (generated: its `name:` is the folder's).
+PREFECT_FILE = "prefect.yaml"
+
+
+def template_files() -> dict[str, str]:
+    """Relative path → text of every file ``init`` writes (the templates, then prefect.yaml)."""
+    files: dict[str, str] = {}
+
+    def walk(node: Traversable, prefix: str) -> None:
+        for child in sorted(node.iterdir(), key=lambda c: c.name):
+            if child.name == "__pycache__" or child.name.endswith(".pyc"):
+                continue
+            rel = f"{prefix}{child.name}"
+            if child.is_dir():
+                walk(child, rel + "/")
+            else:
+                files[rel] = child.read_text(encoding="utf-8")
+
+    walk(resources.files("flows.templates") / "project", "")
+    return files
+
+
+def prefect_project(name: str) -> str:
+    """``prefect.yaml`` for a project folder called ``name`` (no deployments yet)."""
+    from flows.cli.deploy import PROJECT_HEADER
+
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-") or "ergon"
+    return PROJECT_HEADER.replace("\nname: ergon\n", f"\nname: {slug}\n", 1)
+
+
+@app.command
+def init(
+    directory: str = ".",
+    *,
+    force: Annotated[bool, Parameter(name="--force", negative="")] = False,
+) -> int:
+    """Create an Ergon project: example definitions, a Python tool, prefect.yaml, a README.
+
+    Parameters
+    ----------
+    directory
+        The project folder (created when missing; default: the current folder).
+    force
+        Overwrite files that already exist.
+    """
+    root = Path(directory).expanduser()
+    if root.exists() and not root.is_dir():
+        return error(f"{directory} exists and is not a folder", code=1)
+    files = template_files()
+    files[PREFECT_FILE] = prefect_project(root.resolve().name)
+    existing = [rel for rel in files if (root / rel).exists()]
+    if existing and not force:
+        return error(f"{len(existing)} file(s) already exist in {directory}: {', '.join(existing)} "
+                  "(nothing written; --force overwrites them)", code=1)
+    try:
+        for rel, text in files.items():
+            target = root / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        return error(f"cannot write the project into {directory}: {exc.strerror or exc}", code=1)
+    out.print(f"created an Ergon project in {root} ({len(files)} files{', overwriting ' + str(len(existing)) if existing else ''})")
+    for rel in files:
+        out.print(f"  {rel}")
+    out.print("next: [bold]ergon check[/], then [bold]ergon run hello_process --input name=Ada[/] "
+              "(see README-ergon.md)" + ("" if root.resolve() == Path.cwd().resolve() else f", from {root}"))
+    return 0
