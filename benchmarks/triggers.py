@@ -69,7 +69,7 @@ def detached_latencies(n: int) -> list[float]:
     for _ in range(n):
         began = utcnow()
         run_id = start_detached("bench_tick", {}, started_by="bench", trigger="manual")
-        _wait(lambda: repo.get_run(run_id).status in ("completed", "failed"), 120)
+        _wait(lambda run_id=run_id: repo.get_run(run_id).status in ("completed", "failed"), 120)
         out.append((_first_visit_start(run_id) - began).total_seconds())
     return out
 

@@ -18,10 +18,10 @@ import streamlit as st
 
 
 def boot() -> None:
+    from flows import runs
     from flows.prefect import resume
     from flows.prefect.server import ensure_api_url
-    from flows.settings import HEARTBEAT_TIMEOUT_SECONDS
-    from flows.store import db, repo
+    from flows.store import db
 
     db.init_db()
     if os.environ.get("PREFECT_API_URL"):
@@ -31,5 +31,5 @@ def boot() -> None:
             ensure_api_url()
     resume.register()
     if not st.session_state.get("_ergon_stale_checked"):
-        repo.mark_stale_runs_crashed(heartbeat_timeout=HEARTBEAT_TIMEOUT_SECONDS)
+        runs.prepare()  # the run owner's crash detection, as every CLI command that touches runs does
         st.session_state["_ergon_stale_checked"] = True

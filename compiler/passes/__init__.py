@@ -25,5 +25,5 @@ PASSES = (
     definite_assignment.check,
     write_races.check,
     lowered_kinds.check,
-    triggers.check,  # schedules, webhook paths, on-complete chains (issue 7)
+    triggers.check,  # schedules, webhook paths, on-complete chains
 )

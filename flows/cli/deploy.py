@@ -133,7 +133,7 @@ def build_entries(names: list[str], *, version: int | None, work_pool: str) -> l
     for name in chosen:
         try:
             unit = catalog.unit_for(name)
-            compiled = compile_target(Target(unit.name, version), catalog)
+            compiled = compile_target(Target(unit.name or name, version), catalog)
         except (DefinitionNotFound, VersionNotFound) as exc:
             raise DeployError(exc.args[0]) from None
         except CompileError as exc:

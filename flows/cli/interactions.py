@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from cyclopts import App, Parameter
 from rich.console import Console
 
+from compiler.ir import EnvironmentDef, InteractionDef
 from flows.cli import app
 from flows.cli.output import error
 
@@ -46,6 +47,8 @@ def interactions_list(*, json_: Annotated[bool, Parameter(name="--json")] = Fals
     rows = []
     for name, unit in sorted(ws.named("interaction").items()):
         defn = unit.defn
+        if not isinstance(defn, InteractionDef):  # a file that did not parse
+            continue
         rows.append({"name": name, "model": defn.environment or defn.model, "structured": defn.result_schema is not None,
                      "description": defn.description, "file": str(unit.file)})
     if json_:
@@ -98,7 +101,7 @@ def interactions_run(
 
     ws = Catalog.load().ws
     interaction = ws.get(name, "interaction")
-    if interaction is None:
+    if not isinstance(interaction, InteractionDef):
         hint = did_you_mean(name, ws.named("interaction"))
         error(f"no interaction named `{name}`" + (f"; {hint}" if hint else ""))
         return 2
@@ -106,7 +109,7 @@ def interactions_run(
         payload = _load_data(data, interaction.test_data)
     except (json.JSONDecodeError, OSError) as exc:
         return error(f"--data is neither a file nor JSON: {exc}")
-    environments = {n: u.defn for n, u in ws.named("environment").items()}
+    environments = {n: u.defn for n, u in ws.named("environment").items() if isinstance(u.defn, EnvironmentDef)}
     named = interaction_model(interaction, model)
     target = resolve_target(named, environments)
     note = " (offline: no model configured)" if target.kind == "offline" else f" ({target.kind})"

@@ -1,4 +1,4 @@
-"""`ergon secrets set|list|delete|rotate|generate-key`: Ergon's encrypted secrets (issue 7).
+"""`ergon secrets set|list|delete|rotate|generate-key`: Ergon's encrypted secrets.
 
 A value is read from standard input only — never from the command line, where it would sit in
 the shell history and in every process listing. Nothing here prints a value.

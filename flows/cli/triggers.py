@@ -1,4 +1,4 @@
-"""`ergon serve` and `ergon schedules`: triggered definitions served from one process (issue 7).
+"""`ergon serve` and `ergon schedules`: triggered definitions served from one process.
 
 `serve` runs the schedules (Prefect's runner) and the webhook server of every triggered
 definition in the folder until Ctrl-C; stopping it does not pause the schedules. `schedules`
@@ -62,7 +62,7 @@ def serve(
                   "(add `triggers:` with cron, interval, webhook or on_complete)")
 
     def ready(webhook_server, deployments) -> None:
-        for definition, refs in sorted(plan.scheduled.items()):
+        for _definition, refs in sorted(plan.scheduled.items()):
             from flows.triggers.schedules import describe
 
             for ref in refs:

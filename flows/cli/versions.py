@@ -1,4 +1,4 @@
-"""`ergon publish|versions|diff|revert`: published versions of definitions (issue 7).
+"""`ergon publish|versions|diff|revert`: published versions of definitions.
 
 The draft is the definition's file; see :mod:`flows.versions` for the rules.
 """

@@ -126,7 +126,7 @@ def _build(env: EnvironmentDef, keys: list[str | None]) -> EnvRouter:
     model_list: list[dict[str, Any]] = []
     deployments: dict[str, Deployment] = {}
     balance = env.strategy == "load_balance"
-    for i, (entry, key) in enumerate(zip(env.models, keys)):
+    for i, (entry, key) in enumerate(zip(env.models, keys, strict=True)):
         group = env.name if balance else f"{env.name}/{i}"
         params: dict[str, Any] = {"model": entry.model}
         if entry.api_base:

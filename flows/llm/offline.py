@@ -141,14 +141,17 @@ class _Gen:
         ex_low = None if isinstance(ex_low, bool) else ex_low
         ex_high = None if isinstance(ex_high, bool) else ex_high
         step = schema.get("multipleOf")
-        lo = max([v for v in (low, ex_low) if v is not None], default=None)
-        hi = min([v for v in (high, ex_high) if v is not None], default=None)
-        if lo is None and hi is None:
-            lo, hi = 1, 100
-        elif lo is None:
-            lo = hi - 100
-        elif hi is None:
-            hi = lo + 100
+        lowest: float | None = max([v for v in (low, ex_low) if v is not None], default=None)
+        highest: float | None = min([v for v in (high, ex_high) if v is not None], default=None)
+        if lowest is None and highest is None:
+            lo, hi = 1.0, 100.0
+        elif lowest is None:
+            assert highest is not None
+            lo, hi = highest - 100, highest
+        elif highest is None:
+            lo, hi = lowest, lowest + 100
+        else:
+            lo, hi = lowest, highest
         span = 64
         for i in range(span + 1):
             frac = ((self.pick(path, 1000) + i * 37) % 1000) / 1000

@@ -14,6 +14,7 @@ flow built for it; a flow Prefect starts by itself (a deployment, its UI) makes 
 from __future__ import annotations
 
 import inspect
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 import pydantic
@@ -26,13 +27,14 @@ from flows.prefect.executor import PrefectExecutor
 from flows.prefect.pause import PrefectPauses
 from flows.runs.execution import RunResult, execute
 from flows.runs.request import RunRequest
+from flows.runtime.effects import Pauses
 
 _JSON_TO_PY: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
 
 
 def _annotation(prop: dict[str, Any]) -> Any:
     if "enum" in prop and all(isinstance(v, (str, int, float, bool)) for v in prop["enum"]):
-        return Literal[tuple(prop["enum"])]  # type: ignore[misc]
+        return Literal[tuple(prop["enum"])]
     kind = prop.get("type")
     if isinstance(kind, list):
         kinds = [k for k in kind if k != "null"]
@@ -65,17 +67,17 @@ def attribute_name(plan_name: str) -> str:
     return f"flow_{safe}"
 
 
-def as_flow(body: Any, plan: Plan, name: str) -> Flow:
+def as_flow(body: Callable[..., Awaitable[Any]], plan: Plan, name: str) -> Flow[..., Any]:
     """``body(**params)`` as the Prefect flow of ``plan``, importable as attribute ``name``."""
-    body.__signature__ = flow_signature(plan)
+    body.__signature__ = flow_signature(plan)  # type: ignore[attr-defined]
     body.__name__ = name
     body.__qualname__ = name  # Prefect derives entrypoints from it (a `<locals>` name crashes a deployment run)
     body.__doc__ = plan.description
-    return flow(body, name=plan.name, version=plan.version, description=plan.description,
-                validate_parameters=True, persist_result=False, log_prints=False)
+    return flow(name=plan.name, version=plan.version, description=plan.description,
+                validate_parameters=True, persist_result=False, log_prints=False)(body)
 
 
-def build_flow(plan: Plan, request: RunRequest | None = None) -> Flow:
+def build_flow(plan: Plan, request: RunRequest | None = None) -> Flow[..., Any]:
     """The Prefect flow of a Plan, executing ``request`` (None: a run Prefect started, trigger ``api``)."""
 
     async def _entry(**params: Any) -> Any:
@@ -89,13 +91,14 @@ class PrefectBackend:
 
     def __init__(self) -> None:
         self.flow_run_id = str(flow_run.id) if flow_run.id else None
-        self.pauses = PrefectPauses(self.flow_run_id)
+        self.pauses: Pauses = PrefectPauses(self.flow_run_id)
 
     async def executor(self) -> PrefectExecutor:
         return await PrefectExecutor.for_run()
 
     async def run_subflow(self, plan: Plan, params: dict[str, Any], request: RunRequest) -> Any:
-        return await build_flow(plan, request)(**params, return_state=True)
+        child: Any = build_flow(plan, request)
+        return await child(**params, return_state=True)
 
 
 async def run_body(plan: Plan, params: dict[str, Any], request: RunRequest) -> Any:
@@ -117,4 +120,5 @@ def run_in_process(plan: Plan, params: dict[str, Any], request: RunRequest) -> A
     """Call the flow of ``plan`` for ``request`` in this process, blocking; Prefect's final state."""
     import asyncio
 
-    return asyncio.run(build_flow(plan, request)(**params, return_state=True))
+    compiled: Any = build_flow(plan, request)
+    return asyncio.run(compiled(**params, return_state=True))

@@ -78,7 +78,8 @@ async def _await_answer(fields: list[dict[str, Any]], model_name: str, prompt: s
     """Pause the current flow run until resumed with input; the answer, or None on timeout."""
     model = run_input_model(fields, model_name, description=prompt)
     try:
-        run_input = await apause_flow_run(wait_for_input=model, timeout=wait, poll_interval=PAUSE_POLL_SECONDS, key=key)
+        run_input: Any = await apause_flow_run(wait_for_input=model, timeout=wait, poll_interval=PAUSE_POLL_SECONDS,
+                                               key=key)
     except FlowPauseTimeout:
         return None
     return input_to_answer(run_input)
@@ -101,10 +102,12 @@ def _answer_subflow() -> Any:
 async def _suspend_for_answer(fields: list[dict[str, Any]], model_name: str, prompt: str, key: str) -> dict[str, Any]:
     """Suspend the run until the task keyed ``key`` is answered; the answer when it already was."""
     ctx = FlowRunContext.get()
+    if ctx is None or ctx.flow_run is None:  # suspending is decided by can_suspend, inside a flow run
+        raise RuntimeError("a run can only suspend from inside its flow run")
     model = run_input_model(fields, model_name, description=prompt)
     # The key fired before (this is the re-entry after the resume): Prefect rejects the new
     # suspension and returns the input stored with the resume.
-    run_input = await asuspend_flow_run(wait_for_input=model, flow_run_id=ctx.flow_run.id, key=key)
+    run_input: Any = await asuspend_flow_run(wait_for_input=model, flow_run_id=ctx.flow_run.id, key=key)
     if run_input is not None:
         return input_to_answer(run_input)
     request = getattr(ctx, "flow_run_suspension_request", None)

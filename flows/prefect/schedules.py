@@ -90,7 +90,7 @@ def next_scheduled_runs(definitions: set[str]) -> dict[tuple[str, str], datetime
                     continue
                 if run.flow_id not in names:
                     names[run.flow_id] = client.read_flow(run.flow_id).name
-                key = (names[run.flow_id], created.display_value)
+                key = (names[run.flow_id], created.display_value or "")
                 if key not in out and run.expected_start_time:
                     out[key] = run.expected_start_time
             return out
@@ -111,10 +111,10 @@ def set_schedules_active(refs: list[TriggerRef], *, active: bool) -> None:
                 continue
             slugs = {schedule_slug(r.index): r for r in group}
             for schedule in deployment.schedules:
-                ref = slugs.get(schedule.slug)
-                if ref is not None:
+                found = slugs.get(schedule.slug) if schedule.slug else None
+                if found is not None:
                     client.update_deployment_schedule(deployment.id, schedule.id,
-                                                      active=active and bool(ref.trigger.enabled))
+                                                      active=active and bool(found.trigger.enabled))
 
 
 def prefect_schedule_states(definition: str) -> dict[str, bool]:

@@ -22,7 +22,7 @@ its process gave up (interrupted, refused by Prefect before the body ran).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from compiler import CompileError, Diagnostic
 from flows.catalog import Catalog, Compiled, DefinitionNotFound
@@ -118,7 +118,7 @@ def start(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog, run_i
             repo.update_run(run_id, definition_version=version)
     plan = compiled.plan
     accepted = set(plan.input_schema.get("properties", {}))
-    request = RunRequest(run_id=run.id, trigger=run.trigger, started_by=run.started_by, content_hash=run.content_hash,
+    request = RunRequest(run_id=run.id, trigger=cast(RunTrigger, run.trigger), started_by=run.started_by, content_hash=run.content_hash,
                          listener=listener, catalog=catalog, inputs_checked=True,
                          overrides={k: v for k, v in inputs.items() if k not in accepted})
     state = None

@@ -14,6 +14,7 @@ the context from before it, or the reverse.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from compiler.plan import Plan, PlanNode
@@ -27,7 +28,7 @@ from flows.store.diff import context_diff
 class StoreRecorder:
     """Visits, checkpoints and the run's lifecycle in the store."""
 
-    def __init__(self, run_id: str, *, fresh: bool, context: dict[str, Any], past: list[Any] = ()):
+    def __init__(self, run_id: str, *, fresh: bool, context: dict[str, Any], past: Sequence[Any] = ()):
         self.run_id = run_id
         self.fresh = fresh
         self.context = context

@@ -29,7 +29,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from compiler.guards import evaluate
 from compiler.plan import Plan, PlanEdge, PlanNode
@@ -84,7 +84,7 @@ class Executor(Protocol):
 class Outcome:
     """How a run ended."""
 
-    status: str  # completed | failed | cancelled
+    status: Literal["completed", "failed", "cancelled"]
     outcome: str | None
     context: dict[str, Any]
     error: str | None = None
@@ -180,6 +180,7 @@ class Engine:
         of this run can interleave between applying and writing."""
         old = self.context
         new = apply_update(old, effect.update, writes=node.writes, schema=self.plan.context_schema, node_id=node.id)
+        target: str | None
         if effect.route_to is not None:
             target = effect.route_to
         elif self.plan.control == "state_machine":
@@ -303,7 +304,7 @@ class Engine:
         is_branch = node.type == "branch"
         envelopes = []
         update: dict[str, Any] = {}
-        for index, ((key, item, _scope, child), res) in enumerate(zip(items, results)):
+        for index, ((key, item, _scope, child), res) in enumerate(zip(items, results, strict=True)):
             res = res or {"status": "cancelled", "error": "not run"}
             effect: Effect | None = res.get("effect")
             output = None

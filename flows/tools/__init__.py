@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ConfigDict, TypeAdapter, validate_call
 from typing_extensions import NotRequired, Required, TypedDict
@@ -108,7 +108,7 @@ def _arguments_validator(fn: Callable[..., Any]) -> Callable[[dict[str, Any]], d
     with BaseModel's attributes. Defaults are left to the call itself.
     """
     fields: dict[str, Any] = {}
-    extra = "forbid"
+    extra: Literal["allow", "forbid"] = "forbid"
     for pname, param in _signature(fn).parameters.items():
         if param.kind is param.VAR_KEYWORD:
             extra = "allow"
@@ -122,7 +122,7 @@ def _arguments_validator(fn: Callable[..., Any]) -> Callable[[dict[str, Any]], d
     adapter = TypeAdapter(args_type)
 
     def validate(args: dict[str, Any]) -> dict[str, Any]:
-        return adapter.validate_python(args)
+        return dict(adapter.validate_python(args))
 
     return validate
 

@@ -28,7 +28,9 @@ class ToolContext:
     ask: Any = None
 
 
-CURRENT: contextvars.ContextVar[ToolContext] = contextvars.ContextVar("ergon_tool_context", default=ToolContext())
+#: the default is shared, which is safe: ToolContext is frozen
+CURRENT: contextvars.ContextVar[ToolContext] = contextvars.ContextVar(
+    "ergon_tool_context", default=ToolContext())  # noqa: B039
 
 
 def current() -> ToolContext:

@@ -110,10 +110,11 @@ def _validate(spec: ToolSpec, args: dict[str, Any]) -> dict[str, Any]:
 def _describe(e: jsonschema.ValidationError) -> list[tuple[str, str]]:
     """(field, problem) pairs for one JSON Schema error, without quoting the value."""
     base = [str(p) for p in e.absolute_path]
-    if e.validator == "required" and isinstance(e.instance, dict):
+    if e.validator == "required" and isinstance(e.instance, dict) and isinstance(e.validator_value, list):
         return [(_field([*base, r]), "is required") for r in e.validator_value if r not in e.instance]
     if e.validator == "additionalProperties" and isinstance(e.instance, dict):
-        known = set((e.schema or {}).get("properties", {}))
+        schema = e.schema if isinstance(e.schema, dict) else {}
+        known = set(schema.get("properties", {}))
         return [(_field([*base, k]), "is not an argument of this tool") for k in e.instance if k not in known]
     if e.validator == "type":
         return [(_field(base), f"should be of type {e.validator_value}")]

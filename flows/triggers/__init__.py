@@ -1,4 +1,4 @@
-"""Triggers: what starts a run without a person typing `ergon run` (issue 7).
+"""Triggers: what starts a run without a person typing `ergon run`.
 
 A definition's ``triggers:`` (parsed and checked by the compiler, see ``compiler/ir.py`` and
 ``compiler/passes/triggers.py``) are served here:

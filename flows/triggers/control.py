@@ -83,7 +83,7 @@ def _prefect_up() -> bool:
     from flows.prefect.server import healthy
 
     url = os.environ.get("PREFECT_API_URL")
-    return bool(url) and healthy(url, timeout=2.0)
+    return url is not None and healthy(url, timeout=2.0)
 
 
 def set_paused(name: str, paused: bool, catalog: Any = None) -> list[TriggerRef]:

@@ -125,7 +125,7 @@ class WebhookServer:
     @property
     def url(self) -> str:
         host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host.decode() if isinstance(host, bytes) else host}:{port}"
 
     def start(self) -> WebhookServer:
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="ergon-webhooks", daemon=True)

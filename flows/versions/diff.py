@@ -77,7 +77,7 @@ def field_changes(old: Any, new: Any, path: str = "") -> list[FieldChange]:
         return out
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
         out = []
-        for i, (a, b) in enumerate(zip(old, new)):
+        for i, (a, b) in enumerate(zip(old, new, strict=True)):
             out.extend(field_changes(a, b, f"{path}[{i}]"))
         return out
     return [FieldChange(path or "(whole)", old, new)]

@@ -1,5 +1,5 @@
 """The same definitions on a Prefect server backed by PostgreSQL, with a process worker, and
-Ergon's store on PostgreSQL (issue 7, scale-out): a scheduled run, a human task answered while
+Ergon's store on PostgreSQL (scale-out): a scheduled run, a human task answered while
 the worker is stopped (the run suspends, resumes after the restart and completes without
 repeating a visit), and 20 runs at once with no lost records.
 

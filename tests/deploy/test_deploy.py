@@ -80,7 +80,7 @@ def test_the_entrypoint_attribute_is_the_compiled_flow(deploy_env, definitions, 
     schema = parameter_schema(flow).model_dump()
     assert set(schema["properties"]) == {"who"} and schema["required"] == ["who"], "typed inputs (initialised fields are not inputs)"
     with pytest.raises(AttributeError, match="no runnable definition .* compiles to `flow_nope`"):
-        deployments.flow_nope
+        _ = deployments.flow_nope
 
 
 @pytest.mark.prefect

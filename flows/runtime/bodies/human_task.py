@@ -117,16 +117,17 @@ async def ask_person(services: Services, *, visit_id: str | None, node_id: str, 
     run_state.mark_paused()
     services.listener("paused", node_id, {"task_id": task.id, "title": title})
     mode: WaitMode = "subflow" if own_subflow else "suspend" if pauses.can_suspend(timeout) else "pause"
+    key = task.pause_key or visit_pause_key(node_id, run_id, visit_id or node_id)
     waiting = pauses.wait_for_answer(AnswerWait(
         task_id=task.id, fields=fields, model_name=f"{node_id}_answer", prompt=f"**{title}**\n\n{description or ''}",
-        key=task.pause_key, seconds=int(timeout or DEFAULT_WAIT_SECONDS), title=f"{node_id}: {title}"[:120], mode=mode,
+        key=key, seconds=int(timeout or DEFAULT_WAIT_SECONDS), title=f"{node_id}: {title}"[:120], mode=mode,
     ))
     answer = await _unless_cancelled(waiting, run_state)
     if answer is None:
         repo.close_task(task.id, "expired", actor="ergon", reason=f"no answer within {timeout} s")
         run_state.mark_running_if_idle()
         raise TaskExpired(task.id)
-    task = repo.get_task(task.id)
+    task = repo.get_task(task.id) or task  # the row, answered since (it is never deleted while its run waits)
     if task.status != "completed":  # answered through Prefect's own form or API
         clean, errors = humans.validate_answer(task.fields, answer)
         if errors:  # Prefect validated against the same model: this is a bug, not a user error
