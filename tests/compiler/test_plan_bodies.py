@@ -1,10 +1,11 @@
 """Plan node bodies: every key of the IR node reaches the Plan, and nothing outside the IR does.
 
-Every runnable definition under ``definitions/``, the mini process and the lowering tests'
-template and workflows is compiled; for each Plan node (fan-out children and inline child Plans
-included) its body in the Plan's JSON must be the IR node it came from — the node of the
-process or pipeline, or of the pipeline a template or workflow lowers to — dumped by alias
-without None values, and reading that JSON back into the IR node class must give the same dict
+Every runnable definition under ``definitions/``, the mini process, the lowering tests'
+template and workflows and an inline process here is compiled; for each Plan node (fan-out
+children and inline child Plans included) its body in the Plan's JSON must be the IR node it came
+from — the node of the process or pipeline, or of the pipeline a template or workflow lowers to —
+dumped by alias without None values, as bodies always were; the typed body must be of that node's
+class and dump to the same dict; and reading that JSON back into the IR must give the same dict
 again (no key the IR does not declare, none dropped). The Plan read back from its JSON must be
 the same Plan.
 """
@@ -15,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
 from compiler import compile_plan, load_workspace, workspace_from_texts
-from compiler.ir import BranchNode, ForeachNode, FormDef, Node, PipelineDef, ProcessDef, ProcessNode
+from compiler.ir import BranchNode, ForeachNode, FormDef, Node, PipelineDef, ProcessDef, ProcessNode, ToolNode
 from compiler.lower import lower
-from compiler.plan import RUNNABLE_KINDS, Plan, PlanNode
+from compiler.plan import RUNNABLE_KINDS, Plan, PlanNode, ir_json
 
 from mini_process import mini_workspace
 from test_lower import _ws as lowering_workspace
@@ -100,13 +101,6 @@ def _cases() -> list[tuple[str, str]]:
     return [(label, name) for label, ws in _workspaces().items() for name in ws.named(*RUNNABLE_KINDS)]
 
 
-def _dump(body: Any) -> dict[str, Any]:
-    """A body as the Plan's JSON holds it (the old dict, or the dump of the typed IR node)."""
-    if isinstance(body, BaseModel):
-        return body.model_dump(by_alias=True, exclude_none=True, mode="json")
-    return body
-
-
 def _source(ws: Any, name: str) -> ProcessDef | PipelineDef:
     """The process or pipeline a runnable definition compiles from (templates/workflows lowered)."""
     defn = ws.named(*RUNNABLE_KINDS)[name].defn
@@ -154,7 +148,8 @@ def test_bodies_are_the_ir_nodes(label, name):
     for where, ir_node, node, node_json in _pairs(plan, plan_json, _source(ws, name), name):
         old = ir_node.model_dump(by_alias=True, exclude_none=True, mode="json")  # how the body was always made
         assert node_json["body"] == old, where
-        assert _dump(node.body) == old, where
+        assert type(node.body) is type(ir_node) and node.body_as(type(ir_node)) is node.body, where
+        assert ir_json(node.body) == node.body_json() == old, where
         assert node_json["type"] == old["type"] == ir_node.type, where
         # the JSON read back into the IR (as Plan.model_validate does) keeps every key, adds none
         assert NODE.validate_python(old).model_dump(by_alias=True, exclude_none=True, mode="json") == old, where
@@ -163,3 +158,20 @@ def test_bodies_are_the_ir_nodes(label, name):
     back = Plan.model_validate(plan_json)
     assert back == plan, name
     assert back.to_json() == plan_json, name
+
+
+def test_body_as_names_the_node_and_its_type():
+    plan = compile_plan(_workspaces()["inline"], "inline_parent")
+    fan = plan.nodes["fan"]
+    body = fan.body_as(ForeachNode)
+    assert (body.foreach, body.as_, body.item_id, body.max_concurrency) == ("invoices", "invoice", "{{invoice.id}}", 2)
+    assert fan.children["node"].body_as(ToolNode).input == {"since": "2024-01-01", "id": "{{invoice.id}}"}  # JSON values
+    with pytest.raises(TypeError, match="node `fan` is a `foreach` node, not a ToolNode"):
+        fan.body_as(ToolNode)
+
+
+def test_a_plan_node_type_is_its_body_type():
+    data = compile_plan(_workspaces()["inline"], "inline_parent").to_json()
+    data["nodes"]["done"]["type"] = "tool"
+    with pytest.raises(ValidationError, match="node `done` has type `tool` and a `final` body"):
+        Plan.model_validate(data)
