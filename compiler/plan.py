@@ -18,21 +18,32 @@ again, so everything derived is computed here once —
   ``process_definition`` children compiled to nested Plans (``child_plan``) so that the runtime
   never calls the compiler.
 
+A node's ``body`` is typed: an instance of the :mod:`compiler.ir` class of its ``type``
+(``ToolNode``, ``ForeachNode``…), read by attribute; :meth:`PlanNode.body_as` hands it out as
+the class its reader expects (``TypeError`` otherwise). It is the node's IR rebuilt from its JSON
+dump, so its free-form values (``input``, guards, ``config.context_update``…) are JSON data as in
+the Plan's JSON — a YAML date is its ISO string — and a Plan read back from its JSON equals the
+one compiled. In JSON a body is that dump (:func:`ir_json`): the IR node as written, keys by
+alias, None values left out.
+
 Nodes of a lowered workflow may carry ``skip_propagates = False``: when one of their needs was
 skipped (its ``when`` was false) they still run — the workflow DSL's condition concerns its own
 step only. ``extras`` holds what the lowering could not express in IR: ``projection`` and
 ``fetch`` of a workflow step, ``when_regexp`` (``[{var, pattern}]``: the node runs only if
 ``re.search(pattern, str(value))`` matches for each, in addition to ``when``), ``import``, and
-``source_step`` (index or key of the step the node came from).
+``source_step`` (index or key of the step the node came from). Everything else a lowered node
+says is in its body: the lowerings build IR nodes (``AgentNode``, ``ToolNode``, ``ProcessNode``),
+which refuse keys they do not declare.
 """
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
 
 from compiler.errors import CompileError, did_you_mean
 from compiler.graph import Edge, pipeline_graph, process_graph
@@ -43,6 +54,8 @@ from compiler.ir import (
     ForeachNode,
     HumanTaskNode,
     InteractionNode,
+    Node,
+    NodeBase,
     PipelineDef,
     ProcessDef,
     ProcessNode,
@@ -78,12 +91,25 @@ class PlanEdge(PlanModel):
     order: int = Field(0, description="Position among the source's exits (tried in this order).")
 
 
+#: An IR node class, as :meth:`PlanNode.body_as` is asked for it.
+N = TypeVar("N", bound=NodeBase)
+
+
+def ir_json(model: BaseModel) -> dict[str, Any]:
+    """An IR model (a node, a task field...) as the Plan's JSON holds it: by alias, without None
+    values, in JSON mode."""
+    return model.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
 class PlanNode(PlanModel):
     """One node, with everything the runtime derives from the definition precomputed."""
 
     id: str
     type: str
-    body: dict[str, Any] = Field(description="The IR node as written (aliases, no None values).")
+    body: Node = Field(
+        description="The IR node, of the class of `type`, with JSON values (see the module docstring); "
+        "in JSON its dump by alias without None values."
+    )
     writes: list[str] = Field(default_factory=list)
     needs: list[str] = Field(default_factory=list, description="Pipeline: nodes that must be done first.")
     when: Any = Field(None, description="Pipeline: JSON Logic; false skips the node.")
@@ -103,6 +129,26 @@ class PlanNode(PlanModel):
         default_factory=dict, description="Fan-out leaves: `node` of a foreach, branch id → body of a branch."
     )
     child_plan: Plan | None = Field(None, description="Compiled inline `process_definition` of a process node.")
+
+    @model_validator(mode="after")
+    def _type_is_the_body_type(self) -> PlanNode:
+        if self.body.type != self.type:
+            raise ValueError(f"node `{self.id}` has type `{self.type}` and a `{self.body.type}` body")
+        return self
+
+    @field_serializer("body")
+    def _serialize_body(self, body: NodeBase) -> dict[str, Any]:
+        return ir_json(body)
+
+    def body_json(self) -> dict[str, Any]:
+        """The body as the Plan's JSON holds it (see :func:`ir_json`)."""
+        return ir_json(self.body)
+
+    def body_as(self, cls: builtins.type[N]) -> N:  # `type` is a field here
+        """The body, typed as the IR node class ``cls``; ``TypeError`` when it is another one."""
+        if not isinstance(self.body, cls):
+            raise TypeError(f"node `{self.id}` is a `{self.type}` node, not a {cls.__name__}")
+        return self.body
 
 
 class Plan(PlanModel):
@@ -233,7 +279,7 @@ def _plan_node(nid: str, node, context_schema: dict[str, Any], agent_targets: li
     return PlanNode(
         id=nid,
         type=node.type,
-        body=node.model_dump(by_alias=True, exclude_none=True, mode="json"),
+        body=type(node).model_validate(ir_json(node)),  # the IR node as its JSON says it
         writes=list(node.writes),
         needs=list(node.needs),
         when=node.when,

@@ -8,37 +8,48 @@ nothing. The run's own totals include its retries and repairs, since those cost 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from compiler.ir import Budget
 from flows.runtime.errors import BudgetExhausted
 
 
-def _over(limit: dict[str, Any] | None, tokens: int, cost: float) -> str | None:
-    if not limit:
+def _limits(budget: Budget | Mapping[str, Any] | None) -> Budget | None:
+    """The budget when it limits anything (a node's IR budget, or the Plan's budget as data)."""
+    if budget is None:
         return None
-    if limit.get("max_tokens") is not None and tokens >= limit["max_tokens"]:
-        return f"{tokens} tokens spent, budget {limit['max_tokens']}"
-    if limit.get("max_cost_usd") is not None and cost >= limit["max_cost_usd"]:
-        return f"${cost:.6f} spent, budget ${limit['max_cost_usd']}"
+    limits = budget if isinstance(budget, Budget) else Budget.model_validate(budget)
+    return limits if limits.max_tokens is not None or limits.max_cost_usd is not None else None
+
+
+def _over(limit: Budget | None, tokens: int, cost: float) -> str | None:
+    if limit is None:
+        return None
+    if limit.max_tokens is not None and tokens >= limit.max_tokens:
+        return f"{tokens} tokens spent, budget {limit.max_tokens}"
+    if limit.max_cost_usd is not None and cost >= limit.max_cost_usd:
+        return f"${cost:.6f} spent, budget ${limit.max_cost_usd}"
     return None
 
 
-def check(*, run_id: str | None, visit_id: str | None, node_id: str, node_budget: dict[str, Any] | None,
-          run_budget: dict[str, Any] | None) -> None:
+def check(*, run_id: str | None, visit_id: str | None, node_id: str, node_budget: Budget | None,
+          run_budget: Mapping[str, Any] | None) -> None:
     """Raise :class:`BudgetExhausted` when the node's or the run's budget is spent."""
-    if run_id is None or not (node_budget or run_budget):
+    node_limits, run_limits = _limits(node_budget), _limits(run_budget)
+    if run_id is None or not (node_limits or run_limits):
         return
     from flows.store import repo
 
-    if run_budget:
+    if run_limits:
         run = repo.get_run(run_id)
-        reason = _over(run_budget, run.tokens or 0, run.cost_usd or 0.0) if run else None
+        reason = _over(run_limits, run.tokens or 0, run.cost_usd or 0.0) if run else None
         if reason:
             raise BudgetExhausted(f"run budget exhausted before/at node `{node_id}`: {reason}")
-    if node_budget and visit_id:
+    if node_limits and visit_id:
         calls = repo.llm_calls_for_run(run_id, visit_id=visit_id)
         tokens = sum((c.tokens_in or 0) + (c.tokens_out or 0) for c in calls)
         cost = sum(c.cost_usd or 0.0 for c in calls)
-        reason = _over(node_budget, tokens, cost)
+        reason = _over(node_limits, tokens, cost)
         if reason:
             raise BudgetExhausted(f"node `{node_id}` budget exhausted: {reason}")

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from compiler.guards import evaluate
+from compiler.ir import BranchNode, CollectSpec, ForeachNode
 from compiler.plan import Plan, PlanEdge, PlanNode
 from compiler.templates import render
 from flows.runtime.bodies import leaf_effect
@@ -42,6 +43,14 @@ from flows.runtime.parallel import mark_parallel
 from flows.runtime.routing import next_node
 
 MAX_FOREACH_ITEMS = 1000
+
+
+def fanout_body(node: PlanNode) -> ForeachNode | BranchNode:
+    """The body of a foreach or branch node."""
+    body = node.body
+    if not isinstance(body, (ForeachNode, BranchNode)):
+        raise TypeError(f"node `{node.id}` is a `{node.type}` node, not a foreach or branch")
+    return body
 
 
 @dataclass
@@ -201,38 +210,38 @@ class Engine:
 
     # ------------------------------------------------------------------ foreach / branch
     def _foreach_items(self, node: PlanNode) -> list[tuple[str, Any, dict[str, Any], PlanNode]]:
-        body = node.body
+        body = node.body_as(ForeachNode)
         try:
-            items = get_path(self.context, body["foreach"])
+            items = get_path(self.context, body.foreach)
         except KeyError as exc:
             raise NodeFailed(f"foreach `{node.id}`: {exc.args[0]}") from None
         if not isinstance(items, list):
-            raise NodeFailed(f"foreach `{node.id}`: `{body['foreach']}` is {type(items).__name__}, not a list")
+            raise NodeFailed(f"foreach `{node.id}`: `{body.foreach}` is {type(items).__name__}, not a list")
         if len(items) > MAX_FOREACH_ITEMS:
             raise NodeFailed(f"foreach `{node.id}`: {len(items)} items, over the limit of {MAX_FOREACH_ITEMS}")
-        name = body.get("as", "item")
+        name = body.as_
         child = node.children["node"]
         out = []
         for index, item in enumerate(items):
             scope = {**self.context, name: item}
-            key = render(body["item_id"], scope) if body.get("item_id") else str(index)
+            key = render(body.item_id, scope) if body.item_id else str(index)
             out.append((key, item, scope, child))
         return out
 
     def _branch_items(self, node: PlanNode) -> list[tuple[str, Any, dict[str, Any], PlanNode]]:
-        return [(arm["id"], arm.get("title"), self.context, node.children[arm["id"]]) for arm in node.body["branches"]]
+        return [(arm.id, arm.title, self.context, node.children[arm.id]) for arm in node.body_as(BranchNode).branches]
 
     async def _fanout(self, node: PlanNode, items: list[tuple[str, Any, dict[str, Any], PlanNode]]) -> str | None:
         """Run every item's leaf body (bounded window), join, collect, checkpoint the parent."""
         started = time.perf_counter()
-        body = node.body
+        body = fanout_body(node)
         reused = self._reusable_fanout(node)
         parent_vid = reused[0] if reused else self.recorder.start_visit(node=node, attempt=1, input={"items": len(items)})
         done_before: dict[str, Any] = reused[1] if reused else {}
         self.listener("started", node.id, {"items": len(items)})
-        limit = body.get("max_concurrency") or len(items) or 1
+        limit = (body.max_concurrency if isinstance(body, ForeachNode) else None) or len(items) or 1
         window = asyncio.Semaphore(limit)
-        fail_fast = body.get("failure_policy", "fail_fast") == "fail_fast"
+        fail_fast = body.failure_policy == "fail_fast"
         stop = asyncio.Event()
         results: list[dict[str, Any] | None] = [None] * len(items)
 
@@ -297,9 +306,8 @@ class Engine:
         return effect.update if child.writes else effect.output
 
     def _collect(self, node: PlanNode, items: list, results: list[dict[str, Any] | None]) -> Effect:
-        body = node.body
-        collect = body.get("collect")
-        target = collect if isinstance(collect, str) else (collect or {}).get("into")
+        collect = fanout_body(node).collect
+        target = collect if isinstance(collect, str) else collect.into if collect else None
         reaching = set(node.writes) - {target}
         is_branch = node.type == "branch"
         envelopes = []
@@ -326,9 +334,9 @@ class Engine:
                 update.update({k: v for k, v in child_update.items() if k in reaching})
         if isinstance(collect, str):
             update[collect] = [e["output"] for e in envelopes]
-        elif isinstance(collect, dict):
-            keep = collect.get("include") or ["status", "index", "item_id", "output", "error"]
-            update[collect["into"]] = [{k: e.get(k) for k in keep} for e in envelopes]
+        elif isinstance(collect, CollectSpec):
+            keep = collect.include or ["status", "index", "item_id", "output", "error"]
+            update[collect.into] = [{k: e.get(k) for k in keep} for e in envelopes]
         failed = sum(1 for e in envelopes if e["status"] != "completed")
         return Effect(update=update, output={"items": len(envelopes), "failed": failed})
 

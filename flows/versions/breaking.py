@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from compiler.ir import HumanTaskNode
 from flows.versions.diff import schema_type
 
 
@@ -38,7 +39,8 @@ class Break:
 
 
 def _task_fields(node: Any) -> Any:
-    return ((node.body or {}).get("task") or {}).get("fields") if node is not None else None
+    body = node.body if node is not None else None
+    return body.task.fields if isinstance(body, HumanTaskNode) else None
 
 
 def reasons_for(old_plan: Any, new_plan: Any, visited: set[str], waiting: set[str]) -> list[str]:

@@ -107,7 +107,7 @@ def _edge_label(edge: Any) -> str:
 
 
 def _node_view(node: Any) -> dict[str, Any]:
-    body = {k: v for k, v in node.body.items() if k not in _EDGE_KEYS}
+    body = {k: v for k, v in node.body_json().items() if k not in _EDGE_KEYS}
     if node.when is not None:
         body.setdefault("when", node.when)
     return body

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from compiler.ir import HumanTaskNode
 from versions_samples import review
 
 
@@ -147,7 +148,7 @@ def test_resolve_for_deployment_compiles_a_pinned_or_the_latest_version(folder, 
     first = versions.resolve_for_deployment("review", 1)
     assert isinstance(latest, Compiled) and latest.version == 2 and first.version == 1
     def options(c):
-        return c.plan.nodes["review"].body["task"]["fields"][0]["options"]
+        return c.plan.nodes["review"].body_as(HumanTaskNode).task.fields[0].options
 
     assert options(latest) == ["approve", "reject", "escalate"] and options(first) == ["approve", "reject"]
     with pytest.raises(versions.VersionNotFound, match="its versions are 1, 2"):

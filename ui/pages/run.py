@@ -206,7 +206,7 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any) -> None:
             extra = [f"type `{node.type}`"] + ([f"lane `{node.lane}`"] if node.lane else []) \
                 + ([f"phase `{node.phase}`"] if node.phase else []) + ([f"writes `{', '.join(node.writes)}`"] if node.writes else [])
             st.caption(" · ".join(extra))
-            st.code(yaml.safe_dump({node.id: node.body}, sort_keys=False, allow_unicode=True), language="yaml")
+            st.code(yaml.safe_dump({node.id: node.body_json()}, sort_keys=False, allow_unicode=True), language="yaml")
         for task in [t for t in repo.tasks_for_run(run.id) if t.node_id == node_id]:
             st.markdown(f"**Task** {task.title} · {fmt.status(task.status)}"
                         + (f" · answered by {task.answered_by} via {task.answered_via}" if task.answered_by else ""))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from compiler.ir import AgentNode
 from compiler.plan import PlanNode
 from compiler.templates import render
 from flows.llm.agent import AgentTask, run_agent
@@ -21,17 +22,17 @@ from flows.tools.context import CURRENT, ToolContext
 
 
 async def run(node: PlanNode, context: dict[str, Any], services: Services, visit_id: str | None) -> Effect:
-    body = node.body
+    body = node.body_as(AgentNode)
     task = AgentTask(
-        node_id=node.id, prompt=render(body.get("prompt") or "", context), process_name=services.process_name,
+        node_id=node.id, prompt=render(body.prompt or "", context), process_name=services.process_name,
         process_description=services.process_description, writes=list(node.writes),
         result_schema=node.result_schema or {"type": "object"}, context=context,
         tools=list(node.agent_tools or []), next_nodes=list(node.next_node_enum or []),
-        max_iterations=body.get("max_iterations", 20), model=model_of(node, services),
+        max_iterations=body.max_iterations, model=model_of(node, services),
         run_id=services.run_id, visit_id=visit_id, guard=budget_guard(node, services, visit_id),
     )
     token = CURRENT.set(ToolContext(run_id=services.run_id, visit_id=visit_id, node_id=node.id,
-                                    started_by=services.started_by, assignee=body.get("ask_user"),
+                                    started_by=services.started_by, assignee=body.ask_user,
                                     ask=functools.partial(ask_person, services, visit_id=visit_id)))
     try:
         result = await run_agent(task, environments=services.environments)

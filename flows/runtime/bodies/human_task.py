@@ -36,7 +36,8 @@ from collections.abc import Awaitable
 from datetime import timedelta
 from typing import Any
 
-from compiler.plan import PlanNode
+from compiler.ir import HumanTaskNode
+from compiler.plan import PlanNode, ir_json
 from flows import humans
 from flows.humans import TaskExpired
 from flows.runtime.effects import AnswerWait, Effect, Services, WaitMode
@@ -159,18 +160,19 @@ async def _unless_cancelled(waiting: Awaitable[Any], run_state: Any) -> Any:
 
 
 async def run(node: PlanNode, context: dict[str, Any], services: Services, visit_id: str | None) -> Effect:
-    spec = node.body["task"]
+    body = node.body_as(HumanTaskNode)
+    spec = body.task
     title, description = humans.render_task(spec, context)
-    wait = seconds(node.body.get("timeout"))
+    wait = seconds(body.timeout)
     try:
         task, answer = await ask_person(
             services, visit_id=visit_id, node_id=node.id, title=title, description=description,
-            assignee=spec.get("assignee"), fields=spec.get("fields") or [], four_eyes=bool(spec.get("four_eyes")),
+            assignee=spec.assignee, fields=[ir_json(f) for f in spec.fields], four_eyes=spec.four_eyes,
             timeout=wait,
         )
     except TaskExpired:
-        if node.body.get("on_timeout"):
-            return Effect(output={"expired": True}, route_to=node.body["on_timeout"])
-        raise NodeFailed(f"task expired: `{title}` ({node.id}) got no answer within {node.body.get('timeout')}") from None
+        if body.on_timeout:
+            return Effect(output={"expired": True}, route_to=body.on_timeout)
+        raise NodeFailed(f"task expired: `{title}` ({node.id}) got no answer within {body.timeout}") from None
     update = {k: v for k, v in answer.items() if k in node.writes}
     return Effect(update=update, output=answer, input={"task_id": task.id, "title": title})

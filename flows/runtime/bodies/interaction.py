@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from compiler.ir import InteractionNode
 from compiler.plan import PlanNode
 from compiler.templates import render_value
 from flows.llm.interactions import run_interaction
@@ -16,8 +17,9 @@ from flows.runtime.errors import NodeFailed
 async def run(node: PlanNode, context: dict[str, Any], services: Services, visit_id: str | None) -> Effect:
     if services.resolve_interaction is None:
         raise NodeFailed(f"`{node.id}`: this run cannot resolve interactions")
-    interaction = services.resolve_interaction(node.body["interaction"])
-    data = render_value(node.body.get("input") or {}, context)
+    body = node.body_as(InteractionNode)
+    interaction = services.resolve_interaction(body.interaction)
+    data = render_value(body.input or {}, context)
     guard = budget_guard(node, services, visit_id)
     guard()
     try:

@@ -11,9 +11,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from compiler.ir import AgentNode, InteractionNode
 from compiler.plan import PlanNode
 from flows.runtime import budget
 from flows.runtime.effects import Services
+
+
+def llm_body(node: PlanNode) -> AgentNode | InteractionNode:
+    """The body of an agent or interaction node."""
+    body = node.body
+    if not isinstance(body, (AgentNode, InteractionNode)):
+        raise TypeError(f"node `{node.id}` is a `{node.type}` node, not an agent or interaction")
+    return body
 
 
 def update_from(node: PlanNode, result: Any) -> dict[str, Any]:
@@ -28,12 +37,12 @@ def budget_guard(node: PlanNode, services: Services, visit_id: str | None) -> Ca
 
     def check() -> None:
         budget.check(run_id=services.run_id, visit_id=visit_id, node_id=node.id,
-                     node_budget=node.body.get("budget"), run_budget=services.run_budget)
+                     node_budget=llm_body(node).budget, run_budget=services.run_budget)
 
     return check
 
 
 def model_of(node: PlanNode, services: Services, fallback: str | None = None) -> str | None:
     """The model or environment a node calls: its own, the interaction's, the definition's."""
-    body = node.body
-    return body.get("model") or body.get("environment") or fallback or services.default_environment
+    body = llm_body(node)
+    return body.model or body.environment or fallback or services.default_environment

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from compiler.ir import ProcessNode, Returns
 from compiler.plan import PlanNode
 from compiler.templates import render_value
 from flows.runtime.context import get_path
@@ -17,21 +18,26 @@ from flows.runtime.errors import NodeFailed
 
 
 async def run(node: PlanNode, context: dict[str, Any], services: Services, visit_id: str | None) -> Effect:
-    body = node.body
-    child = node.child_plan or services.resolve_plan(body["process"], body.get("process_version"))
-    inputs = render_value(body.get("input") or {}, context)
+    body = node.body_as(ProcessNode)
+    child = node.child_plan
+    if child is None:
+        if body.process is None:  # the checks refuse a process node with neither
+            raise NodeFailed(f"`{node.id}` names no process and has no inline `process_definition`")
+        child = services.resolve_plan(body.process, body.process_version)
+    inputs = render_value(body.input or {}, context)
     result = await services.run_child(child, inputs, visit_id)
     if result.status != "completed":
         raise NodeFailed(f"sub-process `{child.name}` ended {result.status}: {result.error or result.outcome}")
-    returns = body.get("returns") or {}
+    returns = body.returns or Returns()
     final_state = {"context": result.context, "outcome": result.outcome, "run_id": result.run_id}
-    if returns.get("from"):
-        value = get_path(final_state, returns["from"])
-    elif returns.get("context"):
-        value = {k: result.context.get(k) for k in returns["context"]}
+    value: Any
+    if returns.from_:
+        value = get_path(final_state, returns.from_)
+    elif returns.context:
+        value = {k: result.context.get(k) for k in returns.context}
     else:
         value = {"outcome": result.outcome, "context": result.context}
-    if returns.get("context") and not returns.get("from"):
+    if returns.context and not returns.from_:
         update = {k: v for k, v in value.items() if k in node.writes}
     elif len(node.writes) == 1:
         update = {node.writes[0]: value}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from compiler.ir import ToolNode
 from compiler.plan import PlanNode
 from compiler.templates import render_value
 from flows.runtime.effects import Effect, Services
@@ -16,7 +17,7 @@ from flows.runtime.errors import InputRejected, NodeFailed
 
 def _project(result: Any, node: PlanNode) -> dict[str, Any]:
     """A tool's result as a context update: the whole result under `output`, else its keys in writes."""
-    target = node.body.get("output")
+    target = node.body_as(ToolNode).output
     if target:
         return {target: result}
     if isinstance(result, dict):
@@ -45,13 +46,13 @@ async def call_tool(name: str, args: dict[str, Any], services: Services | None =
 
 async def run(node: PlanNode, context: dict[str, Any], services: Services | None = None,
                     visit_id: str | None = None) -> Effect:
-    body = node.body
-    fixed = (body.get("config") or {}).get("context_update")
-    tool = body.get("tool")
+    body = node.body_as(ToolNode)
+    fixed = body.config.context_update if body.config else None
+    tool = body.tool
     if fixed is not None and not tool:
         update = render_value(fixed, context)
         return Effect(update=update, output=update)
-    args = render_value(body.get("input") or {}, context)
+    args = render_value(body.input or {}, context)
     if tool == "set_context":
         updates = args.get("updates") if isinstance(args, dict) else None
         if not isinstance(updates, dict):
