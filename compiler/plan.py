@@ -3,7 +3,7 @@
 Every runnable kind (process, pipeline, template, workflow) compiles to one :class:`Plan`.
 Templates and workflows are lowered to pipelines first (:mod:`compiler.lower`); the Plan keeps
 the source kind and name, and the lowering's per-node extras. The Plan is the boundary between
-the compiler and ``flows``: the backend builds a Prefect flow from it without looking at the IR
+the compiler and ``flows``: ``flows.prefect`` builds a Prefect flow from it without looking at the IR
 again, so everything derived is computed here once —
 
 * ``version``: first 12 hex digits of the SHA-256 of the source definition as canonical JSON

@@ -25,9 +25,9 @@ from prefect.states import Cancelled, Failed
 from compiler.plan import Plan
 from flows.prefect.executor import PrefectExecutor
 from flows.prefect.pause import PrefectPauses
-from flows.runs.execution import RunResult, execute
+from flows.runs.execution import execute
 from flows.runs.request import RunRequest
-from flows.runtime.effects import Pauses
+from flows.runtime.effects import Pauses, RunResult
 
 _JSON_TO_PY: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
 

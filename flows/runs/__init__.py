@@ -6,7 +6,7 @@
   replays), and the dashboard's resume.
 * :mod:`~flows.runs.cancel`    — cancel, whatever state the run is in.
 * :mod:`~flows.runs.execution` — one execution inside the flow body (Prefect-free), and its
-  :class:`~flows.runs.execution.RunResult`.
+  :class:`~flows.runtime.effects.RunResult`.
 * :mod:`~flows.runs.recorder`  — the store writer the engine gets; the only writer of a run's
   status while it executes.
 * :mod:`~flows.runs.request`   — what travels from the starter to the flow body.
@@ -18,7 +18,7 @@ A definition is data (the Plan); a run is this package's (pydantic-graph's ``Gra
 
 from flows.runs.cancel import AlreadyEnded, cancel
 from flows.runs.detached import replay, resume_detached, start_detached
-from flows.runs.execution import RunResult
+from flows.runtime.effects import RunResult
 from flows.runs.lifecycle import (
     ResumeRefused,
     StartRefused,

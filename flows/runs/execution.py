@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from compiler.plan import Plan
@@ -30,27 +29,12 @@ from flows.runs import sources
 from flows.runs.inputs import context_problems
 from flows.runs.recorder import StoreRecorder
 from flows.runs.request import RunRequest
-from flows.runtime.effects import ChildResult, Pauses, Services
+from flows.runtime.effects import Pauses, RunResult, Services
 from flows.runtime.engine import Engine, Executor
 from flows.store import repo
-from flows.store.models import RunStatus
 
 #: How often a running run's record is touched, so that a dead process can be told from a slow one.
 HEARTBEAT_SECONDS = 15.0
-
-
-@dataclass
-class RunResult:
-    """How a run ended (also what ``ergon run --json`` prints)."""
-
-    run_id: str
-    status: RunStatus
-    outcome: str | None
-    context: dict[str, Any]
-    error: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class Backend(Protocol):
@@ -97,7 +81,7 @@ async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest,
     if recorder.fresh:  # what resume and replay rebuild the catalog from (flows.runs.sources)
         sources.record(recorder.run_id, catalog)
 
-    async def run_child(child: Plan, child_inputs: dict[str, Any], parent_visit_id: str | None) -> ChildResult:
+    async def run_child(child: Plan, child_inputs: dict[str, Any], parent_visit_id: str | None) -> RunResult:
         accepted = set(child.input_schema.get("properties", {}))
         child_request = RunRequest(trigger="subprocess", started_by=request.started_by, parent_run_id=recorder.run_id,
                                    parent_visit_id=parent_visit_id, overrides=child_inputs,

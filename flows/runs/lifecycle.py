@@ -27,10 +27,9 @@ from typing import Any, cast
 from compiler import CompileError, Diagnostic
 from flows.catalog import Catalog, Compiled, DefinitionNotFound
 from flows.errors import DefinitionError, RunError
-from flows.runs.execution import RunResult
 from flows.runs.inputs import validate_inputs
 from flows.runs.request import RunRequest
-from flows.runtime.effects import Listener, no_listener
+from flows.runtime.effects import Listener, RunResult, no_listener
 from flows.settings import current_user
 from flows.store import repo
 from flows.store.models import RUN_TERMINAL, Run, RunTrigger
@@ -132,7 +131,7 @@ def start(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog, run_i
     if ended.status == "pending":  # Prefect refused the call before the flow body ran
         message = getattr(state, "message", None) or "the flow did not start"
         ended = repo.set_run_status(run.id, "failed", error=message)
-    return RunResult(ended.id, ended.status, ended.outcome, dict(ended.context or {}), ended.error)  # type: ignore[arg-type]
+    return RunResult(ended.id, ended.status, ended.outcome, dict(ended.context or {}), ended.error)
 
 
 def snapshot_compiled(run: Run, catalog: Catalog) -> Compiled:

@@ -19,7 +19,7 @@ from typing import Any
 
 from compiler.plan import Plan, PlanNode
 from flows.runs.request import RunRequest
-from flows.runtime.effects import ChildResult
+from flows.runtime.effects import RunResult
 from flows.runtime.engine import VisitRecord
 from flows.store import repo
 from flows.store.diff import context_diff
@@ -89,14 +89,14 @@ class StoreRecorder:
             repo.set_run_status(self.run_id, "running")
 
     @staticmethod
-    def child_result(parent_run_id: str, parent_visit_id: str | None, state: Any) -> ChildResult:
+    def child_result(parent_run_id: str, parent_visit_id: str | None, state: Any) -> RunResult:
         """The finished child run of a sub-process visit, read back from the store."""
         children = [r for r in repo.child_runs(parent_run_id) if r.parent_visit_id == parent_visit_id]
         if not children:
             message = getattr(state, "message", None) or "the sub-process did not start"
-            return ChildResult(run_id="", status="failed", outcome=None, context={}, error=message)
+            return RunResult(run_id="", status="failed", outcome=None, context={}, error=message)
         child = children[-1]
-        return ChildResult(run_id=child.id, status=child.status, outcome=child.outcome,
+        return RunResult(run_id=child.id, status=child.status, outcome=child.outcome,
                            context=dict(child.context or {}), error=child.error)
 
     # ------------------------------------------------------------------ Recorder protocol

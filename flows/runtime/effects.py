@@ -17,7 +17,7 @@ protocols implemented elsewhere:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
 from compiler.plan import Plan
@@ -43,14 +43,18 @@ class Effect:
 
 
 @dataclass
-class ChildResult:
-    """A finished sub-process run."""
+class RunResult:
+    """How a run ended: a sub-process's, as its parent's process body sees it, and every run's,
+    as :func:`flows.runs.start` returns it (also what ``ergon run --json`` prints)."""
 
     run_id: str
     status: str
     outcome: str | None
     context: dict[str, Any]
     error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 WaitMode = Literal["pause", "subflow", "suspend"]
@@ -107,8 +111,8 @@ class RunState(Protocol):
 class Services:
     """What bodies may call outside themselves (built for each run by :mod:`flows.runs.execution`)."""
 
-    #: run a child Plan as a sub-run: (plan, inputs, parent visit id) → ChildResult
-    run_child: Callable[[Plan, dict[str, Any], str | None], Awaitable[ChildResult]]
+    #: run a child Plan as a sub-run: (plan, inputs, parent visit id) → RunResult
+    run_child: Callable[[Plan, dict[str, Any], str | None], Awaitable[RunResult]]
     #: find a Plan by definition name and optional pinned version
     resolve_plan: Callable[[str, int | None], Plan]
     #: find an interaction definition by name

@@ -84,7 +84,7 @@ class Recorder(Protocol):
 
 
 class Executor(Protocol):
-    """Runs one visit attempt loop (the backend: a Prefect task run with retries)."""
+    """Runs one visit attempt loop (:class:`flows.prefect.executor.PrefectExecutor`: a Prefect task run with retries)."""
 
     async def visit(self, node: PlanNode, run_name: str, attempt_fn: Callable[[int], Awaitable[Any]]) -> Any: ...
 
