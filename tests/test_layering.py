@@ -83,3 +83,19 @@ def test_importing_everything_outside_flows_prefect_loads_no_prefect(tmp_path: P
     loaded = json.loads(done.stdout.strip().splitlines()[-1])
     first = next((n for n in names if loaded[n]), None)
     assert first is None, f"importing {first} loads prefect: only flows.prefect may"
+
+
+def test_only_the_run_owner_writes_a_runs_status() -> None:
+    """A run's status is written by flows/runs/ (its recorder while it executes) and nowhere else
+    in the product: every other module asks the run owner (``flows.runs``)."""
+    writers = []
+    for path in _modules("flows", "ui"):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith(("flows/runs/", "flows/store/")):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in ("set_run_status", "create_run", "mark_stale_runs_crashed"):
+                writers.append(f"{rel}:{node.lineno} calls {node.func.attr}")
+    assert not writers, "\n".join(writers)
