@@ -8,88 +8,95 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import sqlalchemy as sa
 
-from flows.store import db, repo
+from flows.store import db
+from flows.store import artifacts as artifact_store
+from flows.store import definitions as definition_store
+from flows.store import export as export_store
+from flows.store import runs as run_store
+from flows.store import tasks as task_store
+from flows.store import visits as visit_store
+from flows.store.errors import InvalidTransition, NotFound, StoreError
 from flows.store.models import Run, new_id
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def test_create_and_get_round_trip(store):
-    run = repo.create_run("contract_review", content={"process": "x"}, inputs={"doc": "a"},
-                          context={"doc": "a", "n": 0}, started_by="ann", trigger="api")
-    got = repo.get_run(run.id)
+    run = run_store.create_run("contract_review", content={"process": "x"}, inputs={"doc": "a"},
+                               context={"doc": "a", "n": 0}, started_by="ann", trigger="api")
+    got = run_store.get_run(run.id)
     assert (got.definition_name, got.status, got.inputs, got.context, got.trigger, got.started_by) == (
         "contract_review", "pending", {"doc": "a"}, {"doc": "a", "n": 0}, "api", "ann")
     assert got.created_at.tzinfo is not None and got.created_at.utcoffset() == timedelta(0)
-    assert repo.get_snapshot(got.content_hash) == {"process": "x"}
-    assert repo.get_run("nope") is None
+    assert definition_store.get_snapshot(got.content_hash) == {"process": "x"}
+    assert run_store.get_run("nope") is None
 
 
 def test_run_ids_can_be_chosen_by_the_caller(store):
-    assert repo.create_run("d", run_id="fixed-id").id == "fixed-id"
+    assert run_store.create_run("d", run_id="fixed-id").id == "fixed-id"
 
 
 def test_unknown_trigger_is_refused(store):
-    with pytest.raises(repo.StoreError, match="trigger"):
-        repo.create_run("d", trigger="telepathy")
+    with pytest.raises(StoreError, match="trigger"):
+        run_store.create_run("d", trigger="telepathy")
 
 
 def test_snapshots_are_stored_once_per_content(store):
-    a = repo.create_run("d", content={"b": 1, "a": [1, 2]})
-    b = repo.create_run("d", content={"a": [1, 2], "b": 1})  # same content, other key order
-    c = repo.create_run("d", content={"a": [2, 1], "b": 1})
+    a = run_store.create_run("d", content={"b": 1, "a": [1, 2]})
+    b = run_store.create_run("d", content={"a": [1, 2], "b": 1})  # same content, other key order
+    c = run_store.create_run("d", content={"a": [2, 1], "b": 1})
     assert a.content_hash == b.content_hash != c.content_hash
-    assert repo.snapshot_definition({"b": 1, "a": [1, 2]}) == a.content_hash
+    assert definition_store.snapshot_definition({"b": 1, "a": [1, 2]}) == a.content_hash
     with db.get_engine(store).connect() as conn:
         assert conn.exec_driver_sql("select count(*) from definition_snapshots").scalar() == 2
 
 
 def test_status_lifecycle_stamps_times_pid_and_outcome(store):
-    run = repo.create_run("d")
+    run = run_store.create_run("d")
     now = T0 + timedelta(seconds=5)
-    running = repo.set_run_status(run.id, "running", now=now)
+    running = run_store.set_run_status(run.id, "running", now=now)
     assert (running.started_at, running.heartbeat_at, running.ended_at) == (now, now, None)
     assert running.pid and running.host
-    done = repo.set_run_status(run.id, "completed", outcome="approved", now=now + timedelta(seconds=3))
+    done = run_store.set_run_status(run.id, "completed", outcome="approved", now=now + timedelta(seconds=3))
     assert (done.status, done.outcome, done.ended_at) == ("completed", "approved", now + timedelta(seconds=3))
-    assert repo.get_run(run.id).outcome == "approved"
+    assert run_store.get_run(run.id).outcome == "approved"
 
 
 def test_impossible_transitions_are_refused(store):
-    run = repo.create_run("d")
-    repo.set_run_status(run.id, "running")
-    repo.set_run_status(run.id, "completed")
-    with pytest.raises(repo.InvalidTransition, match="from completed to running"):
-        repo.set_run_status(run.id, "running")
-    with pytest.raises(repo.StoreError, match="run status"):
-        repo.set_run_status(run.id, "exploded")
-    with pytest.raises(repo.NotFound):
-        repo.set_run_status("missing", "running")
-    repo.set_run_status(run.id, "completed")  # same status again: a retried report, fine
+    run = run_store.create_run("d")
+    run_store.set_run_status(run.id, "running")
+    run_store.set_run_status(run.id, "completed")
+    with pytest.raises(InvalidTransition, match="from completed to running"):
+        run_store.set_run_status(run.id, "running")
+    with pytest.raises(StoreError, match="run status"):
+        run_store.set_run_status(run.id, "exploded")
+    with pytest.raises(NotFound):
+        run_store.set_run_status("missing", "running")
+    run_store.set_run_status(run.id, "completed")  # same status again: a retried report, fine
 
 
 def test_resuming_a_failed_run_clears_the_failure(store):
-    run = repo.create_run("d")
-    repo.set_run_status(run.id, "running", now=T0)
-    failed = repo.set_run_status(run.id, "failed", error="boom", now=T0 + timedelta(seconds=1))
+    run = run_store.create_run("d")
+    run_store.set_run_status(run.id, "running", now=T0)
+    failed = run_store.set_run_status(run.id, "failed", error="boom", now=T0 + timedelta(seconds=1))
     assert (failed.error, failed.ended_at) == ("boom", T0 + timedelta(seconds=1))
-    resumed = repo.set_run_status(run.id, "running", now=T0 + timedelta(seconds=9))
+    resumed = run_store.set_run_status(run.id, "running", now=T0 + timedelta(seconds=9))
     assert (resumed.status, resumed.error, resumed.ended_at, resumed.started_at) == ("running", None, None, T0)
 
 
 def test_context_usage_and_updates(store):
-    run = repo.create_run("d", context={"a": 1})
-    repo.update_run_context(run.id, {"a": 2, "b": [1]}, now=T0)
-    repo.add_run_usage(run.id, cost_usd=0.25, tokens=100)
-    repo.add_run_usage(run.id, cost_usd=0.5, tokens=1)
-    repo.update_run(run.id, prefect_flow_run_id="pf-1")
-    got = repo.get_run(run.id)
+    run = run_store.create_run("d", context={"a": 1})
+    run_store.update_run_context(run.id, {"a": 2, "b": [1]}, now=T0)
+    run_store.add_run_usage(run.id, cost_usd=0.25, tokens=100)
+    run_store.add_run_usage(run.id, cost_usd=0.5, tokens=1)
+    run_store.update_run(run.id, prefect_flow_run_id="pf-1")
+    got = run_store.get_run(run.id)
     assert (got.context, got.heartbeat_at, got.cost_usd, got.tokens, got.prefect_flow_run_id) == (
         {"a": 2, "b": [1]}, T0, 0.75, 101, "pf-1")
-    with pytest.raises(repo.StoreError, match="status"):
-        repo.update_run(run.id, status="completed")
-    with pytest.raises(repo.NotFound):
-        repo.update_run_context("missing", {})
+    with pytest.raises(StoreError, match="status"):
+        run_store.update_run(run.id, status="completed")
+    with pytest.raises(NotFound):
+        run_store.update_run_context("missing", {})
 
 
 def _bulk_runs(url: str, rows: list[dict]) -> None:
@@ -116,23 +123,23 @@ def _minutes(runs) -> list[int]:
 
 
 def test_list_runs_newest_first_with_total(twelve_runs):
-    rows, total = repo.list_runs(limit=5)
+    rows, total = run_store.list_runs(limit=5)
     assert total == 12 and _minutes(rows) == [11, 10, 9, 8, 7]
-    rows, total = repo.list_runs(limit=5, offset=10)
+    rows, total = run_store.list_runs(limit=5, offset=10)
     assert total == 12 and _minutes(rows) == [1, 0]
 
 
 def test_list_runs_filters(twelve_runs):
-    rows, total = repo.list_runs(status="failed")
+    rows, total = run_store.list_runs(status="failed")
     assert total == 4 and _minutes(rows) == [10, 7, 4, 1]
-    rows, total = repo.list_runs(status=["failed", "running"], definition="def0")
+    rows, total = run_store.list_runs(status=["failed", "running"], definition="def0")
     assert _minutes(rows) == [10, 8, 4, 2] and total == 4
-    rows, _ = repo.list_runs(text="BO")
+    rows, _ = run_store.list_runs(text="BO")
     assert _minutes(rows) == [7]
-    rows, _ = repo.list_runs(text="def1", since=T0 + timedelta(minutes=5), until=T0 + timedelta(minutes=9))
+    rows, _ = run_store.list_runs(text="def1", since=T0 + timedelta(minutes=5), until=T0 + timedelta(minutes=9))
     assert _minutes(rows) == [7, 5]
-    assert repo.list_runs(text="%") == ([], 0)  # LIKE wildcards are matched literally
-    assert repo.definition_names_with_runs() == ["def0", "def1"]
+    assert run_store.list_runs(text="%") == ([], 0)  # LIKE wildcards are matched literally
+    assert run_store.definition_names_with_runs() == ["def0", "def1"]
 
 
 def _generate_runs(url: str, count: int) -> None:
@@ -159,11 +166,11 @@ def test_list_runs_pages_correctly_and_uses_the_indexes_at_100k_runs(store):
     cases = [({}, 99_999), ({"status": "failed"}, 99_997), ({"definition": "def3"}, 99_983),
              ({"status": "paused", "offset": 5000}, 99_999 - 4 * 5000)]
     for kwargs, newest in cases:
-        rows, total = repo.list_runs(**kwargs)
+        rows, total = run_store.list_runs(**kwargs)
         assert len(rows) == 50 and total >= 5000
         assert rows[0].created_at == T0 + timedelta(seconds=newest)
         assert rows == sorted(rows, key=lambda r: r.created_at, reverse=True)
-    assert repo.list_runs(status="failed")[1] == 25_000
+    assert run_store.list_runs(status="failed")[1] == 25_000
     with db.get_engine(store).connect() as conn:
         plan = " | ".join(str(r[-1]) for r in conn.exec_driver_sql(
             "EXPLAIN QUERY PLAN SELECT id FROM runs WHERE status = 'failed' "
@@ -174,23 +181,23 @@ def test_list_runs_pages_correctly_and_uses_the_indexes_at_100k_runs(store):
 
 
 def test_child_runs(store):
-    parent = repo.create_run("p")
-    kids = [repo.create_run("c", parent_run_id=parent.id, trigger="subprocess") for _ in range(2)]
-    assert [r.id for r in repo.child_runs(parent.id)] == [k.id for k in kids]
+    parent = run_store.create_run("p")
+    kids = [run_store.create_run("c", parent_run_id=parent.id, trigger="subprocess") for _ in range(2)]
+    assert [r.id for r in run_store.child_runs(parent.id)] == [k.id for k in kids]
 
 
 def test_export_run_is_one_json_document(store):
-    run = repo.create_run("d", content={"process": "p"}, inputs={"a": 1})
-    visit = repo.start_visit(run.id, "ask", "agent", input={"q": 1})
-    repo.record_llm_call(run.id, "offline/echo", visit_id=visit.id, messages=[{"role": "user", "content": "hi"}],
-                         response={"content": "yo"}, tokens_in=3, tokens_out=2, cost_usd=0.01)
-    repo.record_tool_call(run.id, "fetch", visit_id=visit.id, args={"url": "u"}, result={"ok": True})
-    repo.finish_visit(visit.id, output={"a": 2}, context_diff=[{"op": "replace", "path": "/a", "old": 1, "new": 2}])
-    repo.record_artifact(run.id, "report", "markdown", "# hi", visit_id=visit.id)
-    task = repo.create_task(run.id, "approve", "Approve?", fields=[{"name": "ok", "type": "boolean"}])
-    child = repo.create_run("c", parent_run_id=run.id)
+    run = run_store.create_run("d", content={"process": "p"}, inputs={"a": 1})
+    visit = visit_store.start_visit(run.id, "ask", "agent", input={"q": 1})
+    visit_store.record_llm_call(run.id, "offline/echo", visit_id=visit.id, messages=[{"role": "user", "content": "hi"}],
+                                response={"content": "yo"}, tokens_in=3, tokens_out=2, cost_usd=0.01)
+    visit_store.record_tool_call(run.id, "fetch", visit_id=visit.id, args={"url": "u"}, result={"ok": True})
+    visit_store.finish_visit(visit.id, output={"a": 2}, context_diff=[{"op": "replace", "path": "/a", "old": 1, "new": 2}])
+    artifact_store.record_artifact(run.id, "report", "markdown", "# hi", visit_id=visit.id)
+    task = task_store.create_task(run.id, "approve", "Approve?", fields=[{"name": "ok", "type": "boolean"}])
+    child = run_store.create_run("c", parent_run_id=run.id)
 
-    doc = json.loads(json.dumps(repo.export_run(run.id)))
+    doc = json.loads(json.dumps(export_store.export_run(run.id)))
     assert doc["format"] == "ergon.run/1"
     assert doc["run"]["id"] == run.id and doc["run"]["tokens"] == 5
     assert doc["definition"] == {"process": "p"}
@@ -201,12 +208,12 @@ def test_export_run_is_one_json_document(store):
     assert doc["tool_calls"][0]["tool"] == "fetch"
     assert doc["tasks"][0]["id"] == task.id and doc["tasks"][0]["events"][0]["action"] == "created"
     assert doc["children"] == [child.id]
-    with pytest.raises(repo.NotFound):
-        repo.export_run("missing")
+    with pytest.raises(NotFound):
+        export_store.export_run("missing")
 
 
 def test_lookups_by_prefect_id_and_status(store):
-    run = repo.create_run("d", prefect_flow_run_id="pf-42")
-    assert repo.get_run_by_prefect_id("pf-42").id == run.id
-    assert repo.get_run_by_prefect_id("pf-0") is None
-    assert repo.run_status(run.id) == "pending" and repo.run_status("missing") is None
+    run = run_store.create_run("d", prefect_flow_run_id="pf-42")
+    assert run_store.get_run_by_prefect_id("pf-42").id == run.id
+    assert run_store.get_run_by_prefect_id("pf-0") is None
+    assert run_store.run_status(run.id) == "pending" and run_store.run_status("missing") is None
