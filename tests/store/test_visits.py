@@ -1,4 +1,4 @@
-"""Node visits, artifacts, LLM and tool calls."""
+"""Node visits, LLM calls and tool calls, and the checkpoint that closes a visit."""
 
 from __future__ import annotations
 
@@ -6,17 +6,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from flows.store import artifacts as artifact_store
 from flows.store import runs as run_store
 from flows.store import visits as visit_store
 from flows.store.errors import NotFound, StoreError
 
+
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
-
-
-@pytest.fixture
-def run(store):
-    return run_store.create_run("d")
 
 
 def test_visit_sequences_count_per_run(store, run):
@@ -72,23 +67,6 @@ def test_visits_for_run_in_order_and_last_completed(store, run):
     assert a1.id not in {v.id for v in visit_store.last_completed_visits(run.id)}
 
 
-def test_artifacts_are_versioned_per_run_and_key(store, run):
-    other = run_store.create_run("d")
-    a1 = artifact_store.record_artifact(run.id, "summary", "markdown", "# v1", description="first")
-    a2 = artifact_store.record_artifact(run.id, "summary", "markdown", "# v2")
-    t1 = artifact_store.record_artifact(run.id, "terms", "table", [{"a": 1}])
-    o1 = artifact_store.record_artifact(other.id, "summary", "json", {"x": 1})
-    assert (a1.version, a2.version, t1.version, o1.version) == (1, 2, 1, 1)
-    rows = artifact_store.artifacts_for_run(run.id)
-    assert [(r.key, r.version, r.content) for r in rows] == [
-        ("summary", 1, "# v1"), ("summary", 2, "# v2"), ("terms", 1, [{"a": 1}])]
-    assert [r.version for r in artifact_store.artifacts_for_run(run.id, latest_only=True)] == [2, 1]
-    assert [r.version for r in artifact_store.artifacts_for_run(run.id, key="summary")] == [1, 2]
-    assert artifact_store.get_artifact(a1.id).description == "first"
-    with pytest.raises(StoreError, match="artifact type"):
-        artifact_store.record_artifact(run.id, "x", "video", None)
-
-
 def test_llm_calls_add_to_run_totals_and_tool_calls_are_kept(store, run):
     visit = visit_store.start_visit(run.id, "agent", "agent")
     visit_store.record_llm_call(run.id, "openai/gpt-4o-mini", visit_id=visit.id, messages=[{"role": "user", "content": "q"}],
@@ -121,3 +99,21 @@ def test_checkpoint_closes_the_visit_and_stores_the_context_together(store, run)
     with pytest.raises(StoreError, match="belongs to run"):
         visit_store.checkpoint_visit(visit.id, other.id, context={"x": 1})
     assert run_store.get_run(other.id).context == {}  # the refused checkpoint wrote nothing
+
+
+def test_the_dashboard_reads_light_visits_node_pages_children_and_calls(store, run):
+    parent = visit_store.start_visit(run.id, "each", "foreach")
+    items = [visit_store.start_visit(run.id, "item", "tool", input={"big": "x" * 100}, item_key=k,
+                                     parent_visit_id=parent.id) for k in ("a", "b", "c")]
+    light = visit_store.visits_for_run(run.id, light=True)
+    assert [v["id"] for v in light] == [v.id for v in visit_store.visits_for_run(run.id)]
+    assert set(light[0]) == {c.key for c in visit_store.VISIT_COLUMNS} and "input" not in light[0]
+    shown, total = visit_store.node_visits(run.id, "item", limit=2)
+    assert total == 3 and [v.item_key for v in shown] == ["c", "b"]
+    assert [v.item_key for v in visit_store.child_visits(run.id, parent.id)] == ["a", "b", "c"]
+    visit_store.record_llm_call(run.id, "offline/echo", visit_id=items[0].id)
+    visit_store.record_tool_call(run.id, "fetch", visit_id=items[1].id)
+    visit_store.record_tool_call(run.id, "fetch", visit_id=items[2].id)
+    llm, tools = visit_store.calls_for_visits(run.id, [items[0].id, items[1].id])
+    assert list(llm) == [items[0].id] and list(tools) == [items[1].id]
+    assert visit_store.calls_for_visits(run.id, []) == ({}, {})

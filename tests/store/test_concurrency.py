@@ -60,9 +60,9 @@ def test_threads_versioning_one_artifact_key(store):
 def test_processes_writing_to_one_file(store, tmp_path):
     runs = [run_store.create_run("d").id for _ in range(PROCESSES)]
     code = (
-        "import sys; sys.path.insert(0, {tests!r}); from test_store_concurrency import _write_visits; "
+        "import sys; sys.path.insert(0, {tests!r}); from {module} import _write_visits; "
         "_write_visits(sys.argv[1], {writes}, 'p')"
-    ).format(tests=str(Path(__file__).parent), writes=PROCESS_WRITES)
+    ).format(tests=str(Path(__file__).parent), module=Path(__file__).stem, writes=PROCESS_WRITES)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}  # ERGON_HOME is tmp_path (the store fixture)
     procs = [subprocess.Popen([sys.executable, "-c", code, run_id], env=env, stderr=subprocess.PIPE, text=True)
              for run_id in runs]

@@ -1,22 +1,18 @@
-"""Runs: creation, snapshots, status transitions, listing and export, on a real SQLite file."""
+"""Runs: creation, status transitions, usage, listing, lookups, on a real SQLite file."""
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
 import sqlalchemy as sa
 
 from flows.store import db
-from flows.store import artifacts as artifact_store
 from flows.store import definitions as definition_store
-from flows.store import export as export_store
 from flows.store import runs as run_store
-from flows.store import tasks as task_store
-from flows.store import visits as visit_store
 from flows.store.errors import InvalidTransition, NotFound, StoreError
 from flows.store.models import Run, new_id
+
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -39,16 +35,6 @@ def test_run_ids_can_be_chosen_by_the_caller(store):
 def test_unknown_trigger_is_refused(store):
     with pytest.raises(StoreError, match="trigger"):
         run_store.create_run("d", trigger="telepathy")
-
-
-def test_snapshots_are_stored_once_per_content(store):
-    a = run_store.create_run("d", content={"b": 1, "a": [1, 2]})
-    b = run_store.create_run("d", content={"a": [1, 2], "b": 1})  # same content, other key order
-    c = run_store.create_run("d", content={"a": [2, 1], "b": 1})
-    assert a.content_hash == b.content_hash != c.content_hash
-    assert definition_store.snapshot_definition({"b": 1, "a": [1, 2]}) == a.content_hash
-    with db.get_engine(store).connect() as conn:
-        assert conn.exec_driver_sql("select count(*) from definition_snapshots").scalar() == 2
 
 
 def test_status_lifecycle_stamps_times_pid_and_outcome(store):
@@ -142,6 +128,18 @@ def test_list_runs_filters(twelve_runs):
     assert run_store.definition_names_with_runs() == ["def0", "def1"]
 
 
+
+def test_light_rows_answer_the_same_question_with_the_dashboard_columns(twelve_runs):
+    whole, total = run_store.list_runs(status=["failed", "running"], definition="def0", limit=3, offset=1)
+    light, light_total = run_store.list_runs(status=["failed", "running"], definition="def0", limit=3, offset=1,
+                                             light=True)
+    assert light_total == total == 4 and [r["id"] for r in light] == [r.id for r in whole]
+    assert set(light[0]) == {c.key for c in run_store.RUN_COLUMNS} and "context" not in light[0]
+    summaries = run_store.run_summaries([whole[0].id, whole[0].id, whole[1].id])
+    assert set(summaries) == {whole[0].id, whole[1].id}
+    assert summaries[whole[0].id] == light[0]
+    assert run_store.run_summaries([]) == {}
+
 def _generate_runs(url: str, count: int) -> None:
     """Insert ``count`` runs inside SQLite (a Python-side insert of 100k rows takes ~10 s).
 
@@ -184,32 +182,6 @@ def test_child_runs(store):
     parent = run_store.create_run("p")
     kids = [run_store.create_run("c", parent_run_id=parent.id, trigger="subprocess") for _ in range(2)]
     assert [r.id for r in run_store.child_runs(parent.id)] == [k.id for k in kids]
-
-
-def test_export_run_is_one_json_document(store):
-    run = run_store.create_run("d", content={"process": "p"}, inputs={"a": 1})
-    visit = visit_store.start_visit(run.id, "ask", "agent", input={"q": 1})
-    visit_store.record_llm_call(run.id, "offline/echo", visit_id=visit.id, messages=[{"role": "user", "content": "hi"}],
-                                response={"content": "yo"}, tokens_in=3, tokens_out=2, cost_usd=0.01)
-    visit_store.record_tool_call(run.id, "fetch", visit_id=visit.id, args={"url": "u"}, result={"ok": True})
-    visit_store.finish_visit(visit.id, output={"a": 2}, context_diff=[{"op": "replace", "path": "/a", "old": 1, "new": 2}])
-    artifact_store.record_artifact(run.id, "report", "markdown", "# hi", visit_id=visit.id)
-    task = task_store.create_task(run.id, "approve", "Approve?", fields=[{"name": "ok", "type": "boolean"}])
-    child = run_store.create_run("c", parent_run_id=run.id)
-
-    doc = json.loads(json.dumps(export_store.export_run(run.id)))
-    assert doc["format"] == "ergon.run/1"
-    assert doc["run"]["id"] == run.id and doc["run"]["tokens"] == 5
-    assert doc["definition"] == {"process": "p"}
-    assert [v["node_id"] for v in doc["visits"]] == ["ask"]
-    assert doc["visits"][0]["context_diff"][0]["new"] == 2
-    assert [a["key"] for a in doc["artifacts"]] == ["report"]
-    assert doc["llm_calls"][0]["response"] == {"content": "yo"}
-    assert doc["tool_calls"][0]["tool"] == "fetch"
-    assert doc["tasks"][0]["id"] == task.id and doc["tasks"][0]["events"][0]["action"] == "created"
-    assert doc["children"] == [child.id]
-    with pytest.raises(NotFound):
-        export_store.export_run("missing")
 
 
 def test_lookups_by_prefect_id_and_status(store):
