@@ -61,7 +61,9 @@ def _wait_until_paused_in_prefect(flow_run_id: str, timeout: float = 60.0) -> No
 def one(env: dict) -> float:
     from flows import humans
     from flows.prefect.resume import register
-    from flows.store import repo
+    from flows.store import runs as run_store
+    from flows.store import tasks as task_store
+    from flows.store import visits as visit_store
 
     register()
     proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "run", "bench_human", "--json"], env=env,
@@ -70,14 +72,14 @@ def one(env: dict) -> float:
         deadline = time.monotonic() + 120
         task = None
         while time.monotonic() < deadline and task is None:
-            rows, _ = repo.list_tasks(status="pending")
-            task = next((t for t in rows if repo.get_run(t.run_id).status == "paused"), None)
+            rows, _ = task_store.list_tasks(status="pending")
+            task = next((t for t in rows if run_store.get_run(t.run_id).status == "paused"), None)
             time.sleep(0.1)
         assert task is not None, proc.stderr.read() if proc.poll() is not None else "no task"
-        _wait_until_paused_in_prefect(repo.get_run(task.run_id).prefect_flow_run_id)
+        _wait_until_paused_in_prefect(run_store.get_run(task.run_id).prefect_flow_run_id)
         answered = humans.answer(task.id, "bench", {"ok": True}, via="api").task
         proc.communicate(timeout=120)
-        nxt = next(v for v in repo.visits_for_run(task.run_id) if v.node_id == "next")
+        nxt = next(v for v in visit_store.visits_for_run(task.run_id) if v.node_id == "next")
         return (nxt.started_at - answered.answered_at).total_seconds()
     finally:
         if proc.poll() is None:

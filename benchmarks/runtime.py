@@ -172,15 +172,15 @@ configure_prefect_env()
 from benchmarks.runtime import _compile, chain_definition
 from flows.prefect.build import build_flow
 from flows.runs.request import RunRequest
-from flows.store import repo
+from flows.store import runs as run_store
 import flows.tools.builtins
 
 compiled = _compile(chain_definition(10), "bench_chain")
 
 async def one():
-    run = repo.create_run(compiled.plan.name, content=compiled.content, inputs={{}})
+    run = run_store.create_run(compiled.plan.name, content=compiled.content, inputs={{}})
     await build_flow(compiled.plan, RunRequest(run_id=run.id, trigger="api"))(return_state=True)
-    return repo.get_run(run.id).status
+    return run_store.get_run(run.id).status
 
 async def main():
     return await asyncio.gather(*(one() for _ in range({runs})), return_exceptions=True)

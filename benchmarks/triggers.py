@@ -44,9 +44,9 @@ nodes:
 
 
 def _first_visit_start(run_id: str):
-    from flows.store import repo
+    from flows.store import visits as visit_store
 
-    visits = repo.visits_for_run(run_id)
+    visits = visit_store.visits_for_run(run_id)
     return min((v.started_at for v in visits), default=None)
 
 
@@ -62,14 +62,14 @@ def _wait(predicate, timeout: float):
 
 def detached_latencies(n: int) -> list[float]:
     from flows.runs import start_detached
-    from flows.store import repo
+    from flows.store import runs as run_store
     from flows.store.models import utcnow
 
     out = []
     for _ in range(n):
         began = utcnow()
         run_id = start_detached("bench_tick", {}, started_by="bench", trigger="manual")
-        _wait(lambda run_id=run_id: repo.get_run(run_id).status in ("completed", "failed"), 120)
+        _wait(lambda run_id=run_id: run_store.get_run(run_id).status in ("completed", "failed"), 120)
         out.append((_first_visit_start(run_id) - began).total_seconds())
     return out
 
@@ -77,14 +77,14 @@ def detached_latencies(n: int) -> list[float]:
 def served_latencies(ticks: int, env: dict) -> list[float]:
     from prefect.client.orchestration import get_client
 
-    from flows.store import repo
+    from flows.store import runs as run_store
 
     log = Path(env["ERGON_HOME"]) / "serve.log"
     proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "serve", "--webhook-port", "0"], env=env,
                             stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
     try:
         def scheduled_done():
-            runs = [r for r in repo.list_runs(definition="bench_tick", limit=500)[0]
+            runs = [r for r in run_store.list_runs(definition="bench_tick", limit=500)[0]
                     if r.trigger == "schedule" and r.status == "completed"]
             return runs if len(runs) >= ticks + 1 else None
 

@@ -84,12 +84,13 @@ def seed_long_run(visits: int) -> str:
     """A run of ``bench_loop`` with ``visits`` visits (tick/check alternating, then done)."""
     import yaml
 
-    from flows.store import repo
+    from flows.store import runs as run_store
+    from flows.store import visits as visit_store
     from flows.store.diff import context_diff
 
-    run = repo.create_run("bench_loop", content=yaml.safe_load(LOOP), inputs={}, context={"counter": 0, "limit": 1000},
-                          started_by="bench")
-    repo.set_run_status(run.id, "running")
+    run = run_store.create_run("bench_loop", content=yaml.safe_load(LOOP), inputs={}, context={"counter": 0, "limit": 1000},
+                               started_by="bench")
+    run_store.set_run_status(run.id, "running")
     counter = 0
     for seq in range(1, visits + 1):
         node = "tick" if seq % 2 else "check"
@@ -98,13 +99,13 @@ def seed_long_run(visits: int) -> str:
         if node == "tick":
             counter += 1
         new = {"counter": counter, "limit": 1000}
-        v = repo.start_visit(run.id, node, "tool" if node == "tick" else "condition", input=old, sequence=seq)
-        repo.checkpoint_visit(v.id, run.id, output={"counter": counter}, context_diff=context_diff(old, new),
-                              context=new, next_node=None if last else ("check" if node == "tick" else "tick"))
+        v = visit_store.start_visit(run.id, node, "tool" if node == "tick" else "condition", input=old, sequence=seq)
+        visit_store.checkpoint_visit(v.id, run.id, output={"counter": counter}, context_diff=context_diff(old, new),
+                                     context=new, next_node=None if last else ("check" if node == "tick" else "tick"))
         if node == "tick":
-            repo.record_tool_call(run.id, "increment", visit_id=v.id, args={"value": counter - 1},
-                                  result={"counter": counter})
-    repo.set_run_status(run.id, "completed", outcome="done")
+            visit_store.record_tool_call(run.id, "increment", visit_id=v.id, args={"value": counter - 1},
+                                         result={"counter": counter})
+    run_store.set_run_status(run.id, "completed", outcome="done")
     return run.id
 
 

@@ -149,7 +149,8 @@ def _collect(ticks: int, baseline_out: Path) -> tuple[list[float], list[float]]:
     """Wait for ``ticks`` scheduled runs of each side; their tick → start delays in seconds."""
     from prefect.client.orchestration import get_client
 
-    from flows.store import repo
+    from flows.store import runs as run_store
+    from flows.store import visits as visit_store
 
     deadline = time.monotonic() + 60 + ticks * 60
     ergon: dict[str, float] = {}
@@ -157,10 +158,10 @@ def _collect(ticks: int, baseline_out: Path) -> tuple[list[float], list[float]]:
     with get_client(sync_client=True) as client:
         while time.monotonic() < deadline and (len(ergon) < ticks or len(base) < ticks):
             time.sleep(2)
-            for run in repo.list_runs(definition="bench_tick", limit=200)[0]:
+            for run in run_store.list_runs(definition="bench_tick", limit=200)[0]:
                 if run.prefect_flow_run_id in ergon or run.trigger != "schedule":
                     continue
-                visits = repo.visits_for_run(run.id)
+                visits = visit_store.visits_for_run(run.id)
                 if not visits:
                     continue
                 tick = client.read_flow_run(run.prefect_flow_run_id).expected_start_time

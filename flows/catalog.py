@@ -131,9 +131,9 @@ class Catalog:
     def resolve(self, name: str, version: int | None = None) -> Plan:
         """Resolver for process nodes that name their child (pinned versions come from the store)."""
         if version is not None:
-            from flows.store import repo
+            from flows.store import definitions as definition_store
 
-            pinned = repo.get_version(name, version)
+            pinned = definition_store.get_version(name, version)
             if pinned is None:
                 raise DefinitionNotFound(f"`{name}` has no published version {version}")
             return self.compile_content(name, pinned.content, label=f"@v{version}").plan

@@ -13,7 +13,7 @@ compiling           ``compiler.errors.CompileError`` a definition does not check
 definitions         :class:`DefinitionError`         a definition or published version is missing or refused
 runs                :class:`RunError`                a run cannot start, resume, cancel; a node failed
 human tasks         :class:`TaskError`               a task action is refused, or the task is gone
-the store           ``flows.store.repo.StoreError``  the store refuses a change
+the store           ``flows.store.errors.StoreError`` the store refuses a change
 tools               ``flows.tools.errors.ToolError`` a tool call was refused or failed
 models              ``flows.llm.types.LlmError``     a model call failed or answered badly
 secrets             ``flows.secrets.SecretError``    a secret or key cannot be read or opened

@@ -6,7 +6,7 @@ handling of Prefect's own resume form — so that all of them end in the same st
 
 * **Visibility** — a task is visible to its assignee user, to the members of its ``group:<g>``,
   to anyone when it is unassigned, and to admins. :func:`can_see` is the same rule the store
-  applies in ``repo.list_tasks(visible_to=...)``, so a listed task is always a showable one.
+  applies in ``task_store.list_tasks(visible_to=...)``, so a listed task is always a showable one.
 * **Answering** — whoever may see a task may take (claim) and answer it, except that
   ``four_eyes: true`` refuses the person who started the run, admins included (the point of a
   second pair of eyes is that it is not the first pair). A task someone has taken can only be
@@ -34,8 +34,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flows.errors import TaskError
-from flows.store import repo
-from flows.store.models import TASK_OPEN, HumanTask, User
+from flows.store import people as people_store
+from flows.store import runs as run_store
+from flows.store import tasks as task_store
+from flows.store.errors import TaskConflict
+from flows.store.models import TASK_OPEN, HumanTask, TaskChannel, User
 
 __all__ = [
     "Actor", "AnswerResult", "TaskExpired", "TaskNotFound", "TaskRefused", "actor", "answer", "can_answer", "can_claim",
@@ -94,8 +97,8 @@ def actor(user: str | User | Actor) -> Actor:
     if isinstance(user, Actor):
         return user
     name = user.name if isinstance(user, User) else user
-    row = user if isinstance(user, User) else repo.get_user(name)
-    return Actor(name=name, groups=frozenset(repo.groups_of(name)) if row is not None else frozenset(),
+    row = user if isinstance(user, User) else people_store.get_user(name)
+    return Actor(name=name, groups=frozenset(people_store.groups_of(name)) if row is not None else frozenset(),
                  is_admin=bool(row is not None and row.is_admin))
 
 
@@ -105,7 +108,7 @@ def _group(assignee: str | None) -> str | None:
 
 def can_see(task: HumanTask, user: str | User | Actor) -> bool:
     """Whether ``user`` may see ``task`` (and so take it): assignee, group member, anyone when
-    unassigned, admins. Same rule as ``repo.list_tasks(visible_to=...)``."""
+    unassigned, admins. Same rule as ``task_store.list_tasks(visible_to=...)``."""
     who = actor(user)
     if who.is_admin or not task.assignee or task.assignee == who.name:
         return True
@@ -296,7 +299,7 @@ def pause_key(node_id: str, visit_sequence: int, run_id: str | None = None) -> s
     answer straight back when a key is reused (a loop through the same task would never pause
     again). Prefect accepts only lowercase letters, digits and dashes, so the node id is
     slugged, with a short hash of it when slugging changed it (``a_b`` and ``a-b`` stay apart).
-    ``run_id`` makes the key unique across runs too (``repo.task_by_pause_key`` is global)."""
+    ``run_id`` makes the key unique across runs too (``task_store.task_by_pause_key`` is global)."""
     slug = re.sub(r"[^a-z0-9]+", "-", node_id.lower()).strip("-") or "task"
     if slug != node_id:
         slug += "-" + hashlib.sha256(node_id.encode()).hexdigest()[:6]
@@ -337,18 +340,18 @@ class AnswerResult:
 
 
 def _load(task_id: str) -> tuple[HumanTask, str | None]:
-    task = repo.get_task(task_id)
+    task = task_store.get_task(task_id)
     if task is None:
         raise TaskNotFound(f"no task {task_id}")
-    run = repo.get_run(task.run_id)
+    run = run_store.get_run(task.run_id)
     return task, (run.started_by if run is not None else None)
 
 
 def _refuse(task_id: str, who: Actor, action: str, reason: str, *, errors: list[str] | None = None,
             detail: dict[str, Any] | None = None) -> TaskRefused:
-    repo.record_task_event(task_id, "refused", actor=who.name,
-                           detail={"action": action, "reason": reason, **({"errors": errors} if errors else {}),
-                                   **(detail or {})})
+    task_store.record_task_event(task_id, "refused", actor=who.name,
+                                 detail={"action": action, "reason": reason, **({"errors": errors} if errors else {}),
+                                         **(detail or {})})
     return TaskRefused(reason, task_id=task_id, errors=errors)
 
 
@@ -361,12 +364,12 @@ def claim(task_id: str, user: str | User | Actor) -> HumanTask:
     if not ok:
         raise _refuse(task_id, who, "claim", reason)
     try:
-        return repo.claim_task(task_id, who.name)
-    except repo.TaskConflict as exc:  # somebody else was faster
+        return task_store.claim_task(task_id, who.name)
+    except TaskConflict as exc:  # somebody else was faster
         raise _refuse(task_id, who, "claim", str(exc)) from None
 
 
-def answer(task_id: str, user: str | User | Actor, raw_answer: Any, via: str = "cli") -> AnswerResult:
+def answer(task_id: str, user: str | User | Actor, raw_answer: Any, via: TaskChannel = "cli") -> AnswerResult:
     """Answer a task as ``user`` through channel ``via`` (cli, dashboard, prefect, api).
 
     In this order: may ``user`` answer it (open, visible, four-eyes, not taken by someone
@@ -385,8 +388,8 @@ def answer(task_id: str, user: str | User | Actor, raw_answer: Any, via: str = "
         raise _refuse(task_id, who, "answer", "invalid answer: " + "; ".join(errors), errors=errors,
                       detail={"via": via})
     try:
-        task = repo.answer_task(task_id, clean, answered_by=who.name, answered_via=via)
-    except repo.TaskConflict as exc:  # answered or closed meanwhile, by another channel
+        task = task_store.answer_task(task_id, clean, answered_by=who.name, answered_via=via)
+    except TaskConflict as exc:  # answered or closed meanwhile, by another channel
         raise _refuse(task_id, who, "answer", str(exc), detail={"via": via}) from None
     hook_errors = []
     for hook in list(on_answered):

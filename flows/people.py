@@ -1,6 +1,6 @@
 """Users, groups, admins and their passwords.
 
-The store (:mod:`flows.store.repo`) keeps users, memberships and a ``password_hash`` per user;
+The store (:mod:`flows.store.people`) keeps users, memberships and a ``password_hash`` per user;
 this module decides what goes into that hash and how a login is checked. Who may *act* on a
 human task is :mod:`flows.humans`' business, not this one's.
 
@@ -20,7 +20,8 @@ import hmac
 import os
 from collections.abc import Iterable
 
-from flows.store import repo
+from flows.store import people as people_store
+from flows.store.errors import NotFound
 from flows.store.models import User
 
 __all__ = ["PasswordError", "SCRYPT_N", "SCRYPT_P", "SCRYPT_R", "add_user", "authenticate", "hash_password",
@@ -106,30 +107,30 @@ def add_user(
     if not name or name.startswith("group:"):
         raise ValueError(f"invalid user name {name!r}")  # "group:x" would read as a group assignee
     password_hash = hash_password(password) if password is not None else None
-    repo.upsert_user(name, display_name=display_name, password_hash=password_hash, is_admin=admin)
+    people_store.upsert_user(name, display_name=display_name, password_hash=password_hash, is_admin=admin)
     for group in groups:
         group = group.strip()
         if group.startswith("group:"):
             group = group[len("group:"):]
         if not group:
             raise ValueError("a group name may not be empty")
-        repo.add_to_group(name, group)
-    user = repo.get_user(name)
+        people_store.add_to_group(name, group)
+    user = people_store.get_user(name)
     assert user is not None
     return user
 
 
 def set_password(name: str, password: str) -> User:
     """Set the password of an existing user."""
-    if repo.get_user(name) is None:
-        raise repo.NotFound(f"no user {name!r}")
-    return repo.upsert_user(name, password_hash=hash_password(password))
+    if people_store.get_user(name) is None:
+        raise NotFound(f"no user {name!r}")
+    return people_store.upsert_user(name, password_hash=hash_password(password))
 
 
 def authenticate(name: str, password: str) -> User | None:
     """The user when ``password`` is theirs; None otherwise (unknown user, no password set, wrong
     password) — one answer for all three, in about the same time."""
-    user = repo.get_user(name)
+    user = people_store.get_user(name)
     if user is None or not user.password_hash:
         verify_password(password or "x", _dummy_hash())
         return None

@@ -1,6 +1,6 @@
 """The executed route of a run, for the state chart (:class:`compiler.render.RouteHighlight`).
 
-Pure: it reads the plan and the run's visit rows (``flows.store.queries.visit_rows``) and
+Pure: it reads the plan and the run's visit rows (``flows.store.visits.visits_for_run(light=True)``) and
 nothing else, so it is tested without Streamlit.
 
 * **visited**: each top-level node's latest visit status (a node visited twice in a loop shows

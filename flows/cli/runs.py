@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from cyclopts import App, Parameter
 from rich.console import Console
 
 from flows.cli import app
 from flows.cli.output import diagnostics, err, error, out
+
+if TYPE_CHECKING:  # the store is imported by the commands that use it (a fast `ergon --help`)
+    from flows.store.models import RunStatus
 
 runs_app = App(name="runs", help="Inspect and control runs.")
 server_app = App(name="server", help="The local Prefect server Ergon uses when PREFECT_API_URL is not set.")
@@ -93,7 +96,7 @@ def run(
     from flows.catalog import DefinitionNotFound
     from flows.cli.inputs import parse_pairs, read_input_file
     from flows.runs.sources import catalog_for_start
-    from flows.store import repo
+    from flows.store import runs as run_store
 
     console = err if json_ else out
     try:
@@ -120,7 +123,7 @@ def run(
         except runs.StartRefused as exc:
             return diagnostics(exc.problems)
     _prepare_runtime()
-    pending = repo.get_run(run_id)
+    pending = run_store.get_run(run_id)
     if pending is None or pending.status != "pending":
         return error(f"run {run_id} is not a pending run")
     console.print(f"[bold]{compiled.plan.name}[/] [dim]version {compiled.plan.version}[/]")
@@ -152,10 +155,11 @@ def _run_row(r: Any) -> dict[str, Any]:
 
 def _find_run(run_id: str) -> Any:
     """The run, or None after saying so (commands then exit 2)."""
-    from flows.store import db, repo
+    from flows.store import db
+    from flows.store import runs as run_store
 
     db.init_db()
-    run_rec = repo.get_run(run_id)
+    run_rec = run_store.get_run(run_id)
     if run_rec is None:
         error(f"no run {run_id}")
     return run_rec
@@ -184,10 +188,12 @@ def runs_list(
     """
     from rich.table import Table
 
-    from flows.store import db, repo
+    from flows.store import db
+    from flows.store import runs as run_store
 
     db.init_db()
-    rows, total = repo.list_runs(status=status, definition=definition, limit=limit)
+    # not checked against RUN_STATUSES: an unknown status lists no runs
+    rows, total = run_store.list_runs(status=cast("RunStatus | None", status), definition=definition, limit=limit)
     data = [_run_row(r) for r in rows]
     if json_:
         print(json.dumps({"total": total, "runs": data}, default=str))
@@ -212,12 +218,12 @@ def runs_show(run_id: str, *, json_: Annotated[bool, Parameter(name="--json")] =
     json_
         Print JSON.
     """
-    from flows.store import repo
+    from flows.store import visits as visit_store
 
     run_rec = _find_run(run_id)
     if run_rec is None:
         return 2
-    visits = repo.visits_for_run(run_id)
+    visits = visit_store.visits_for_run(run_id)
     if json_:
         print(json.dumps({"run": _run_row(run_rec), "context": run_rec.context,
                           "visits": [v.model_dump(mode="json") for v in visits]}, default=str))
@@ -316,11 +322,11 @@ def runs_export(run_id: str) -> int:
     run_id
         The run.
     """
-    from flows.store import repo
+    from flows.store import export as export_store
 
     if _find_run(run_id) is None:
         return 2
-    print(json.dumps(repo.export_run(run_id), indent=2, default=str))
+    print(json.dumps(export_store.export_run(run_id), indent=2, default=str))
     return 0
 
 

@@ -67,12 +67,12 @@ def tasks_list(
     from rich.table import Column, Table
 
     from flows.humans import task_dict
-    from flows.store import repo
+    from flows.store import tasks as task_store
 
     user = _who(as_)
-    if status not in repo.TASK_FILTERS:
-        return error(f"--status must be one of: {', '.join(repo.TASK_FILTERS)}")
-    rows, total = repo.list_tasks(status, visible_to=user, run_id=run, limit=limit)
+    if status not in task_store.TASK_FILTERS:
+        return error(f"--status must be one of: {', '.join(task_store.TASK_FILTERS)}")
+    rows, total = task_store.list_tasks(status, visible_to=user, run_id=run, limit=limit)
     if json_:
         print(json.dumps({"user": user, "total": total, "tasks": [task_dict(t) for t in rows]}))
         return 0
@@ -97,16 +97,17 @@ def tasks_show(task_id: str, *, as_: As = None, json_: Json = False) -> int:
         The task.
     """
     from flows import humans
-    from flows.store import repo
+    from flows.store import runs as run_store
+    from flows.store import tasks as task_store
 
     user = _who(as_)
-    task = repo.get_task(task_id)
+    task = task_store.get_task(task_id)
     if task is None:
         return error(f"no task {task_id}")
     if not humans.can_see(task, user):
         err.print(f"[red]refused:[/] {escape(user)} may not see task {task_id} (assigned to {escape(_assignee(task))})")
         return 1
-    run_rec = repo.get_run(task.run_id)
+    run_rec = run_store.get_run(task.run_id)
     started_by = run_rec.started_by if run_rec else None
     may_answer, reason = humans.can_answer(task, user, started_by)
     context = run_rec.context if run_rec else None
@@ -115,7 +116,7 @@ def tasks_show(task_id: str, *, as_: As = None, json_: Json = False) -> int:
             "run_id": run_rec.id, "definition": run_rec.definition_name, "status": run_rec.status,
             "started_by": started_by}
         print(json.dumps({"task": humans.task_dict(task), "run": run_info, "context": context,
-                          "events": [e.model_dump(mode="json") for e in repo.task_events(task_id)],
+                          "events": [e.model_dump(mode="json") for e in task_store.task_events(task_id)],
                           "may_answer": may_answer, "reason": reason or None}, default=str))
         return 0
     out.print(f"[bold]{escape(task.title)}[/]")

@@ -54,7 +54,8 @@ def users_add(
         Read the dashboard password from the first line of standard input.
     """
     from flows import people
-    from flows.store import db, repo
+    from flows.store import db
+    from flows.store import people as people_store
 
     password = None
     if password_stdin:
@@ -62,12 +63,12 @@ def users_add(
         if not password:
             return error("no password on standard input")
     db.init_db()
-    existed = repo.get_user(name) is not None
+    existed = people_store.get_user(name) is not None
     try:
         user = people.add_user(name, group or (), admin, password, display_name=display_name)
     except ValueError as exc:
         return error(exc)
-    groups = repo.groups_of(user.name)
+    groups = people_store.groups_of(user.name)
     out.print(f"{'updated' if existed else 'added'} user [bold]{user.name}[/]"
               + (" [yellow]admin[/]" if user.is_admin else "")
               + (f" groups: {', '.join(groups)}" if groups else "")
@@ -86,10 +87,11 @@ def users_list(*, json_: Annotated[bool, Parameter(name="--json")] = False) -> i
     """
     from rich.table import Table
 
-    from flows.store import db, repo
+    from flows.store import db
+    from flows.store import people as people_store
 
     db.init_db()
-    rows = [_user_row(u, repo.groups_of(u.name)) for u in repo.list_users()]
+    rows = [_user_row(u, people_store.groups_of(u.name)) for u in people_store.list_users()]
     if json_:
         print(json.dumps({"users": rows}))
         return 0

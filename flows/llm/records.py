@@ -55,9 +55,9 @@ def record(req: LlmRequest, *, model: str, messages: list[dict[str, Any]], resp:
     """Store one call of ``req`` (no-op without a run)."""
     if req.run_id is None:
         return
-    from flows.store import repo
+    from flows.store import visits as visit_store
 
-    repo.record_llm_call(
+    visit_store.record_llm_call(
         req.run_id, model, visit_id=req.visit_id, messages=messages,
         response=response_record(resp) if resp is not None else None, tools=req.tools,
         tokens_in=resp.tokens_in if resp else 0, tokens_out=resp.tokens_out if resp else 0,
@@ -71,9 +71,9 @@ def reusable(req: LlmRequest, cassette_key: str) -> LlmResponse | None:
     """The answer an earlier, unfinished visit of the same node got to this request, if any."""
     if req.run_id is None or req.visit_id is None or not REUSE_LOOKUP.get():
         return None
-    from flows.store import repo
+    from flows.store import visits as visit_store
 
-    found = repo.earlier_llm_answer(req.visit_id, cassette_key)
+    found = visit_store.earlier_llm_answer(req.visit_id, cassette_key)
     if found is None:
         return None
     call_id, model, offline, response = found

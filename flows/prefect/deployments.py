@@ -40,7 +40,9 @@ from prefect.runtime import flow_run
 from flows.prefect.build import as_flow, attribute_name, run_body
 from flows.prefect.schedules import prefect_schedules, schedule_slug_of_current_run
 from flows.runs.request import RunRequest
-from flows.store import db, repo
+from flows.store import db
+from flows.store import definitions as definition_store
+from flows.store import runs as run_store
 
 #: The work pool deployments go to unless ``--work-pool`` says otherwise.
 DEFAULT_WORK_POOL = "ergon"
@@ -124,7 +126,7 @@ def deployment_flow(compiled: Any, attribute: str, *, catalog: Any, version: int
         db.init_db()  # a worker's flow-run process starts with nothing set up (cheap when at head)
         slug = schedule_slug_of_current_run()
         request = RunRequest(trigger="schedule" if slug else "api", schedule_slug=slug,
-                             content_hash=repo.snapshot_definition(content), catalog=catalog)
+                             content_hash=definition_store.snapshot_definition(content), catalog=catalog)
         try:
             return await run_body(plan, params, request)
         finally:  # also when the run suspends (Prefect's Pause unwinds the body)
@@ -136,9 +138,9 @@ def deployment_flow(compiled: Any, attribute: str, *, catalog: Any, version: int
 
 def _record_version(version: int) -> None:
     """The published version the run executed, on its store record."""
-    run = repo.get_run_by_prefect_id(str(flow_run.id)) if flow_run.id else None
+    run = run_store.get_run_by_prefect_id(str(flow_run.id)) if flow_run.id else None
     if run is not None and run.definition_version != version:
-        repo.update_run(run.id, definition_version=version)
+        run_store.update_run(run.id, definition_version=version)
 
 
 # --------------------------------------------------------------------------- prefect.yaml entries

@@ -42,7 +42,7 @@ from prefect.runtime import flow_run
 from flows import humans
 from flows.runtime.effects import AnswerWait
 from flows.settings import PAUSE_POLL_SECONDS
-from flows.store import repo
+from flows.store import tasks as task_store
 
 
 class RunSuspended(Pause):
@@ -93,7 +93,7 @@ def _answer_subflow() -> Any:
     async def ergon_human_task(task_id: str, fields: list[dict[str, Any]], model_name: str, prompt: str, key: str,
                                wait: int) -> dict[str, Any] | None:
         """A task's own flow run, paused until its answer comes (one of several open at once)."""
-        repo.set_task_flow_run(task_id, str(flow_run.id))
+        task_store.set_task_flow_run(task_id, str(flow_run.id))
         return await _await_answer(fields, model_name, prompt, key, wait)
 
     return ergon_human_task

@@ -38,12 +38,12 @@ def resume_answered(task: Any) -> None:
     import httpx
 
     from flows.prefect.server import ensure_api_url
-    from flows.store import repo
+    from flows.store import runs as run_store
 
     api = ensure_api_url().rstrip("/")
     waiting = task.prefect_flow_run_id  # the task's own subflow, or its run's flow run
     if not waiting:
-        run = repo.get_run(task.run_id)
+        run = run_store.get_run(task.run_id)
         waiting = run.prefect_flow_run_id if run else None
     if not waiting:
         raise ResumeFailed(f"task {task.id}: its run has no Prefect flow run to resume")

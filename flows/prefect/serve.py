@@ -15,7 +15,7 @@ from prefect.types.entrypoint import EntrypointType
 
 import flows.prefect.deployments as entries
 from flows.prefect.schedules import prefect_schedules
-from flows.store import repo
+from flows.store import triggers as trigger_store
 from flows.triggers.refs import TriggerRef
 from flows.triggers.schedules import deployment_name
 
@@ -25,8 +25,8 @@ def runner_deployments(scheduled: dict[str, list[TriggerRef]], catalog: Any) -> 
     out = []
     for definition, refs in sorted(scheduled.items()):
         for ref in refs:  # the list shows every served trigger, even before its first run
-            repo.upsert_trigger_state(ref.definition, ref.index, kind=ref.kind, created_by=ref.trigger.as_user)
-        paused = {s.trigger_index for s in repo.list_trigger_states(definition) if s.paused}
+            trigger_store.upsert_trigger_state(ref.definition, ref.index, kind=ref.kind, created_by=ref.trigger.as_user)
+        paused = {s.trigger_index for s in trigger_store.list_trigger_states(definition) if s.paused}
         flow = getattr(entries, entries.entry_attribute(definition))
         out.append(flow.to_deployment(
             name=deployment_name(definition),

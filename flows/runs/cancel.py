@@ -17,7 +17,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from flows.errors import RunError
-from flows.store import repo
+from flows.store import runs as run_store
+from flows.store import tasks as task_store
 from flows.store.models import RUN_TERMINAL, TASK_OPEN, utcnow
 
 #: A paused run whose heartbeat is younger than this has a process waiting for its answer
@@ -31,23 +32,23 @@ class AlreadyEnded(RunError):
 
 def cancel(run_id: str, *, actor: str | None = None) -> str:
     """Cancel ``run_id``; return its new status (``cancelling`` or ``cancelled``)."""
-    run = repo.require_run(run_id)
+    run = run_store.require_run(run_id)
     if run.status in RUN_TERMINAL:
         raise AlreadyEnded(f"run {run_id} already ended ({run.status})")
     if run.status == "paused":
-        for task in repo.tasks_for_run(run_id):
+        for task in task_store.tasks_for_run(run_id):
             if task.status in TASK_OPEN:
-                repo.close_task(task.id, "cancelled", actor=actor, reason="the run was cancelled")
+                task_store.close_task(task.id, "cancelled", actor=actor, reason="the run was cancelled")
         if _process_waiting(run):
-            return repo.set_run_status(run_id, "cancelling").status
+            return run_store.set_run_status(run_id, "cancelling").status
         if run.prefect_flow_run_id:
             from flows.prefect.cancel import cancel_flow_run
 
             cancel_flow_run(run.prefect_flow_run_id)
-        return repo.set_run_status(run_id, "cancelled", error=f"cancelled by {actor or 'someone'} while paused").status
+        return run_store.set_run_status(run_id, "cancelled", error=f"cancelled by {actor or 'someone'} while paused").status
     if run.status in ("running", "cancelling"):
-        return repo.set_run_status(run_id, "cancelling").status
-    return repo.set_run_status(run_id, "cancelled", error=f"cancelled by {actor or 'someone'}").status
+        return run_store.set_run_status(run_id, "cancelling").status
+    return run_store.set_run_status(run_id, "cancelled", error=f"cancelled by {actor or 'someone'}").status
 
 
 def _process_waiting(run) -> bool:

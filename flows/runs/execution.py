@@ -31,7 +31,7 @@ from flows.runs.recorder import StoreRecorder
 from flows.runs.request import RunRequest
 from flows.runtime.effects import Pauses, RunResult, Services
 from flows.runtime.engine import Engine, Executor
-from flows.store import repo
+from flows.store import definitions as definition_store
 
 #: How often a running run's record is touched, so that a dead process can be told from a slow one.
 HEARTBEAT_SECONDS = 15.0
@@ -85,7 +85,7 @@ async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest,
         accepted = set(child.input_schema.get("properties", {}))
         child_request = RunRequest(trigger="subprocess", started_by=request.started_by, parent_run_id=recorder.run_id,
                                    parent_visit_id=parent_visit_id, overrides=child_inputs,
-                                   content_hash=repo.snapshot_definition({"plan": child.to_json()}), catalog=catalog)
+                                   content_hash=definition_store.snapshot_definition({"plan": child.to_json()}), catalog=catalog)
         state = await backend.run_subflow(child, {k: v for k, v in child_inputs.items() if k in accepted}, child_request)
         return StoreRecorder.child_result(recorder.run_id, parent_visit_id, state)
 

@@ -31,7 +31,8 @@ from flows.runs.inputs import validate_inputs
 from flows.runs.request import RunRequest
 from flows.runtime.effects import Listener, RunResult, no_listener
 from flows.settings import current_user
-from flows.store import repo
+from flows.store import definitions as definition_store
+from flows.store import runs as run_store
 from flows.store.models import RUN_TERMINAL, Run, RunTrigger
 
 
@@ -57,7 +58,7 @@ def prepare() -> list[Run]:
 
     ensure_api_url()
     db.init_db()
-    return list(repo.mark_stale_runs_crashed(heartbeat_timeout=HEARTBEAT_TIMEOUT_SECONDS))
+    return list(run_store.mark_stale_runs_crashed(heartbeat_timeout=HEARTBEAT_TIMEOUT_SECONDS))
 
 
 def compile_definition(name: str, *, catalog: Catalog | None = None, version: int | None = None) -> Compiled:
@@ -86,13 +87,13 @@ def create(compiled: Compiled, inputs: dict[str, Any], *, trigger: RunTrigger = 
     problems = validate_inputs(compiled.plan, inputs, source=source)
     if problems:
         raise StartRefused(problems)
-    content_hash = repo.snapshot_definition(compiled.content)
+    content_hash = definition_store.snapshot_definition(compiled.content)
     if version is None:
         from flows.versions import version_of_content
 
         version = version_of_content(compiled.plan.name, content_hash)
-    return repo.create_run(compiled.plan.name, content_hash=content_hash, inputs=inputs, trigger=trigger,
-                           started_by=started_by or current_user(), definition_version=version)
+    return run_store.create_run(compiled.plan.name, content_hash=content_hash, inputs=inputs, trigger=trigger,
+                                started_by=started_by or current_user(), definition_version=version)
 
 
 def start(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog, run_id: str | None = None,
@@ -112,31 +113,31 @@ def start(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog, run_i
     if run_id is None:
         run = create(compiled, inputs, trigger=trigger, started_by=started_by, version=version, source=source)
     else:
-        run = repo.require_run(run_id)
+        run = run_store.require_run(run_id)
         if version is not None and run.definition_version != version:
-            repo.update_run(run_id, definition_version=version)
+            run_store.update_run(run_id, definition_version=version)
     plan = compiled.plan
     accepted = set(plan.input_schema.get("properties", {}))
-    request = RunRequest(run_id=run.id, trigger=cast(RunTrigger, run.trigger), started_by=run.started_by, content_hash=run.content_hash,
-                         listener=listener, catalog=catalog, inputs_checked=True,
+    request = RunRequest(run_id=run.id, trigger=cast(RunTrigger, run.trigger), started_by=run.started_by,
+                         content_hash=run.content_hash, listener=listener, catalog=catalog, inputs_checked=True,
                          overrides={k: v for k, v in inputs.items() if k not in accepted})
     state = None
     try:
         with use_cassette(record=record, replay=replay):
             state = run_in_process(plan, {k: v for k, v in inputs.items() if k in accepted}, request)
     except KeyboardInterrupt:
-        if repo.run_status(run.id) not in RUN_TERMINAL:
-            repo.set_run_status(run.id, "cancelled", error="interrupted (Ctrl-C)")
-    ended = repo.require_run(run.id)
+        if run_store.run_status(run.id) not in RUN_TERMINAL:
+            run_store.set_run_status(run.id, "cancelled", error="interrupted (Ctrl-C)")
+    ended = run_store.require_run(run.id)
     if ended.status == "pending":  # Prefect refused the call before the flow body ran
         message = getattr(state, "message", None) or "the flow did not start"
-        ended = repo.set_run_status(run.id, "failed", error=message)
+        ended = run_store.set_run_status(run.id, "failed", error=message)
     return RunResult(ended.id, ended.status, ended.outcome, dict(ended.context or {}), ended.error)
 
 
 def snapshot_compiled(run: Run, catalog: Catalog) -> Compiled:
     """The Plan of the exact content a run started with (its pinned snapshot)."""
-    content = repo.get_snapshot(run.content_hash) if run.content_hash else None
+    content = definition_store.get_snapshot(run.content_hash) if run.content_hash else None
     if content is None:
         return catalog.compile(run.definition_name)
     return catalog.compile_content(run.definition_name, content, label=".snapshot")
@@ -153,10 +154,10 @@ def resume(run_id: str, *, catalog: Catalog | None = None, listener: Listener = 
     """Continue a failed or crashed run after its last completed visit (in this process, blocking)."""
     from flows.runs.sources import catalog_for_run
 
-    run = repo.require_run(run_id)
+    run = run_store.require_run(run_id)
     resumable(run)
     catalog = catalog or catalog_for_run(run)  # the folders (and file) it started from, tools included
     compiled = snapshot_compiled(run, catalog)
-    repo.set_run_status(run_id, "pending")
+    run_store.set_run_status(run_id, "pending")
     return start(compiled, dict(run.inputs or {}), catalog=catalog, run_id=run_id, listener=listener,
                  record=record, replay=replay)

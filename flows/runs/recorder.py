@@ -8,21 +8,24 @@ or the run already linked to this Prefect flow run (Prefect retried the flow), o
 deployment started it) — and reports whether it starts fresh or continues from a checkpoint.
 
 A completed visit and the run's new context are written in one transaction
-(:func:`flows.store.repo.checkpoint_visit`), so a crash can never leave a visit marked done with
+(:func:`flows.store.visits.checkpoint_visit`), so a crash can never leave a visit marked done with
 the context from before it, or the reverse.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from compiler.plan import Plan, PlanNode
 from flows.runs.request import RunRequest
 from flows.runtime.effects import RunResult
 from flows.runtime.engine import VisitRecord
-from flows.store import repo
+from flows.store import runs as run_store
+from flows.store import tasks as task_store
+from flows.store import visits as visit_store
 from flows.store.diff import context_diff
+from flows.store.models import RunStatus, VisitStatus
 
 
 class StoreRecorder:
@@ -38,7 +41,7 @@ class StoreRecorder:
         # them itself (no lock, no MAX query per visit).
         self._sequence = max((v.sequence for v in past), default=0)
         self._started: dict[str, Any] = {}
-        self._status = "running"
+        self._status: RunStatus = "running"
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
@@ -46,52 +49,52 @@ class StoreRecorder:
              host: str, pid: int) -> StoreRecorder:
         run = None
         if request.run_id:
-            run = repo.get_run(request.run_id)
+            run = run_store.get_run(request.run_id)
         if run is None and prefect_flow_run_id:
-            run = repo.get_run_by_prefect_id(prefect_flow_run_id)
+            run = run_store.get_run_by_prefect_id(prefect_flow_run_id)
         if run is None:
-            run = repo.create_run(
+            run = run_store.create_run(
                 plan.name, content_hash=request.content_hash, inputs=inputs,
                 trigger=request.trigger, started_by=request.started_by, parent_run_id=request.parent_run_id,
                 parent_visit_id=request.parent_visit_id, prefect_flow_run_id=prefect_flow_run_id,
                 run_id=request.run_id,
             )
         elif prefect_flow_run_id and run.prefect_flow_run_id != prefect_flow_run_id:
-            repo.update_run(run.id, prefect_flow_run_id=prefect_flow_run_id)
-        past = repo.visits_for_run(run.id)
+            run_store.update_run(run.id, prefect_flow_run_id=prefect_flow_run_id)
+        past = visit_store.visits_for_run(run.id)
         if run.status != "running":
-            repo.set_run_status(run.id, "running", pid=pid, host=host)
+            run_store.set_run_status(run.id, "running", pid=pid, host=host)
         else:
-            repo.update_run(run.id, pid=pid, host=host)
+            run_store.update_run(run.id, pid=pid, host=host)
         return cls(run.id, fresh=not past, context=dict(run.context or {}), past=past)
 
     def set_context(self, context: dict[str, Any]) -> None:
         self.context = context
-        repo.update_run_context(self.run_id, context)
+        run_store.update_run_context(self.run_id, context)
 
-    def end(self, status: str, outcome: str | None, context: dict[str, Any], error: str | None) -> None:
-        repo.update_run_context(self.run_id, context, heartbeat=False)
-        repo.set_run_status(self.run_id, status, outcome=outcome, error=error)
+    def end(self, status: RunStatus, outcome: str | None, context: dict[str, Any], error: str | None) -> None:
+        run_store.update_run_context(self.run_id, context, heartbeat=False)
+        run_store.set_run_status(self.run_id, status, outcome=outcome, error=error)
 
     def heartbeat(self) -> None:
-        repo.heartbeat(self.run_id)
+        run_store.heartbeat(self.run_id)
 
     # ------------------------------------------------------------------ RunState port (human tasks)
-    def status(self) -> str | None:
-        return repo.run_status(self.run_id)
+    def status(self) -> RunStatus | None:
+        return run_store.run_status(self.run_id)
 
     def mark_paused(self) -> None:
-        if repo.run_status(self.run_id) == "running":
-            repo.set_run_status(self.run_id, "paused")
+        if run_store.run_status(self.run_id) == "running":
+            run_store.set_run_status(self.run_id, "paused")
 
     def mark_running_if_idle(self) -> None:
-        if repo.run_status(self.run_id) == "paused" and repo.open_tasks_count(self.run_id) == 0:
-            repo.set_run_status(self.run_id, "running")
+        if run_store.run_status(self.run_id) == "paused" and task_store.open_tasks_count(self.run_id) == 0:
+            run_store.set_run_status(self.run_id, "running")
 
     @staticmethod
     def child_result(parent_run_id: str, parent_visit_id: str | None, state: Any) -> RunResult:
         """The finished child run of a sub-process visit, read back from the store."""
-        children = [r for r in repo.child_runs(parent_run_id) if r.parent_visit_id == parent_visit_id]
+        children = [r for r in run_store.child_runs(parent_run_id) if r.parent_visit_id == parent_visit_id]
         if not children:
             message = getattr(state, "message", None) or "the sub-process did not start"
             return RunResult(run_id="", status="failed", outcome=None, context={}, error=message)
@@ -103,8 +106,8 @@ class StoreRecorder:
     def start_visit(self, *, node: PlanNode, attempt: int, input: Any, parent_visit_id: str | None = None,
                     item_key: str | None = None) -> str:
         self._sequence += 1
-        visit = repo.start_visit(self.run_id, node.id, node.type, input=input, item_key=item_key,
-                                 parent_visit_id=parent_visit_id, attempt=attempt, sequence=self._sequence)
+        visit = visit_store.start_visit(self.run_id, node.id, node.type, input=input, item_key=item_key,
+                                        parent_visit_id=parent_visit_id, attempt=attempt, sequence=self._sequence)
         self._started[visit.id] = visit.started_at
         return visit.id
 
@@ -112,9 +115,10 @@ class StoreRecorder:
                      next_node: str | None = None, old_context: dict | None = None,
                      new_context: dict | None = None, child_run_id: str | None = None) -> None:
         diff = context_diff(old_context or {}, new_context) if new_context is not None else None
-        self._status = repo.close_visit(visit_id, self.run_id, started_at=self._started.pop(visit_id), status=status,
-                                        output=output, context_diff=diff, error=error, next_node=next_node,
-                                        context=new_context) or self._status
+        # the engine's Recorder protocol passes the status as a str; close_visit checks it
+        self._status = visit_store.close_visit(visit_id, self.run_id, started_at=self._started.pop(visit_id),
+                                               status=cast(VisitStatus, status), output=output, context_diff=diff,
+                                               error=error, next_node=next_node, context=new_context) or self._status
         if new_context is not None:
             self.context = new_context
 
@@ -129,6 +133,6 @@ class StoreRecorder:
     def cancel_requested(self) -> bool:
         """Read from the last checkpoint's transaction (fresh at every node boundary)."""
         if not self._started and self._sequence == 0:  # before the first visit: ask the store
-            self._status = repo.run_status(self.run_id) or self._status
+            self._status = run_store.run_status(self.run_id) or self._status
         return self._status in ("cancelling", "cancelled")
 

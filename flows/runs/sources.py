@@ -15,14 +15,15 @@ from __future__ import annotations
 from typing import Any
 
 from flows.catalog import Catalog
-from flows.store import db, repo
+from flows.store import db
+from flows.store import runs as run_store
 
 
 def record(run_id: str, catalog: Any) -> None:
     """Store what ``catalog`` was loaded from on the run (a catalog built in memory has nothing)."""
     sources = getattr(catalog, "sources", None)
     if sources:
-        repo.update_run(run_id, catalog_sources=list(sources))
+        run_store.update_run(run_id, catalog_sources=list(sources))
 
 
 def catalog_for_run(run: Any) -> Catalog:
@@ -37,7 +38,7 @@ def catalog_for_start(name: str, run_id: str | None) -> Catalog:
     one when it has one (started by the dashboard, a webhook, a chain), else ``NAME``'s."""
     if run_id is not None:
         db.init_db()
-        pending = repo.get_run(run_id)
+        pending = run_store.get_run(run_id)
         if pending is not None and pending.catalog_sources:
             return Catalog.from_sources(pending.catalog_sources)
     return Catalog.load(name)

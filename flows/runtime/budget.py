@@ -39,15 +39,16 @@ def check(*, run_id: str | None, visit_id: str | None, node_id: str, node_budget
     node_limits, run_limits = _limits(node_budget), _limits(run_budget)
     if run_id is None or not (node_limits or run_limits):
         return
-    from flows.store import repo
+    from flows.store import runs as run_store
+    from flows.store import visits as visit_store
 
     if run_limits:
-        run = repo.get_run(run_id)
+        run = run_store.get_run(run_id)
         reason = _over(run_limits, run.tokens or 0, run.cost_usd or 0.0) if run else None
         if reason:
             raise BudgetExhausted(f"run budget exhausted before/at node `{node_id}`: {reason}")
     if node_limits and visit_id:
-        calls = repo.llm_calls_for_run(run_id, visit_id=visit_id)
+        calls = visit_store.llm_calls_for_run(run_id, visit_id=visit_id)
         tokens = sum((c.tokens_in or 0) + (c.tokens_out or 0) for c in calls)
         cost = sum(c.cost_usd or 0.0 for c in calls)
         reason = _over(node_limits, tokens, cost)

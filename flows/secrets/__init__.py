@@ -2,7 +2,7 @@
 
 Values are sealed with AES-256-GCM (:mod:`flows.secrets.envelope`, bound to the secret's name)
 under keys from the environment or a private key file (:mod:`flows.secrets.keys`); the store
-only ever sees the envelope (:func:`flows.store.repo.put_secret`). A value is opened at the
+only ever sees the envelope (:func:`flows.store.secrets.put_secret`). A value is opened at the
 moment it is used — an environment's ``api_key``, a tool server's header — and is never
 printed, logged, written to a run record or put into a prompt.
 
@@ -86,11 +86,12 @@ def validate_name(name: str) -> str:
     return name
 
 
-def _repo():
-    from flows.store import db, repo
+def _store():
+    from flows.store import db
+    from flows.store import secrets as secret_store
 
     db.init_db()
-    return repo
+    return secret_store
 
 
 def _key_id(row) -> str:
@@ -125,7 +126,7 @@ def reveal(name: str) -> str:
     stored, :class:`SecretKeyError` when no key is configured, :class:`SecretDecryptError` when
     the configured keys do not open it.
     """
-    row = _repo().get_secret(name)
+    row = _store().get_secret(name)
     if row is None:
         raise SecretNotFound(name)
     return _open(row, load_keyring())
@@ -156,17 +157,17 @@ def set_secret(name: str, value: str) -> SecretInfo:
         raise ValueError(f"secret `{name}`: the value is empty")
     ring = load_keyring(create=True)
     sealed = envelope.seal(value, name=name, key_id=ring.active, key=ring.keys[ring.active])
-    return _info(_repo().put_secret(name, sealed, ring.active))
+    return _info(_store().put_secret(name, sealed, ring.active))
 
 
 def delete_secret(name: str) -> bool:
     """Remove secret ``name``; False when there was none."""
-    return _repo().delete_secret(name)
+    return _store().delete_secret(name)
 
 
 def list_secrets() -> list[SecretInfo]:
     """Names, key ids and dates of the stored secrets (never values)."""
-    return [_info(row) for row in _repo().list_secrets()]
+    return [_info(row) for row in _store().list_secrets()]
 
 
 def rotate(*, new_key: bool = False) -> tuple[str, list[str]]:
@@ -180,12 +181,12 @@ def rotate(*, new_key: bool = False) -> tuple[str, list[str]]:
     if new_key:
         add_key_to_file(ring)
         ring = load_keyring()
-    repo = _repo()
-    stale = [row for row in repo.list_secrets() if _key_id(row) != ring.active]
+    secret_store = _store()
+    stale = [row for row in secret_store.list_secrets() if _key_id(row) != ring.active]
     opened = [(row.name, _open(row, ring)) for row in stale]
     key = ring.keys[ring.active]
     for name, value in opened:
-        repo.put_secret(name, envelope.seal(value, name=name, key_id=ring.active, key=key), ring.active)
+        secret_store.put_secret(name, envelope.seal(value, name=name, key_id=ring.active, key=key), ring.active)
     return ring.active, [name for name, _ in opened]
 
 

@@ -6,7 +6,7 @@ Conventions, and why:
   row exists (Prefect task names, artifact keys, log lines) and ids sort nowhere in particular.
 * Datetimes are timezone-aware UTC (SQLModel's ``UTCDateTime``), also on SQLite.
 * JSON columns are ``JSON`` everywhere and ``JSONB`` on PostgreSQL (indexable, compact).
-* Status and kind columns are plain strings in the database, checked by :mod:`flows.store.repo`;
+* Status and kind columns are plain strings in the database, checked by the entity modules;
   the allowed values are the ``Literal`` types below (code is typed with them) and the tuples of
   the same values, which the UI and CLI import for their filters.
 * Indexes follow what the dashboard filters and sorts by: runs by status / definition /

@@ -59,17 +59,17 @@ def think(thought: str) -> dict:
 
 
 def _latest_plan(run_id: str) -> dict[str, Any] | None:
-    from flows.store import repo
+    from flows.store import artifacts as artifact_store
 
-    rows = repo.artifacts_for_run(run_id, key=PLAN_KEY)
+    rows = artifact_store.artifacts_for_run(run_id, key=PLAN_KEY)
     return rows[-1].content if rows else None
 
 
 def _save_plan(run_id: str, plan: dict[str, Any]) -> dict[str, Any]:
-    from flows.store import repo
+    from flows.store import artifacts as artifact_store
 
-    row = repo.record_artifact(run_id, PLAN_KEY, "json", plan, visit_id=current().visit_id,
-                               description="The agent's plan")
+    row = artifact_store.record_artifact(run_id, PLAN_KEY, "json", plan, visit_id=current().visit_id,
+                                         description="The agent's plan")
     return {**plan, "version": row.version}
 
 
@@ -125,13 +125,13 @@ def write_artifact(key: str, content: Any, type: ArtifactType = "markdown", desc
         type: markdown, json, table, chart or file
         description: one line saying what the artifact is
     """
-    from flows.store import repo
+    from flows.store import artifacts as artifact_store
 
     run_id = _run_id("write_artifact")
     key = _check_key("write_artifact", key)
     if type in ("markdown", "file") and not isinstance(content, str):
         raise ToolError("write_artifact", f"a {type} artifact's content must be text")
-    row = repo.record_artifact(run_id, key, type, content, visit_id=current().visit_id, description=description)
+    row = artifact_store.record_artifact(run_id, key, type, content, visit_id=current().visit_id, description=description)
     return {"key": row.key, "version": row.version, "type": row.type}
 
 
@@ -143,12 +143,12 @@ def read_artifact(key: str, version: int | None = None) -> dict:
         key: the artifact's key
         version: a version number (default: the latest)
     """
-    from flows.store import repo
+    from flows.store import artifacts as artifact_store
 
     run_id = _run_id("read_artifact")
-    rows = repo.artifacts_for_run(run_id, key=key)
+    rows = artifact_store.artifacts_for_run(run_id, key=key)
     if not rows:
-        keys = sorted({r.key for r in repo.artifacts_for_run(run_id, latest_only=True)})
+        keys = sorted({r.key for r in artifact_store.artifacts_for_run(run_id, latest_only=True)})
         raise ToolError("read_artifact", f"no artifact `{key}` in this run (artifacts: {', '.join(keys) or 'none'})")
     if version is None:
         return _describe(rows[-1], content=True)
@@ -161,7 +161,7 @@ def read_artifact(key: str, version: int | None = None) -> dict:
 @tool(name="list_artifacts")
 def list_artifacts() -> list[dict]:
     """List the run's artifacts (latest version of each key), without their content."""
-    from flows.store import repo
+    from flows.store import artifacts as artifact_store
 
     run_id = _run_id("list_artifacts")
-    return [_describe(row) for row in repo.artifacts_for_run(run_id, latest_only=True)]
+    return [_describe(row) for row in artifact_store.artifacts_for_run(run_id, latest_only=True)]

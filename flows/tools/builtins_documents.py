@@ -68,7 +68,7 @@ def create_document(name: str, content: str | None = None, source: str | None = 
 
 
 def _artifact_text(source: str) -> str:
-    from flows.store import repo
+    from flows.store import artifacts as artifact_store
 
     if not source.startswith("artifact:") or not source[len("artifact:"):].strip():
         raise ToolError("create_document", "`source` must be `artifact:<key>`")
@@ -76,7 +76,7 @@ def _artifact_text(source: str) -> str:
     if not run_id:
         raise ToolError("create_document", "`artifact:` sources need a run (none is set in the tool context)")
     key = source[len("artifact:"):].strip()
-    rows = repo.artifacts_for_run(run_id, key=key)
+    rows = artifact_store.artifacts_for_run(run_id, key=key)
     if not rows:
         raise ToolError("create_document", f"no artifact `{key}` in this run")
     content = rows[-1].content

@@ -137,10 +137,10 @@ def _record(name: str, args: Any, result: Any, status: str, latency_ms: int, err
     if not ctx.run_id or not ctx.record_calls:
         return
     try:
-        from flows.store import repo
+        from flows.store import visits as visit_store
 
-        repo.record_tool_call(ctx.run_id, name, visit_id=ctx.visit_id, args=mask_secrets(to_json(args)),
-                              result=mask_secrets(result), status=status, latency_ms=latency_ms, error=error)
+        visit_store.record_tool_call(ctx.run_id, name, visit_id=ctx.visit_id, args=mask_secrets(to_json(args)),
+                                     result=mask_secrets(result), status=status, latency_ms=latency_ms, error=error)
     except Exception:  # noqa: BLE001
         # The tool already ran (it may have had effects): failing the call now would make a retry
         # repeat them. The store's own failure shows up at the visit's checkpoint anyway.

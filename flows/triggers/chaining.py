@@ -52,13 +52,13 @@ def max_depth() -> int:
 
 def waiting_on(catalog: Any, definition: str) -> list[TriggerRef]:
     """Enabled, unpaused on-complete triggers of the folder that wait for ``definition``."""
-    from flows.store import repo
+    from flows.store import triggers as trigger_store
 
     refs = [r for r in all_refs(catalog)
             if r.kind == "on_complete" and r.trigger.definition == definition and r.trigger.enabled]
     if not refs:
         return []
-    paused = {(s.definition_name, s.trigger_index) for s in repo.list_trigger_states() if s.paused}
+    paused = {(s.definition_name, s.trigger_index) for s in trigger_store.list_trigger_states() if s.paused}
     return [r for r in refs if (r.definition, r.index) not in paused]
 
 
@@ -101,14 +101,14 @@ def dispatch(*, definition: str, run_id: str, status: str, outcome: str | None, 
 
 def _start(ref: TriggerRef, context: dict[str, Any], depth: int, source_run_id: str) -> str:
     from flows.runs import start_detached
-    from flows.store import repo
+    from flows.store import triggers as trigger_store
     from flows.store.models import utcnow
 
     inputs = chained_inputs(ref, context)
     run_id = start_detached(ref.definition, inputs, started_by=ref.acting_user, trigger="on_complete",
                             env={CHAIN_DEPTH_ENV: str(depth + 1)})
-    repo.upsert_trigger_state(ref.definition, ref.index, kind=ref.kind, last_run_id=run_id, last_run_at=utcnow(),
-                              created_by=ref.trigger.as_user)
+    trigger_store.upsert_trigger_state(ref.definition, ref.index, kind=ref.kind, last_run_id=run_id, last_run_at=utcnow(),
+                                       created_by=ref.trigger.as_user)
     log.info("on_complete %s: started run %s after run %s", ref.name, run_id, source_run_id)
     return run_id
 

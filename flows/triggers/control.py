@@ -51,10 +51,11 @@ def _catalog(catalog: Any) -> Any:
 
 def rows(catalog: Any = None, *, ask_prefect: bool = True) -> list[ScheduleRow]:
     """One row per trigger of the folder."""
-    from flows.store import repo
+    from flows.store import runs as run_store
+    from flows.store import triggers as trigger_store
 
     refs = all_refs(_catalog(catalog))
-    states = {(s.definition_name, s.trigger_index): s for s in repo.list_trigger_states()}
+    states = {(s.definition_name, s.trigger_index): s for s in trigger_store.list_trigger_states()}
     wanted = {r.definition for r in refs if r.kind in SCHEDULE_KINDS}
     upcoming: dict[tuple[str, str], datetime] = {}
     if ask_prefect and wanted and _prefect_up():
@@ -64,7 +65,7 @@ def rows(catalog: Any = None, *, ask_prefect: bool = True) -> list[ScheduleRow]:
     out = []
     for ref in refs:
         state = states.get((ref.definition, ref.index))
-        last = repo.get_run(state.last_run_id) if state and state.last_run_id else None
+        last = run_store.get_run(state.last_run_id) if state and state.last_run_id else None
         out.append(ScheduleRow(
             name=ref.name, definition=ref.definition, kind=ref.kind, schedule=describe(ref.trigger),
             as_user=ref.acting_user, enabled=ref.trigger.enabled, paused=bool(state and state.paused),
@@ -88,11 +89,11 @@ def _prefect_up() -> bool:
 
 def set_paused(name: str, paused: bool, catalog: Any = None) -> list[TriggerRef]:
     """Pause or resume the trigger(s) ``name`` designates; returns them."""
-    from flows.store import repo
+    from flows.store import triggers as trigger_store
 
     refs = find(all_refs(_catalog(catalog)), name)
     for ref in refs:
-        repo.upsert_trigger_state(ref.definition, ref.index, kind=ref.kind, paused=paused, created_by=ref.trigger.as_user)
+        trigger_store.upsert_trigger_state(ref.definition, ref.index, kind=ref.kind, paused=paused, created_by=ref.trigger.as_user)
     scheduled = [r for r in refs if r.kind in SCHEDULE_KINDS]
     if scheduled and _prefect_up():  # otherwise `ergon serve` applies the store's flag when it starts
         from flows.prefect.schedules import set_schedules_active
@@ -104,14 +105,14 @@ def set_paused(name: str, paused: bool, catalog: Any = None) -> list[TriggerRef]
 def run_now(name: str, catalog: Any = None) -> list[str]:
     """Start the definition of each trigger ``name`` designates now; returns the run ids."""
     from flows.runs import start_detached
-    from flows.store import repo
+    from flows.store import triggers as trigger_store
     from flows.store.models import utcnow
 
     catalog = _catalog(catalog)
     run_ids = []
     for ref in find(all_refs(catalog), name, kinds=SCHEDULE_KINDS):
         run_id = start_detached(ref.definition, dict(ref.trigger.input), started_by=ref.acting_user, trigger="schedule")
-        repo.upsert_trigger_state(ref.definition, ref.index, kind=ref.kind, last_run_id=run_id, last_run_at=utcnow(),
-                                  created_by=ref.trigger.as_user)
+        trigger_store.upsert_trigger_state(ref.definition, ref.index, kind=ref.kind, last_run_id=run_id, last_run_at=utcnow(),
+                                           created_by=ref.trigger.as_user)
         run_ids.append(run_id)
     return run_ids

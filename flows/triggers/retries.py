@@ -43,7 +43,7 @@ async def run_scheduled(plan: Any, request: Any, prefect_id: str | None,
 
     ``request`` is the run's :class:`~flows.runs.request.RunRequest` (its ``schedule_slug`` names
     the schedule), ``prefect_id`` the flow run, ``execute_once`` one execution of the body."""
-    from flows.store import repo
+    from flows.store import runs as run_store
     from flows.triggers.origin import scheduled_trigger
 
     ref = scheduled_trigger(plan, request.schedule_slug)
@@ -63,7 +63,7 @@ async def run_scheduled(plan: Any, request: Any, prefect_id: str | None,
             if attempt >= len(delays):
                 raise
             result = None
-        run = repo.get_run_by_prefect_id(prefect_id) if prefect_id else None
+        run = run_store.get_run_by_prefect_id(prefect_id) if prefect_id else None
         if run is None or run.status != "failed" or attempt >= len(delays) or (run.error or "").startswith("invalid input"):
             return result
         await asyncio.sleep(delays[attempt])
@@ -72,13 +72,14 @@ async def run_scheduled(plan: Any, request: Any, prefect_id: str | None,
 
 def _note_start(ref: TriggerRef, prefect_id: str | None, request: Any) -> None:
     """Pin the run's id before it starts, so the trigger's state names its last run at once."""
-    from flows.store import repo
+    from flows.store import runs as run_store
+    from flows.store import triggers as trigger_store
     from flows.store.models import new_id, utcnow
 
-    existing = repo.get_run_by_prefect_id(prefect_id) if prefect_id else None
+    existing = run_store.get_run_by_prefect_id(prefect_id) if prefect_id else None
     if existing is not None:  # Prefect re-ran the same flow run: the run continues under its id
         run_id = existing.id
     else:
         run_id = request.run_id = request.run_id or new_id()
-    repo.upsert_trigger_state(ref.definition, ref.index, kind=ref.kind, last_run_id=run_id, last_run_at=utcnow(),
-                              created_by=ref.trigger.as_user)
+    trigger_store.upsert_trigger_state(ref.definition, ref.index, kind=ref.kind, last_run_id=run_id, last_run_at=utcnow(),
+                                       created_by=ref.trigger.as_user)

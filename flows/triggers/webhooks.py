@@ -103,11 +103,11 @@ def _start(ref: TriggerRef, inputs: dict[str, Any]) -> str:
 
 
 def _paused(ref: TriggerRef) -> bool:
-    from flows.store import repo
+    from flows.store import triggers as trigger_store
 
     if not ref.trigger.enabled:
         return True
-    return any(s.trigger_index == ref.index and s.paused for s in repo.list_trigger_states(ref.definition))
+    return any(s.trigger_index == ref.index and s.paused for s in trigger_store.list_trigger_states(ref.definition))
 
 
 class WebhookServer:
@@ -211,8 +211,8 @@ def _norm(path: str) -> str:
 
 
 def _note_run(ref: TriggerRef, run_id: str) -> None:
-    from flows.store import repo
+    from flows.store import triggers as trigger_store
     from flows.store.models import utcnow
 
-    repo.upsert_trigger_state(ref.definition, ref.index, kind=ref.kind, last_run_id=run_id, last_run_at=utcnow(),
-                              created_by=ref.trigger.as_user)
+    trigger_store.upsert_trigger_state(ref.definition, ref.index, kind=ref.kind, last_run_id=run_id, last_run_at=utcnow(),
+                                       created_by=ref.trigger.as_user)

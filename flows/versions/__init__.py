@@ -83,16 +83,17 @@ class VersionedCompiled(Compiled):
 
 
 def _hash(content: Any) -> str:
-    from flows.store import repo
+    from flows.store import definitions as definition_store
 
-    return repo.content_hash(content)
+    return definition_store.content_hash(content)
 
 
-def _repo():
-    from flows.store import db, repo
+def _store():
+    from flows.store import db
+    from flows.store import definitions as definition_store
 
     db.init_db()
-    return repo
+    return definition_store
 
 
 def _draft_unit(catalog: Catalog, name: str):
@@ -131,8 +132,8 @@ def publish(name: str, *, comment: str | None = None, published_by: str | None =
         raise PublishRefused(f"`{name}` has {len(errors)} error(s); fix them (see `ergon check`) and publish again",
                              diagnostics=errors)
     draft = draft_info(name, catalog)
-    repo = _repo()
-    latest = repo.get_version(name)
+    definition_store = _store()
+    latest = definition_store.get_version(name)
     if latest is not None and latest.content_hash == draft.content_hash:
         return PublishResult(latest, False)
     breaks: list[Break] = []
@@ -145,20 +146,21 @@ def publish(name: str, *, comment: str | None = None, published_by: str | None =
         if breaks and strict:
             raise PublishRefused(f"not published: the change breaks {len(breaks)} paused run(s) (--strict)",
                                  breaks=breaks)
-    row, created = repo.publish_version(name, unit.kind or "unknown", content=draft.content, source=draft.source,
-                                       source_file=_relative(draft.file), comment=comment, published_by=published_by)
+    row, created = definition_store.publish_version(name, unit.kind or "unknown", content=draft.content,
+                                                    source=draft.source, source_file=_relative(draft.file),
+                                                    comment=comment, published_by=published_by)
     return PublishResult(row, created, breaks if created else [])
 
 
 def history(name: str) -> list[Any]:
     """Published versions of ``name``, newest first."""
-    return _repo().list_versions(name)
+    return _store().list_versions(name)
 
 
 def _version_row(name: str, version: int | None):
-    row = _repo().get_version(name, version)
+    row = _store().get_version(name, version)
     if row is None:
-        versions = [v.version for v in _repo().list_versions(name)]
+        versions = [v.version for v in _store().list_versions(name)]
         if not versions:
             raise VersionNotFound(f"`{name}` has no published version; publish it with `ergon publish {name}`")
         raise VersionNotFound(f"`{name}` has no version {version}; its versions are "
@@ -260,7 +262,7 @@ def resolve_for_deployment(name: str, version: int | Literal["latest"] = "latest
 
 def version_of_content(name: str, content_hash: str) -> int | None:
     """The published version of ``name`` whose content has this hash (None: never published)."""
-    for row in _repo().list_versions(name):
+    for row in _store().list_versions(name):
         if row.content_hash == content_hash:
             return row.version
     return None

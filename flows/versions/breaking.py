@@ -11,7 +11,8 @@ cannot take them over. A paused run of the definition is reported when the new P
 * removes or retypes (a changed JSON-Schema ``type``) a context field of the run's version.
 
 Runs already on the new content are not affected. Checking needs the old Plan of each run
-(compiled from its snapshot) and the new one; the store reads go through :mod:`flows.store.repo`.
+(compiled from its snapshot) and the new one; the store reads are paused runs, their snapshots,
+visits and tasks (:mod:`flows.store.runs`, ``definitions``, ``visits``, ``tasks``).
 """
 
 from __future__ import annotations
@@ -67,23 +68,26 @@ def reasons_for(old_plan: Any, new_plan: Any, visited: set[str], waiting: set[st
 
 def breaking_runs(name: str, new_plan: Any, new_hash: str, *, catalog: Any) -> list[Break]:
     """Paused runs of ``name`` on other content than ``new_hash`` that ``new_plan`` breaks."""
-    from flows.store import repo
+    from flows.store import definitions as definition_store
+    from flows.store import runs as run_store
+    from flows.store import tasks as task_store
+    from flows.store import visits as visit_store
     from flows.store.models import TASK_OPEN
 
-    runs, _ = repo.list_runs(status="paused", definition=name, limit=100_000)
+    runs, _ = run_store.list_runs(status="paused", definition=name, limit=100_000)
     out: list[Break] = []
     for run in runs:
         if not run.content_hash or run.content_hash == new_hash:
             continue
-        content = repo.get_snapshot(run.content_hash)
+        content = definition_store.get_snapshot(run.content_hash)
         try:
             old_plan = catalog.compile_content(name, content, label=".snapshot").plan
         except Exception as exc:  # noqa: BLE001 - an old snapshot that no longer builds is reported, not fatal
             out.append(Break(run.id, run.definition_version, [], [f"its version could not be compared ({exc})"]))
             continue
-        visited = {v.node_id for v in repo.visits_for_run(run.id)}
-        waiting = {t.node_id for t in repo.tasks_for_run(run.id) if t.status in TASK_OPEN}
-        waiting |= {v.node_id for v in repo.visits_for_run(run.id) if v.status == "paused"}
+        visited = {v.node_id for v in visit_store.visits_for_run(run.id)}
+        waiting = {t.node_id for t in task_store.tasks_for_run(run.id) if t.status in TASK_OPEN}
+        waiting |= {v.node_id for v in visit_store.visits_for_run(run.id) if v.status == "paused"}
         reasons = reasons_for(old_plan, new_plan, visited, waiting)
         if reasons:
             out.append(Break(run.id, run.definition_version, sorted(waiting), reasons))

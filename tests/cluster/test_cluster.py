@@ -128,7 +128,9 @@ def _state(flow_run_id) -> object:
 def test_definitions_run_unchanged_on_a_postgres_cluster_with_a_worker(cluster, definitions, tmp_path):
     from prefect.deployments import run_deployment
 
-    from flows.store import repo
+    from flows.store import runs as run_store
+    from flows.store import tasks as task_store
+    from flows.store import visits as visit_store
 
     env = cluster
     (definitions / "ticker.yaml").write_text(TICKER)
@@ -140,28 +142,28 @@ def test_definitions_run_unchanged_on_a_postgres_cluster_with_a_worker(cluster, 
     try:
         # 1. the interval schedule starts a run by itself, acting as a scheduled run
         scheduled = wait_for("a scheduled run to complete", lambda: [
-            r for r in repo.list_runs(definition="ticker")[0] if r.trigger == "schedule" and r.status == "completed"],
+            r for r in run_store.list_runs(definition="ticker")[0] if r.trigger == "schedule" and r.status == "completed"],
             timeout=180, every=1, diagnose=worker.tail)[0]
         assert scheduled.context["counter"] == 0, "the trigger's input (n=-1) reached the run"
 
         # 2. a human task: the run suspends; answered while no worker runs; resumed after the restart
         approval = run_deployment("approval/approval", parameters={}, timeout=0)
         run = wait_for("the approval run to suspend", lambda: (
-            (r := repo.get_run_by_prefect_id(str(approval.id))) is not None and r.status == "paused"
+            (r := run_store.get_run_by_prefect_id(str(approval.id))) is not None and r.status == "paused"
             and _state(approval.id).name == "Suspended" and r), timeout=180, diagnose=worker.tail)
         worker.stop()
-        [task] = repo.tasks_for_run(run.id)
+        [task] = task_store.tasks_for_run(run.id)
         answered = cli(["tasks", "answer", task.id, "--set", "decision=approve", "--as", "ops"], env)
         assert answered.returncode == 0, answered.stdout + answered.stderr
         assert wait_for("Prefect to reschedule the resumed run", lambda: _state(approval.id).is_scheduled())
-        assert repo.get_run(run.id).status == "paused", "nothing runs it while the worker is stopped"
+        assert run_store.get_run(run.id).status == "paused", "nothing runs it while the worker is stopped"
         worker.start()
         done = wait_for("the approval run to complete", lambda: (
-            (r := repo.get_run(run.id)).status in ("completed", "failed", "crashed") and r), timeout=180,
+            (r := run_store.get_run(run.id)).status in ("completed", "failed", "crashed") and r), timeout=180,
             diagnose=worker.tail)
         assert done.status == "completed" and done.context["decision"] == "approve", done.error
         assert marks() == ["a", "c"], "no completed visit ran twice"
-        assert [(v.node_id, v.status) for v in repo.visits_for_run(run.id)] == [
+        assert [(v.node_id, v.status) for v in visit_store.visits_for_run(run.id)] == [
             ("a", "completed"), ("review", "paused"), ("review", "completed"), ("c", "completed"), ("done", "completed")]
 
         # 3. twenty runs at once: every run and every visit in the store, states agreeing with Prefect's
@@ -174,8 +176,8 @@ def test_definitions_run_unchanged_on_a_postgres_cluster_with_a_worker(cluster, 
         worker.stop()
     assert all(s.is_completed() for s in finals.values()), {k: s.name for k, s in finals.items() if not s.is_completed()}
     for fid, i in ids.items():
-        run = repo.get_run_by_prefect_id(fid)
+        run = run_store.get_run_by_prefect_id(fid)
         assert run is not None, f"flow run {fid} has no Ergon run"
         assert run.status == "completed" and run.context["counter"] == i + 1 and run.trigger == "api"
-        assert [(v.node_id, v.status) for v in repo.visits_for_run(run.id)] == [("count", "completed"),
-                                                                                ("done", "completed")]
+        assert [(v.node_id, v.status) for v in visit_store.visits_for_run(run.id)] == [("count", "completed"),
+                                                                                       ("done", "completed")]

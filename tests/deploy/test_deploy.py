@@ -109,11 +109,12 @@ def test_a_pinned_version_runs_the_published_content(deploy_env, definitions, tm
     import asyncio
 
     import flows.prefect.deployments as deployments
-    from flows.store import repo
+    from flows.store import definitions as definition_store
+    from flows.store import runs as run_store
 
     (definitions / "tick.yaml").write_text(TICK)
-    repo.save_draft("tick", "process", yaml.safe_load(TICK))
-    repo.publish_definition("tick", comment="times start at 1")
+    definition_store.save_draft("tick", "process", yaml.safe_load(TICK))
+    definition_store.publish_definition("tick", comment="times start at 1")
     (definitions / "tick.yaml").write_text(TICK.replace("initial: {times: 1}", "initial: {times: 100}"))
     done = cli(["deploy", "tick", "--version", "1", "--no-register", "--prefect-file", str(tmp_path / "p.yaml")],
                deploy_env)
@@ -123,7 +124,7 @@ def test_a_pinned_version_runs_the_published_content(deploy_env, definitions, tm
 
     deployments._flows.clear()
     result = asyncio.run(deployments.flow_tick__v1(who="x"))
-    run = repo.get_run(result["run_id"])
+    run = run_store.get_run(result["run_id"])
     assert result["context"]["times"] == 1, "the published content ran, not the changed draft (100)"
     assert run.definition_version == 1 and run.trigger == "api"
 

@@ -41,7 +41,9 @@ nodes:
 
 def test_a_human_task_suspends_under_a_deployment_and_resumes_from_the_checkpoint(deploy_env, definitions, pool,
                                                                                     tmp_path):
-    from flows.store import repo
+    from flows.store import runs as run_store
+    from flows.store import tasks as task_store
+    from flows.store import visits as visit_store
 
     (definitions / "approval.yaml").write_text(APPROVAL)
     deployed = cli(["deploy", "approval", "--work-pool", pool, "--prefect-file", str(tmp_path / "prefect.yaml")],
@@ -51,16 +53,16 @@ def test_a_human_task_suspends_under_a_deployment_and_resumes_from_the_checkpoin
     try:
         prefect_run = start_deployment("approval/approval", {"party": "ACME"})
         run = wait_for("the run to pause on its task", lambda: (
-            (r := repo.get_run_by_prefect_id(str(prefect_run.id))) is not None and r.status == "paused" and r),
+            (r := run_store.get_run_by_prefect_id(str(prefect_run.id))) is not None and r.status == "paused" and r),
             diagnose=worker.tail)
         suspended = wait_for("Prefect to show the run suspended", lambda: (
             (s := flow_run(prefect_run.id).state).name == "Suspended" and s), diagnose=worker.tail)
         assert suspended.is_paused()
         first_pid = run.pid
         wait_for("the suspended run's process to exit", lambda: not pid_alive(first_pid), timeout=60)
-        [task] = repo.tasks_for_run(run.id)
+        [task] = task_store.tasks_for_run(run.id)
         assert task.status == "pending" and task.title == "Approve ACME"
-        assert [(v.node_id, v.status) for v in repo.visits_for_run(run.id)] == [("a", "completed"), ("review", "paused")]
+        assert [(v.node_id, v.status) for v in visit_store.visits_for_run(run.id)] == [("a", "completed"), ("review", "paused")]
 
         worker.kill()  # nothing of the waiting run lives on a machine any more
         answered = cli(["tasks", "answer", task.id, "--set", "decision=approve", "--as", "lea"], deploy_env)
@@ -68,7 +70,7 @@ def test_a_human_task_suspends_under_a_deployment_and_resumes_from_the_checkpoin
         worker.start()  # a new worker picks the resumed run up
 
         done = wait_for("the resumed run to complete", lambda: (
-            (r := repo.get_run(run.id)).status in ("completed", "failed", "crashed") and r), diagnose=worker.tail)
+            (r := run_store.get_run(run.id)).status in ("completed", "failed", "crashed") and r), diagnose=worker.tail)
         assert done.status == "completed" and done.outcome == "done", done.error
         assert wait_for("Prefect to complete the flow run",
                         lambda: flow_run(prefect_run.id).state.is_completed(), diagnose=worker.tail)
@@ -77,9 +79,9 @@ def test_a_human_task_suspends_under_a_deployment_and_resumes_from_the_checkpoin
     assert done.context["decision"] == "approve"
     assert done.pid != first_pid, "the body ran again in a new process"
     assert marks() == ["a", "c"], "the completed visit `a` was not executed again after the resume"
-    visits = [(v.node_id, v.status) for v in repo.visits_for_run(run.id)]
+    visits = [(v.node_id, v.status) for v in visit_store.visits_for_run(run.id)]
     assert visits == [("a", "completed"), ("review", "paused"), ("review", "completed"), ("c", "completed"),
                       ("done", "completed")], visits
-    [task] = repo.tasks_for_run(run.id)  # the re-entered visit found its task: no second one
+    [task] = task_store.tasks_for_run(run.id)  # the re-entered visit found its task: no second one
     assert task.status == "completed" and task.answered_by == "lea" and task.answer == {"decision": "approve"}
     assert done.trigger == "api" and done.prefect_flow_run_id == str(prefect_run.id)

@@ -8,7 +8,9 @@ import shutil
 
 import pytest
 
-from flows.store import db, repo
+from flows.store import db
+from flows.store import runs as run_store
+from flows.store import tasks as task_store
 from human_fields import FIELDS
 
 
@@ -46,10 +48,10 @@ def make_task(people):
     """make_task(assignee=..., four_eyes=..., fields=...) → a pending task of a run started by `starter`."""
 
     def make(assignee: str | None = "group:legal", *, four_eyes: bool = False, fields=None, started_by="starter"):
-        run = repo.create_run("contract_review", started_by=started_by, context={"parties": "ACME / Globex"})
-        return repo.create_task(run.id, "legal_review", "Review ACME / Globex", description="Please review.",
-                                assignee=assignee, fields=FIELDS if fields is None else fields,
-                                four_eyes=four_eyes, pause_key=f"legal-review-{run.id[:6]}")
+        run = run_store.create_run("contract_review", started_by=started_by, context={"parties": "ACME / Globex"})
+        return task_store.create_task(run.id, "legal_review", "Review ACME / Globex", description="Please review.",
+                                      assignee=assignee, fields=FIELDS if fields is None else fields,
+                                      four_eyes=four_eyes, pause_key=f"legal-review-{run.id[:6]}")
 
     return make
 

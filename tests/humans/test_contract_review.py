@@ -47,7 +47,7 @@ def env(prefect_api, store, model_server):
 
 
 def run_with_answers(env: dict, decisions: list[str], server: FakeOpenAI) -> tuple[dict, list[str]]:
-    from flows.store import repo
+    from flows.store import visits as visit_store
 
     # the agents answer in call order: extract, flag (again after request_edits), store
     answers = [{"json": TERMS}] + [{"json": CLAUSES}] * decisions.count("request_edits") + [{"json": CLAUSES}]
@@ -73,7 +73,7 @@ def run_with_answers(env: dict, decisions: list[str], server: FakeOpenAI) -> tup
         if proc.poll() is None:
             proc.kill()
     result = json.loads(out.strip().splitlines()[-1])
-    return result, [v.node_id for v in repo.visits_for_run(result["run_id"]) if v.parent_visit_id is None]
+    return result, [v.node_id for v in visit_store.visits_for_run(result["run_id"]) if v.parent_visit_id is None]
 
 
 def test_approve_goes_to_done(env, model_server):

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from flows.cli import run as cli
-from flows.store import repo
+from flows.store import tasks as task_store
 
 
 def _json(capsys):
@@ -59,7 +59,7 @@ def test_claim_and_answer(make_task, capsys):
     task = make_task("group:legal")
     assert cli(["tasks", "claim", task.id, "--as", "bob"]) == 1
     assert "not a member" in capsys.readouterr().err
-    assert repo.get_task(task.id).status == "pending"
+    assert task_store.get_task(task.id).status == "pending"
     assert cli(["tasks", "claim", task.id, "--as", "ann"]) == 0
     assert "taken by ann" in capsys.readouterr().out
     assert cli(["tasks", "answer", task.id, "--as", "ann", "--set", "decision=approve", "--set", "urgent=yes",
@@ -67,12 +67,12 @@ def test_claim_and_answer(make_task, capsys):
     data = _json(capsys)
     assert data["status"] == "completed" and data["answered_by"] == "ann" and data["answered_at"]
     assert data["answer"] == {"decision": "approve", "notes": "a=b, c", "urgent": True, "amount": 12.5, "copies": 3}
-    stored = repo.get_task(task.id)
+    stored = task_store.get_task(task.id)
     assert stored.answered_via == "cli" and stored.answer == data["answer"]
     # a second answer is refused; nothing changes
     assert cli(["tasks", "answer", task.id, "--as", "root", "--set", "decision=reject"]) == 1
     assert "already answered by ann" in capsys.readouterr().err
-    assert repo.get_task(task.id).answer == data["answer"]
+    assert task_store.get_task(task.id).answer == data["answer"]
 
 
 def test_invalid_answers_exit_1_with_reasons(make_task, capsys):
@@ -85,11 +85,11 @@ def test_invalid_answers_exit_1_with_reasons(make_task, capsys):
     assert cli(["tasks", "answer", task.id, "--as", "ann", "--json"]) == 1
     data = _json(capsys)
     assert data["refused"] is True and data["errors"] == ["decision: required"]
-    assert repo.get_task(task.id).status == "pending"
+    assert task_store.get_task(task.id).status == "pending"
     assert cli(["tasks", "answer", task.id, "--as", "ann", "--set", "decision"]) == 2
     assert cli(["tasks", "answer", task.id, "--as", "ann", "--set", "decision=approve", "--set", "decision=reject"]) == 2
     assert cli(["tasks", "answer", "nope", "--as", "ann", "--set", "decision=approve"]) == 2
-    assert [e.action for e in repo.task_events(task.id)] == ["created", "refused", "refused"]
+    assert [e.action for e in task_store.task_events(task.id)] == ["created", "refused", "refused"]
 
 
 def test_four_eyes_on_the_cli(make_task, capsys, monkeypatch):
@@ -110,7 +110,7 @@ def test_hook_failure_is_reported(make_task, capsys, monkeypatch):
     task = make_task(None)
     assert cli(["tasks", "answer", task.id, "--as", "ann", "--set", "decision=approve"]) == 1
     assert "recorded, but the run was not resumed" in capsys.readouterr().err
-    assert repo.get_task(task.id).status == "completed"
+    assert task_store.get_task(task.id).status == "completed"
 
 
 @pytest.mark.parametrize("cmd", [["tasks", "--help"], ["users", "--help"]])

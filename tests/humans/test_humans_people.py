@@ -9,7 +9,7 @@ import pytest
 
 from flows import people
 from flows.cli import run as cli
-from flows.store import repo
+from flows.store import people as people_store
 
 
 def test_hash_format_and_verify():
@@ -44,7 +44,7 @@ def test_empty_password_refused():
 def test_add_user_and_authenticate(store):
     user = people.add_user("ann", ["legal", "group:ops"], password="s3cret")
     assert user.password_hash.startswith("scrypt$") and "s3cret" not in user.password_hash
-    assert repo.groups_of("ann") == ["legal", "ops"]
+    assert people_store.groups_of("ann") == ["legal", "ops"]
     assert people.authenticate("ann", "s3cret").name == "ann"
     assert people.authenticate("ann", "wrong") is None
     assert people.authenticate("nobody", "s3cret") is None
@@ -52,11 +52,11 @@ def test_add_user_and_authenticate(store):
     assert people.authenticate("bob", "") is None
     # adding again is additive and leaves admin/password alone unless given
     people.add_user("ann", ["finance"], admin=True)
-    ann = repo.get_user("ann")
+    ann = people_store.get_user("ann")
     assert ann.is_admin and people.authenticate("ann", "s3cret") is not None
-    assert repo.groups_of("ann") == ["finance", "legal", "ops"]
+    assert people_store.groups_of("ann") == ["finance", "legal", "ops"]
     people.add_user("ann", admin=False)
-    assert repo.get_user("ann").is_admin is False
+    assert people_store.get_user("ann").is_admin is False
     with pytest.raises(ValueError):
         people.add_user("group:legal")
 
@@ -77,4 +77,4 @@ def test_cli_users_add_and_list(store, capsys, monkeypatch):
     assert "ann" in capsys.readouterr().out
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
     assert cli(["users", "add", "carl", "--password-stdin"]) == 2
-    assert repo.get_user("carl") is None
+    assert people_store.get_user("carl") is None

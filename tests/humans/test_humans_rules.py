@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from flows import humans
-from flows.store import repo
+from flows.store import tasks as task_store
 
 
 def _events(task_id):
-    return [(e.action, e.actor) for e in repo.task_events(task_id)]
+    return [(e.action, e.actor) for e in task_store.task_events(task_id)]
 
 
 @pytest.mark.parametrize(("assignee", "visible"), [
@@ -22,7 +22,7 @@ def test_visibility_matches_the_store_listing(make_task, assignee, visible):
     task = make_task(assignee)
     for user in ("ann", "bob", "root", "starter", "stranger"):
         assert humans.can_see(task, user) is (user in visible), user
-        listed = [t.id for t in repo.list_tasks("open", visible_to=user)[0]]
+        listed = [t.id for t in task_store.list_tasks("open", visible_to=user)[0]]
         assert (task.id in listed) is (user in visible), user
 
 
@@ -49,7 +49,7 @@ def test_four_eyes_refuses_the_starter_even_an_admin(make_task):
         humans.answer(task.id, "starter", {"decision": "approve"})
     with pytest.raises(humans.TaskRefused, match="four-eyes"):
         humans.claim(task.id, "starter")
-    assert repo.get_task(task.id).status == "pending"
+    assert task_store.get_task(task.id).status == "pending"
     # without four_eyes the starter may answer their own run's task
     assert humans.can_answer(make_task("group:legal"), "starter", "starter")[0]
 
@@ -74,7 +74,7 @@ def test_answer_records_who_when_what_and_runs_the_hooks(make_task, monkeypatch)
     monkeypatch.setattr(humans, "on_answered", [lambda t: seen.append((t.id, t.status, t.answer))])
     task = make_task("group:legal")
     result = humans.answer(task.id, "ann", {"decision": "approve", "urgent": "yes", "copies": "2"})
-    stored = repo.get_task(task.id)
+    stored = task_store.get_task(task.id)
     expected = {"decision": "approve", "notes": "", "urgent": True, "amount": 10.0, "copies": 2}
     assert stored.status == "completed" and stored.answer == expected == result.answer
     assert stored.answered_by == "ann" and stored.answered_via == "cli" and stored.answered_at is not None
@@ -90,7 +90,7 @@ def test_failing_hook_keeps_the_answer_and_is_reported(make_task, monkeypatch):
     task = make_task(None)
     result = humans.answer(task.id, "ann", {"decision": "approve"})
     assert result.hook_errors == ["resume: prefect is down"]
-    assert repo.get_task(task.id).status == "completed"
+    assert task_store.get_task(task.id).status == "completed"
 
 
 def test_second_answer_is_refused_and_nothing_changes(make_task, monkeypatch):
@@ -98,11 +98,11 @@ def test_second_answer_is_refused_and_nothing_changes(make_task, monkeypatch):
     monkeypatch.setattr(humans, "on_answered", [calls.append])
     task = make_task("group:legal")
     humans.answer(task.id, "ann", {"decision": "approve", "notes": "fine"})
-    before = repo.get_task(task.id).model_dump()
+    before = task_store.get_task(task.id).model_dump()
     with pytest.raises(humans.TaskRefused, match="already answered by ann") as info:
         humans.answer(task.id, "root", {"decision": "reject"})
     assert info.value.task_id == task.id
-    assert repo.get_task(task.id).model_dump() == before
+    assert task_store.get_task(task.id).model_dump() == before
     assert len(calls) == 1
     with pytest.raises(humans.TaskRefused, match="already answered"):
         humans.claim(task.id, "ann")
@@ -117,7 +117,7 @@ def test_invalid_answer_is_refused_with_reasons_and_task_stays_open(make_task, m
     assert info.value.reason.startswith("invalid answer")
     assert any("not one of: approve, reject" in e for e in info.value.errors)
     assert any(e.startswith("bogus: unknown field") for e in info.value.errors)
-    stored = repo.get_task(task.id)
+    stored = task_store.get_task(task.id)
     assert (stored.status, stored.answer, stored.answered_by) == ("pending", None, None)
     assert calls == []
 
@@ -134,7 +134,7 @@ def test_audit_trail(make_task):
         humans.answer(task.id, "starter", {"decision": "reject"})
     assert _events(task.id) == [("created", None), ("refused", "bob"), ("claimed", "ann"), ("refused", "ann"),
                                 ("answered", "ann"), ("refused", "starter")]
-    refusals = [e.detail for e in repo.task_events(task.id) if e.action == "refused"]
+    refusals = [e.detail for e in task_store.task_events(task.id) if e.action == "refused"]
     assert refusals[0]["action"] == "claim" and "not a member" in refusals[0]["reason"]
     assert refusals[1] == {"action": "answer", "reason": "invalid answer: decision: required",
                            "errors": ["decision: required"], "via": "dashboard"}
@@ -143,7 +143,7 @@ def test_audit_trail(make_task):
 
 def test_closed_and_unknown_tasks(make_task):
     task = make_task(None)
-    repo.close_task(task.id, "cancelled", actor="root")
+    task_store.close_task(task.id, "cancelled", actor="root")
     with pytest.raises(humans.TaskRefused, match="is cancelled"):
         humans.answer(task.id, "ann", {"decision": "approve"})
     with pytest.raises(humans.TaskNotFound):

@@ -123,11 +123,11 @@ nodes:
 
 
 def wait_for_open_tasks(count: int, timeout: float = 90.0) -> list:
-    from flows.store import repo
+    from flows.store import tasks as task_store
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        rows, _ = repo.list_tasks(status="pending")
+        rows, _ = task_store.list_tasks(status="pending")
         if len(rows) >= count and all(r.prefect_flow_run_id for r in rows):
             return sorted(rows, key=lambda t: t.title)
         time.sleep(0.2)
@@ -148,7 +148,9 @@ def answer(task_id: str, value: str, env: dict, field: str) -> None:
 
 
 def test_parallel_pipeline_tasks_resume_independently(env, definitions):
-    from flows.store import repo
+    from flows.store import runs as run_store
+    from flows.store import tasks as task_store
+    from flows.store import visits as visit_store
 
     (definitions / "two_approvals.yaml").write_text(APPROVALS)
     assert cli(["users", "add", "root", "--admin"], env).returncode == 0
@@ -157,11 +159,11 @@ def test_parallel_pipeline_tasks_resume_independently(env, definitions):
         finance, legal = wait_for_open_tasks(2)
         assert finance.prefect_flow_run_id != legal.prefect_flow_run_id, "each task waits in its own subflow"
         run_id = legal.run_id
-        assert repo.get_run(run_id).status == "paused"
+        assert run_store.get_run(run_id).status == "paused"
         answer(finance.id, "no", env, "finance_ok")  # the second task asked is answered first
         time.sleep(1.5)
-        assert repo.get_task(legal.id).status == "pending"
-        assert repo.get_run(run_id).status == "paused", "still waiting for the other task"
+        assert task_store.get_task(legal.id).status == "pending"
+        assert run_store.get_run(run_id).status == "paused", "still waiting for the other task"
         answer(legal.id, "yes", env, "legal_ok")
         result = finish(proc)
     finally:
@@ -169,12 +171,12 @@ def test_parallel_pipeline_tasks_resume_independently(env, definitions):
             proc.kill()
     assert result["status"] == "completed", result
     assert result["context"]["summary"] == "legal=yes finance=no"
-    visits = {v.node_id: v.status for v in repo.visits_for_run(result["run_id"])}
+    visits = {v.node_id: v.status for v in visit_store.visits_for_run(result["run_id"])}
     assert visits == {"legal": "completed", "finance": "completed", "join": "completed"}
 
 
 def test_foreach_of_sub_processes_with_tasks(env, definitions):
-    from flows.store import repo
+    from flows.store import runs as run_store
 
     (definitions / "one_approval.yaml").write_text(ONE_APPROVAL)
     (definitions / "approve_all.yaml").write_text(FAN_OUT)
@@ -191,12 +193,13 @@ def test_foreach_of_sub_processes_with_tasks(env, definitions):
             proc.kill()
     assert result["status"] == "completed", result
     assert result["context"]["results"] == [True, False], "collected in item order, whatever the answer order"
-    children = repo.child_runs(result["run_id"])
+    children = run_store.child_runs(result["run_id"])
     assert sorted(c.status for c in children) == ["completed", "completed"]
 
 
 def test_cancelling_a_paused_run_closes_its_task_and_ends_the_wait(env, definitions):
-    from flows.store import repo
+    from flows.store import runs as run_store
+    from flows.store import tasks as task_store
 
     (definitions / "one_approval.yaml").write_text(ONE_APPROVAL)
     proc = start("one_approval", env)
@@ -204,13 +207,13 @@ def test_cancelling_a_paused_run_closes_its_task_and_ends_the_wait(env, definiti
         (task,) = wait_for_open_tasks(1)
         cancelled = cli(["runs", "cancel", task.run_id], env)
         assert cancelled.returncode == 0, cancelled.stderr
-        assert repo.get_task(task.id).status == "cancelled"
+        assert task_store.get_task(task.id).status == "cancelled"
         result = finish(proc)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert result["status"] == "cancelled", result
-    assert repo.get_run(task.run_id).status == "cancelled"
+    assert run_store.get_run(task.run_id).status == "cancelled"
     late = cli(["tasks", "answer", task.id, "--set", "approved=true", "--as", "starter"], env)
     assert late.returncode != 0, "a cancelled task takes no answer"
 

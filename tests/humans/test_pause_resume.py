@@ -70,13 +70,14 @@ def start(name: str, env: dict) -> subprocess.Popen:
 
 
 def wait_for_task(run_name: str, *, after: set[str] = frozenset(), timeout: float = 90.0):
-    from flows.store import repo
+    from flows.store import runs as run_store
+    from flows.store import tasks as task_store
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        rows, _ = repo.list_tasks(status="pending")
-        fresh = [t for t in rows if t.id not in after and (repo.get_run(t.run_id).definition_name == run_name)]
-        if fresh and repo.get_run(fresh[0].run_id).status == "paused":
+        rows, _ = task_store.list_tasks(status="pending")
+        fresh = [t for t in rows if t.id not in after and (run_store.get_run(t.run_id).definition_name == run_name)]
+        if fresh and run_store.get_run(fresh[0].run_id).status == "paused":
             return fresh[0]
         time.sleep(0.2)
     raise AssertionError(f"no pending task for {run_name}")
@@ -89,7 +90,8 @@ def finish(proc: subprocess.Popen) -> dict:
 
 
 def test_answer_through_the_cli_routes_by_guard_and_loops(env, definitions):
-    from flows.store import repo
+    from flows.store import tasks as task_store
+    from flows.store import visits as visit_store
 
     (definitions / "review_cli.yaml").write_text(review("review_cli"))
     assert cli(["users", "add", "alice", "--group", "legal"], env).returncode == 0
@@ -109,14 +111,15 @@ def test_answer_through_the_cli_routes_by_guard_and_loops(env, definitions):
             proc.kill()
     assert result["status"] == "completed" and result["outcome"] == "done"
     assert result["context"]["decision"] == "approve" and result["context"]["notes"] == "fine"
-    task = repo.get_task(second.id)
+    task = task_store.get_task(second.id)
     assert task.answered_by == "alice" and task.answered_via == "cli" and task.status == "completed"
-    visits = [v.node_id for v in repo.visits_for_run(result["run_id"])]
+    visits = [v.node_id for v in visit_store.visits_for_run(result["run_id"])]
     assert visits == ["prepare", "review", "prepare", "review", "done"]
 
 
 def test_refusals_leave_the_run_paused(env, definitions):
-    from flows.store import repo
+    from flows.store import runs as run_store
+    from flows.store import tasks as task_store
 
     (definitions / "review_refuse.yaml").write_text(review("review_refuse", four_eyes=True))
     cli(["users", "add", "bob", "--group", "legal"], env)
@@ -134,7 +137,7 @@ def test_refusals_leave_the_run_paused(env, definitions):
         assert "maybe" in bad_option.stdout + bad_option.stderr
         assert "decision" in missing.stdout + missing.stderr
         time.sleep(1.5)
-        assert repo.get_task(task.id).status == "pending" and repo.get_run(task.run_id).status == "paused"
+        assert task_store.get_task(task.id).status == "pending" and run_store.get_run(task.run_id).status == "paused"
         ok = cli(["tasks", "answer", task.id, "--set", "decision=reject", "--as", "bob"], env)
         assert ok.returncode == 0, ok.stdout + ok.stderr
         result = finish(proc)
@@ -144,21 +147,22 @@ def test_refusals_leave_the_run_paused(env, definitions):
             proc.kill()
     assert result["status"] == "completed" and result["outcome"] == "rejected"
     assert second.returncode == 1, "a task answered once cannot be answered again"
-    assert repo.get_task(task.id).answer["decision"] == "reject"
-    actions = [e.action for e in repo.task_events(task.id)]
+    assert task_store.get_task(task.id).answer["decision"] == "reject"
+    actions = [e.action for e in task_store.task_events(task.id)]
     assert actions.count("refused") >= 4 and "answered" in actions
 
 
 def test_answer_through_prefects_resume_api(env, definitions):
     from prefect.flow_runs import resume_flow_run
 
-    from flows.store import repo
+    from flows.store import runs as run_store
+    from flows.store import tasks as task_store
 
     (definitions / "review_prefect.yaml").write_text(review("review_prefect"))
     proc = start("review_prefect", env)
     try:
         task = wait_for_task("review_prefect")
-        run = repo.get_run(task.run_id)
+        run = run_store.get_run(task.run_id)
         with pytest.raises(RuntimeError):  # Prefect validates against the generated RunInput model
             resume_flow_run(run.prefect_flow_run_id, run_input={"decision": "perhaps"})
         resume_flow_run(run.prefect_flow_run_id, run_input={"decision": "approve", "notes": "via prefect"})
@@ -167,18 +171,18 @@ def test_answer_through_prefects_resume_api(env, definitions):
         if proc.poll() is None:
             proc.kill()
     assert result["status"] == "completed" and result["outcome"] == "done"
-    task = repo.get_task(task.id)
+    task = task_store.get_task(task.id)
     assert task.answered_via == "prefect" and task.answered_by == "prefect"
     assert task.answer["notes"] == "via prefect"
 
 
 def test_timeout_takes_on_timeout(env, definitions):
-    from flows.store import repo
+    from flows.store import tasks as task_store
 
     text = review("review_timeout", timeout="timeout: 2\n    on_timeout: expired") + "  expired: {type: final}\n"
     (definitions / "review_timeout.yaml").write_text(text)
     proc = start("review_timeout", env)
     result = finish(proc)
     assert result["status"] == "completed" and result["outcome"] == "expired"
-    tasks = repo.tasks_for_run(result["run_id"])
+    tasks = task_store.tasks_for_run(result["run_id"])
     assert [t.status for t in tasks] == ["expired"]

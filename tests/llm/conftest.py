@@ -85,17 +85,17 @@ def direct(fake):
 
 @pytest.fixture
 def run_id(store):
-    from flows.store import repo
+    from flows.store import runs as run_store
 
-    return repo.create_run("llm_test", content={"kind": "test"}).id
+    return run_store.create_run("llm_test", content={"kind": "test"}).id
 
 
 @pytest.fixture
 def visit(run_id):
     """visit(node_id, attempt=1, status=None) → a visit id in the test run."""
-    from flows.store import repo
+    from flows.store import visits as visit_store
 
     def make(node_id: str = "ask", attempt: int = 1) -> str:
-        return repo.start_visit(run_id, node_id, "interaction", attempt=attempt).id
+        return visit_store.start_visit(run_id, node_id, "interaction", attempt=attempt).id
 
     return make

@@ -30,9 +30,9 @@ def test_record_then_replay_without_the_server(fake, direct, tmp_path, run_id):
         again = ask(LlmRequest(messages=MESSAGES, model="openai/cs-a", parameters=direct, run_id=run_id))
     assert again.content == "recorded answer" and again.raw["replayed"] and again.cost_usd == 0
     assert len(fake.requests) == 1  # the replay never reached the server
-    from flows.store import repo
+    from flows.store import visits as visit_store
 
-    [row] = repo.llm_calls_for_run(run_id)
+    [row] = visit_store.llm_calls_for_run(run_id)
     assert row.cassette_key == first.cassette_key and row.error is None
 
 
@@ -44,9 +44,9 @@ def test_a_replay_miss_fails_loudly(fake, direct, tmp_path, run_id):
     with use_cassette(replay=path), pytest.raises(LlmError, match="cassette miss.*openai/cs-b"):
         ask(LlmRequest(messages=changed, model="openai/cs-b", parameters=direct, run_id=run_id))
     assert len(fake.requests) == 1
-    from flows.store import repo
+    from flows.store import visits as visit_store
 
-    [row] = repo.llm_calls_for_run(run_id)
+    [row] = visit_store.llm_calls_for_run(run_id)
     assert "cassette miss" in row.error
 
 
@@ -70,7 +70,7 @@ def test_the_key_covers_model_messages_tools_and_schema():
 
 
 def test_resume_reuses_the_completed_call_of_the_unfinished_visit(fake, direct, run_id, visit):
-    from flows.store import repo
+    from flows.store import visits as visit_store
 
     crashed = visit("summarize")
     first = ask(LlmRequest(messages=MESSAGES, model="openai/cs-r", parameters=direct, run_id=run_id, visit_id=crashed))
@@ -78,8 +78,8 @@ def test_resume_reuses_the_completed_call_of_the_unfinished_visit(fake, direct, 
     redo = visit("summarize")
     again = ask(LlmRequest(messages=MESSAGES, model="openai/cs-r", parameters=direct, run_id=run_id, visit_id=redo))
     assert again.content == first.content and len(fake.for_model("cs-r")) == 1
-    original = repo.llm_calls_for_run(run_id, visit_id=crashed)[0]
-    [reused] = repo.llm_calls_for_run(run_id, visit_id=redo)
+    original = visit_store.llm_calls_for_run(run_id, visit_id=crashed)[0]
+    [reused] = visit_store.llm_calls_for_run(run_id, visit_id=redo)
     assert reused.response["reused_from"] == original.id and reused.cost_usd == 0
     # a different request, or a retry (next attempt), does call the model
     ask(LlmRequest(messages=MESSAGES, model="openai/cs-r", parameters=direct, run_id=run_id, visit_id=visit("summarize", 2)))
@@ -89,10 +89,10 @@ def test_resume_reuses_the_completed_call_of_the_unfinished_visit(fake, direct, 
 def test_a_completed_visit_is_not_a_source_of_reuse(fake, direct, run_id, visit):
     from datetime import datetime, timezone
 
-    from flows.store import repo
+    from flows.store import visits as visit_store
 
     done = visit("loop")
     ask(LlmRequest(messages=MESSAGES, model="openai/cs-l", parameters=direct, run_id=run_id, visit_id=done))
-    repo.close_visit(done, run_id, started_at=datetime.now(timezone.utc), status="completed")
+    visit_store.close_visit(done, run_id, started_at=datetime.now(timezone.utc), status="completed")
     ask(LlmRequest(messages=MESSAGES, model="openai/cs-l", parameters=direct, run_id=run_id, visit_id=visit("loop")))
     assert len(fake.for_model("cs-l")) == 2

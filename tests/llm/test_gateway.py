@@ -32,12 +32,13 @@ def test_plain_model_string_over_http_is_recorded(fake, direct, run_id, visit):
     assert resp.tokens_in > 0 and resp.tokens_out > 0 and resp.latency_ms > 0
     # litellm does not price this model: the call still succeeds, cost 0 and flagged
     assert resp.cost_usd == 0 and resp.raw["cost_source"] == "unpriced"
-    from flows.store import repo
+    from flows.store import runs as run_store
+    from flows.store import visits as visit_store
 
-    [row] = repo.llm_calls_for_run(run_id, visit_id=vid)
+    [row] = visit_store.llm_calls_for_run(run_id, visit_id=vid)
     assert row.model == "openai/plain-a" and row.messages == MESSAGES and row.response["content"] == "ok from fake"
     assert row.tokens_in == resp.tokens_in and row.error is None and row.cassette_key == resp.cassette_key
-    assert repo.get_run(run_id).tokens == resp.tokens_in + resp.tokens_out
+    assert run_store.get_run(run_id).tokens == resp.tokens_in + resp.tokens_out
 
 
 def test_429_then_success_retries_with_exponential_backoff(fake, direct, sleeps):
@@ -53,9 +54,9 @@ def test_a_400_is_not_retried_and_the_failure_is_recorded(fake, direct, run_id):
     with pytest.raises(LlmError, match="plain-c"):
         ask(LlmRequest(messages=MESSAGES, model="openai/plain-c", parameters=direct, run_id=run_id))
     assert len(fake.for_model("plain-c")) == 1
-    from flows.store import repo
+    from flows.store import visits as visit_store
 
-    [row] = repo.llm_calls_for_run(run_id)
+    [row] = visit_store.llm_calls_for_run(run_id)
     assert row.error and row.response is None
 
 
@@ -68,9 +69,9 @@ def test_failover_retries_the_first_model_then_uses_the_next(fake, make_env, run
     assert resp.raw["environment"] == "failing_first" and resp.raw["deployment"] == "fo-b"
     assert resp.raw["fallbacks"] == 1
     assert len(sleeps) >= 2  # the Router backed off between the retries of fo-a
-    from flows.store import repo
+    from flows.store import visits as visit_store
 
-    [row] = repo.llm_calls_for_run(run_id)
+    [row] = visit_store.llm_calls_for_run(run_id)
     assert row.model == "openai/fo-b" and row.response["environment"] == "failing_first"
 
 
@@ -78,9 +79,9 @@ def test_environment_prices_unpriced_models(fake, make_env, run_id):
     env = make_env("priced", [{"model": "openai/priced-a", "input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}])
     resp = ask(LlmRequest(messages=MESSAGES, model="priced", run_id=run_id), environments={"priced": env})
     assert resp.cost_usd == pytest.approx(resp.tokens_in * 1e-6 + resp.tokens_out * 2e-6)
-    from flows.store import repo
+    from flows.store import runs as run_store
 
-    assert repo.get_run(run_id).cost_usd == pytest.approx(resp.cost_usd)
+    assert run_store.get_run(run_id).cost_usd == pytest.approx(resp.cost_usd)
 
 
 def test_load_balance_spreads_by_weight(fake, make_env):
@@ -112,9 +113,9 @@ def test_secrets_stay_out_of_prompts_records_and_errors(fake, make_env, run_id, 
     # the key is sent only as the provider's auth header
     assert all(secret not in r.text for r in fake.requests)
     assert fake.requests[0].headers.get("authorization") == f"Bearer {secret}"
-    from flows.store import repo
+    from flows.store import visits as visit_store
 
-    stored = json.dumps([row.model_dump(mode="json") for row in repo.llm_calls_for_run(run_id)])
+    stored = json.dumps([row.model_dump(mode="json") for row in visit_store.llm_calls_for_run(run_id)])
     assert secret not in stored and secret not in str(failure.value)
 
 

@@ -53,9 +53,9 @@ def test_runs_offline_by_default_and_records(run_id, visit):
     vid = visit()
     result = asyncio.run(run_interaction(interaction(), DATA, run_id=run_id, visit_id=vid))
     assert result["category"] in ("software", "hardware")
-    from flows.store import repo
+    from flows.store import visits as visit_store
 
-    [row] = repo.llm_calls_for_run(run_id)
+    [row] = visit_store.llm_calls_for_run(run_id)
     assert row.offline and row.model == "ergon/offline" and row.visit_id == vid
 
 

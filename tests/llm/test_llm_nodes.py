@@ -52,7 +52,7 @@ def files(fake, model: str, name: str, budget: str = "") -> dict[str, str]:
 
 
 def test_agent_tool_loop_and_next_node_routing(run_def, fake):
-    from flows.store import repo
+    from flows.store import visits as visit_store
 
     fake.script("agent1",
                 {"tool_calls": [{"name": "increment", "arguments": {"value": 41}}]},
@@ -61,9 +61,9 @@ def test_agent_tool_loop_and_next_node_routing(run_def, fake):
     assert result["status"] == "completed", result
     assert result["context"] == {"topic": "prefect", "score": 42, "verdict": "low"}
     assert result["outcome"] == "done"
-    calls = repo.llm_calls_for_run(result["run_id"])
+    calls = visit_store.llm_calls_for_run(result["run_id"])
     assert len(calls) == 2 and not any(c.offline for c in calls)
-    tools = repo.tool_calls_for_run(result["run_id"])
+    tools = visit_store.tool_calls_for_run(result["run_id"])
     assert [(t.tool, t.args, t.result) for t in tools] == [("increment", {"value": 41}, {"counter": 42})]
     first = fake.for_model("agent1")[0].body
     prompt = "\n".join(str(m.get("content")) for m in first["messages"])

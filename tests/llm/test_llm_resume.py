@@ -43,7 +43,8 @@ nodes:
 
 
 def test_resume_reuses_the_model_answer_of_the_killed_visit(prefect_api, store, definitions, fake):
-    from flows.store import repo
+    from flows.store import runs as run_store
+    from flows.store import visits as visit_store
 
     for name, text in FILES.items():
         (definitions / name).write_text(text.format(url=fake.url) if name == "env.yaml" else text)
@@ -60,8 +61,8 @@ def test_resume_reuses_the_model_answer_of_the_killed_visit(prefect_api, store, 
         deadline = time.monotonic() + 60
         run_id = None
         while time.monotonic() < deadline and run_id is None:
-            rows, _ = repo.list_runs(definition="slow_agent")
-            if rows and repo.llm_calls_for_run(rows[0].id):
+            rows, _ = run_store.list_runs(definition="slow_agent")
+            if rows and visit_store.llm_calls_for_run(rows[0].id):
                 run_id = rows[0].id
             time.sleep(0.2)
         assert run_id, "the agent's first model call was not recorded"
@@ -79,6 +80,6 @@ def test_resume_reuses_the_model_answer_of_the_killed_visit(prefect_api, store, 
     result = json.loads(res.stdout.strip().splitlines()[-1])
     assert result["status"] == "completed" and result["context"]["last"] == "done", result
     assert len(fake.for_model("resume-agent")) == 2, "the first answer was asked for again"
-    calls = repo.llm_calls_for_run(run_id)
+    calls = visit_store.llm_calls_for_run(run_id)
     reused = [c for c in calls if (c.response or {}).get("reused_from")]
     assert len(reused) == 1 and reused[0].cost_usd == 0

@@ -42,9 +42,9 @@ def test_a_wrong_answer_is_repaired_with_the_errors_shown(fake, direct, run_id):
     repair_prompt = fake.requests[1].body["messages"]
     assert repair_prompt[-2]["role"] == "assistant" and "9999" in repair_prompt[-2]["content"]
     assert "'9999' is not one of" in repair_prompt[-1]["content"] and "amount" in repair_prompt[-1]["content"]
-    from flows.store import repo
+    from flows.store import visits as visit_store
 
-    assert [c.repair for c in repo.llm_calls_for_run(run_id)] == [False, True]
+    assert [c.repair for c in visit_store.llm_calls_for_run(run_id)] == [False, True]
 
 
 def test_a_wrong_answer_that_stays_wrong_fails(fake, direct):

@@ -188,7 +188,8 @@ def test_init_check_and_run_in_a_new_folder(venv, project, env):
 
 
 def test_a_run_started_by_path_resumes_with_its_folders_tools_from_another_folder(venv, project, env, tmp_path):
-    from flows.store import repo
+    from flows.store import runs as run_store
+    from flows.store import visits as visit_store
 
     assert run_in(venv, project, env, "init").returncode == 0
     jobs = project / "jobs"
@@ -201,8 +202,8 @@ def test_a_run_started_by_path_resumes_with_its_folders_tools_from_another_folde
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         def waiting() -> str | None:
-            rows, _ = repo.list_runs(definition="slow_job")
-            if rows and any(v.node_id == "wait" and v.status == "running" for v in repo.visits_for_run(rows[0].id)):
+            rows, _ = run_store.list_runs(definition="slow_job")
+            if rows and any(v.node_id == "wait" and v.status == "running" for v in visit_store.visits_for_run(rows[0].id)):
                 return rows[0].id
             return None
 
@@ -214,7 +215,7 @@ def test_a_run_started_by_path_resumes_with_its_folders_tools_from_another_folde
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
-    run = repo.get_run(run_id)
+    run = run_store.get_run(run_id)
     assert run.status == "running", "killed mid-run"
     assert run.catalog_sources and str(jobs.resolve() / "slow_job.yaml") in run.catalog_sources, \
         "the run remembers the file it was started from"
@@ -227,7 +228,7 @@ def test_a_run_started_by_path_resumes_with_its_folders_tools_from_another_folde
     result = last_json(resumed)
     assert result["status"] == "completed" and result["context"]["released"] == "yes", \
         "the tool of the run's own folder ran on resume"
-    visits = repo.visits_for_run(run_id)
+    visits = visit_store.visits_for_run(run_id)
     assert [v.status for v in visits if v.node_id == "hello"] == ["completed"], "the completed visit was not repeated"
     assert [v.status for v in visits if v.node_id == "wait"][-1] == "completed"
 
@@ -270,7 +271,7 @@ def test_deploy_from_the_project_and_a_process_worker_runs_it(venv, project, env
 
     from prefect.client.orchestration import get_client
 
-    from flows.store import repo
+    from flows.store import runs as run_store
 
     pool = f"ergon-pkg-{uuid.uuid4().hex[:8]}"
     assert run_in(venv, project, env, "init").returncode == 0
@@ -289,7 +290,7 @@ def test_deploy_from_the_project_and_a_process_worker_runs_it(venv, project, env
                          lambda: (fr := flow_run(flow_run_id)).state and fr.state.is_final() and fr,
                          timeout=240, diagnose=worker.tail)
         assert final.state.is_completed(), f"{final.state}\n{worker.tail()}"
-        run = wait_for("the Ergon run of the flow run", lambda: repo.get_run_by_prefect_id(str(flow_run_id)))
+        run = wait_for("the Ergon run of the flow run", lambda: run_store.get_run_by_prefect_id(str(flow_run_id)))
     finally:
         worker.stop()
     assert run.status == "completed" and run.trigger == "api"

@@ -48,7 +48,7 @@ def outside_stamp(who: str) -> dict:
 
 
 def test_replay_of_a_run_started_by_path_uses_its_folder(prefect_api, store, definitions, tmp_path):
-    from flows.store import repo
+    from flows.store import runs as run_store
     from flows.runs import replay
 
     folder = tmp_path / "elsewhere"
@@ -59,14 +59,14 @@ def test_replay_of_a_run_started_by_path_uses_its_folder(prefect_api, store, def
     done = subprocess.run([sys.executable, "-m", "flows.cli", "run", str(folder / "outside_job.yaml"),
                            "--input", "who=ada", "--json"], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    first = repo.get_run(json.loads(done.stdout.strip().splitlines()[-1])["run_id"])
+    first = run_store.get_run(json.loads(done.stdout.strip().splitlines()[-1])["run_id"])
     assert first.context["stamped"] == "stamped ada"
     assert set(first.catalog_sources) >= {str(definitions.resolve()), str((folder / "outside_job.yaml").resolve()),
                                           str(folder.resolve())}
 
     replay_id = replay(first, "alice")
     deadline = time.monotonic() + 240
-    while (again := repo.get_run(replay_id)).status in ("pending", "running") and time.monotonic() < deadline:
+    while (again := run_store.get_run(replay_id)).status in ("pending", "running") and time.monotonic() < deadline:
         time.sleep(0.3)
     assert again.status == "completed", again.error
     assert again.trigger == "replay" and again.context["stamped"] == "stamped ada"

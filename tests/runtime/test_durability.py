@@ -52,16 +52,17 @@ def wait_for(predicate, timeout: float = 60.0, what: str = "condition"):
 
 
 def test_resume_after_kill_does_not_repeat_completed_visits(cli_env, definitions):
-    from flows.store import repo
+    from flows.store import runs as run_store
+    from flows.store import visits as visit_store
 
     (definitions / "crashy.yaml").write_text(CHAIN.format(name="crashy", b_seconds=5, after_c="done"))
     proc = ergon(["run", "crashy", "--json"], cli_env)
     try:
         def b_running():
-            rows, _ = repo.list_runs(definition="crashy")
+            rows, _ = run_store.list_runs(definition="crashy")
             if not rows:
                 return None
-            vs = repo.visits_for_run(rows[0].id)
+            vs = visit_store.visits_for_run(rows[0].id)
             return rows[0].id if any(v.node_id == "b" and v.status == "running" for v in vs) else None
 
         run_id = wait_for(b_running, what="node b to start")
@@ -70,7 +71,7 @@ def test_resume_after_kill_does_not_repeat_completed_visits(cli_env, definitions
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert repo.get_run(run_id).status == "running", "a killed process leaves its run marked running"
+    assert run_store.get_run(run_id).status == "running", "a killed process leaves its run marked running"
     assert marks() == ["a"]
 
     res = subprocess.run(ERGON + ["runs", "resume", run_id, "--json"], env=cli_env,
@@ -79,27 +80,28 @@ def test_resume_after_kill_does_not_repeat_completed_visits(cli_env, definitions
     result = json.loads(res.stdout.strip().splitlines()[-1])
     assert result["status"] == "completed" and result["outcome"] == "done"
     assert marks() == ["a", "b", "c"], "a completed before the crash and was not repeated"
-    run = repo.get_run(run_id)
+    run = run_store.get_run(run_id)
     assert run.status == "completed"
-    a_visits = [v for v in repo.visits_for_run(run_id) if v.node_id == "a"]
+    a_visits = [v for v in visit_store.visits_for_run(run_id) if v.node_id == "a"]
     assert len(a_visits) == 1
-    crashed_b = [v for v in repo.visits_for_run(run_id) if v.node_id == "b"]
+    crashed_b = [v for v in visit_store.visits_for_run(run_id) if v.node_id == "b"]
     assert [v.status for v in crashed_b][-1] == "completed"
     assert "marked crashed" in res.stderr, "resume first detects the dead process"
     assert crashed_b[0].status != "running", "the visit the crash interrupted is closed"
 
 
 def test_cancel_takes_effect_between_nodes(cli_env, definitions):
-    from flows.store import repo
+    from flows.store import runs as run_store
+    from flows.store import visits as visit_store
 
     (definitions / "cancelme.yaml").write_text(CHAIN.format(name="cancelme", b_seconds=8, after_c="done"))
     proc = ergon(["run", "cancelme", "--json"], cli_env)
     try:
         def b_running():
-            rows, _ = repo.list_runs(definition="cancelme")
+            rows, _ = run_store.list_runs(definition="cancelme")
             if not rows:
                 return None
-            return rows[0].id if any(v.node_id == "b" and v.status == "running" for v in repo.visits_for_run(rows[0].id)) else None
+            return rows[0].id if any(v.node_id == "b" and v.status == "running" for v in visit_store.visits_for_run(rows[0].id)) else None
 
         run_id = wait_for(b_running, what="node b to start")
         cancel = subprocess.run(ERGON + ["runs", "cancel", run_id], env=cli_env, capture_output=True, text=True, timeout=60)
@@ -112,7 +114,7 @@ def test_cancel_takes_effect_between_nodes(cli_env, definitions):
     result = json.loads(out.strip().splitlines()[-1])
     assert result["status"] == "cancelled"
     assert marks() == ["a", "b"], "b finished, c never started"
-    assert repo.get_run(run_id).status == "cancelled"
+    assert run_store.get_run(run_id).status == "cancelled"
 
 
 def test_cli_run_json_and_exit_codes(cli_env, definitions):
@@ -149,7 +151,8 @@ def test_prefect_retrying_the_flow_run_continues_from_the_checkpoint(prefect_api
 
     from flows.prefect.build import build_flow
     from flows.catalog import Catalog
-    from flows.store import repo
+    from flows.store import runs as run_store
+    from flows.store import visits as visit_store
 
     (definitions / "again.yaml").write_text("""
 format_version: 1
@@ -167,9 +170,9 @@ nodes:
     state = asyncio.run(flow(return_state=True))  # started the way a deployment starts it: no Ergon request
     assert state.is_completed(), state
 
-    [run], _ = repo.list_runs(definition="again")
+    [run], _ = run_store.list_runs(definition="again")
     assert (run.status, run.outcome, run.trigger) == ("completed", "done", "api")
-    assert [(v.node_id, v.status) for v in repo.visits_for_run(run.id)] == [
+    assert [(v.node_id, v.status) for v in visit_store.visits_for_run(run.id)] == [
         ("a", "completed"), ("shaky", "failed"), ("shaky", "completed"), ("done", "completed")]
     assert marks() == ["a"], "the completed visit of `a` was not repeated"
     assert run.context == {"last": "a", "attempts": 2}

@@ -31,9 +31,9 @@ def pipeline(name: str, nodes: str) -> str:
 
 
 def visits_by_node(run_id: str) -> dict:
-    from flows.store import repo
+    from flows.store import visits as visit_store
 
-    return {v.node_id: v for v in repo.visits_for_run(run_id)}
+    return {v.node_id: v for v in visit_store.visits_for_run(run_id)}
 
 
 def test_independent_nodes_run_in_parallel_and_join(run_def):

@@ -49,9 +49,9 @@ def _prefect_task_runs(flow_run_id: str, wanted: set[str]) -> dict[str, set[str]
 
 
 def _intervals(run_id: str) -> list[tuple[datetime, datetime]]:
-    from flows.store import repo
+    from flows.store import visits as visit_store
 
-    return sorted((v.started_at, v.ended_at) for v in repo.visits_for_run(run_id) if v.item_key in ("one", "two"))
+    return sorted((v.started_at, v.ended_at) for v in visit_store.visits_for_run(run_id) if v.item_key in ("one", "two"))
 
 
 def _overlap(intervals: list[tuple[datetime, datetime]]) -> bool:
@@ -74,7 +74,7 @@ def _set_limit(name: str, limit: int | None) -> None:
 
 
 def test_visits_carry_type_and_lane_tags_in_prefect(run_def):
-    from flows.store import repo
+    from flows.store import runs as run_store
 
     text = """
 format_version: 1
@@ -87,7 +87,7 @@ nodes:
 """
     result = run_def({"tagged.yaml": text}, "tagged")
     assert result["status"] == "completed", result
-    run = repo.get_run(result["run_id"])
+    run = run_store.get_run(result["run_id"])
     got = _prefect_task_runs(run.prefect_flow_run_id, {"first", "second"})
     assert got.get("first") == {"tool", "lane:intake"}, got
     assert got.get("second") == {"condition"}, got
@@ -96,7 +96,7 @@ nodes:
 def test_a_prefect_tag_concurrency_limit_holds_for_tagged_visits(run_def):
     """Without a limit the two arms of the branch overlap; with a `lane:serial` limit of 1 (made
     while no run is in progress) Prefect runs them one after the other — and still tags them."""
-    from flows.store import repo
+    from flows.store import runs as run_store
 
     free = run_def({"free.yaml": BRANCH.format(name="free")}, "free")
     assert free["status"] == "completed", free
@@ -109,6 +109,6 @@ def test_a_prefect_tag_concurrency_limit_holds_for_tagged_visits(run_def):
         _set_limit("tag:lane:serial", None)
     assert limited["status"] == "completed", limited
     assert not _overlap(_intervals(limited["run_id"]))
-    run = repo.get_run(limited["run_id"])
+    run = run_store.get_run(limited["run_id"])
     got = _prefect_task_runs(run.prefect_flow_run_id, {"both[one]", "both[two]"})
     assert got.get("both[one]") == {"tool", "lane:serial"}, got

@@ -30,9 +30,9 @@ def process(name: str, props: dict[str, str], nodes: str, *, initial: str = "sta
 
 
 def visits(run_id: str):
-    from flows.store import repo
+    from flows.store import visits as visit_store
 
-    return repo.visits_for_run(run_id)
+    return visit_store.visits_for_run(run_id)
 
 
 def test_tool_chain_writes_context_and_records_diffs(run_def):
@@ -313,11 +313,11 @@ def test_nested_subprocesses_by_name_and_inline(run_def):
     assert result["status"] == "completed", result
     assert result["context"]["got"] == "done"
     assert result["context"]["inline"] == "fin"
-    from flows.store import repo
+    from flows.store import runs as run_store
 
-    kids = repo.child_runs(result["run_id"])
+    kids = run_store.child_runs(result["run_id"])
     assert [k.definition_name for k in kids] == ["middle_proc", "inline_one"]
-    grandkids = repo.child_runs(kids[0].id)
+    grandkids = run_store.child_runs(kids[0].id)
     assert [g.definition_name for g in grandkids] == ["child_proc"]
     assert grandkids[0].trigger == "subprocess" and grandkids[0].status == "completed"
 
@@ -331,7 +331,7 @@ def test_invalid_input_is_refused_before_running(run_def):
     from flows.catalog import Catalog
     from flows.prefect.build import build_flow
     from flows.runs.inputs import validate_inputs
-    from flows.store import repo
+    from flows.store import runs as run_store
 
     text = process("needs_x", {"x": "{type: integer}"}, """
   start: {type: tool, tool: noop, transitions: [{to: done}]}
@@ -340,7 +340,7 @@ def test_invalid_input_is_refused_before_running(run_def):
     with pytest.raises(runs.StartRefused) as refused:  # the run owner checks the inputs once, first
         run_def({"n.yaml": text}, "needs_x", {"x": "seven"})
     assert [(p.path, p.code) for p in refused.value.problems] == [("x", "invalid-input")]
-    assert repo.list_runs(definition="needs_x")[1] == 0, "nothing was recorded"
+    assert run_store.list_runs(definition="needs_x")[1] == 0, "nothing was recorded"
     plan = Catalog.load().compile("needs_x").plan
     problems = validate_inputs(plan, {"x": "seven", "y": 1})
     assert {p.path for p in problems} == {"x", "y"}
@@ -356,7 +356,7 @@ def test_prefect_records_carry_node_names(run_def, prefect_api):
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
-    from flows.store import repo
+    from flows.store import runs as run_store
 
     text = process("named", {"a": "{type: integer}"}, """
   first: {type: tool, tool: noop, transitions: [{to: second}]}
@@ -364,7 +364,7 @@ def test_prefect_records_carry_node_names(run_def, prefect_api):
   done: {type: final}
 """, initial="first")
     result = run_def({"named.yaml": text}, "named")
-    run = repo.get_run(result["run_id"])
+    run = run_store.get_run(result["run_id"])
 
     async def names() -> set[str]:
         async with get_client() as client:

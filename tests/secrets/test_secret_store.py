@@ -10,7 +10,7 @@ import pytest
 
 from flows import secrets
 from flows.secrets.keys import SecretKeyError, generate_key
-from flows.store import repo
+from flows.store import secrets as secret_store
 
 VALUE = "sk-live-7f3a9c1e-plaintext-marker"
 
@@ -19,7 +19,7 @@ def test_set_then_reveal_and_no_plaintext_in_the_database_file(keyed, database_b
     info = secrets.set_secret("OPENAI_API_KEY", VALUE)
     assert info.name == "OPENAI_API_KEY" and info.key_id == "k1"
     assert secrets.reveal("OPENAI_API_KEY") == VALUE
-    row = repo.get_secret("OPENAI_API_KEY")
+    row = secret_store.get_secret("OPENAI_API_KEY")
     assert VALUE.encode() not in row.ciphertext and row.ciphertext.startswith(b"E1")
     raw = database_bytes()
     assert b"OPENAI_API_KEY" in raw, "the name is stored in clear (it is what `list` shows)"
@@ -28,17 +28,17 @@ def test_set_then_reveal_and_no_plaintext_in_the_database_file(keyed, database_b
 
 def test_same_value_twice_gives_different_ciphertexts(keyed):
     secrets.set_secret("a", VALUE)
-    first = repo.get_secret("a").ciphertext
+    first = secret_store.get_secret("a").ciphertext
     secrets.set_secret("a", VALUE)
-    assert repo.get_secret("a").ciphertext != first  # fresh nonce per seal
+    assert secret_store.get_secret("a").ciphertext != first  # fresh nonce per seal
     assert secrets.reveal("a") == VALUE
 
 
 def test_a_ciphertext_copied_to_another_name_does_not_open(keyed):
     secrets.set_secret("prod_token", VALUE)
     secrets.set_secret("test_token", "harmless")
-    stolen = repo.get_secret("prod_token")
-    repo.put_secret("test_token", stolen.ciphertext, stolen.key_id)
+    stolen = secret_store.get_secret("prod_token")
+    secret_store.put_secret("test_token", stolen.ciphertext, stolen.key_id)
     with pytest.raises(secrets.SecretDecryptError, match="secret `test_token` does not decrypt with key `k1`") as info:
         secrets.reveal("test_token")
     assert VALUE not in str(info.value)
@@ -46,10 +46,10 @@ def test_a_ciphertext_copied_to_another_name_does_not_open(keyed):
 
 def test_a_flipped_bit_fails_loudly(keyed):
     secrets.set_secret("tok", VALUE)
-    row = repo.get_secret("tok")
+    row = secret_store.get_secret("tok")
     tampered = bytearray(row.ciphertext)
     tampered[-1] ^= 1
-    repo.put_secret("tok", bytes(tampered), row.key_id)
+    secret_store.put_secret("tok", bytes(tampered), row.key_id)
     with pytest.raises(secrets.SecretDecryptError, match="altered"):
         secrets.reveal("tok")
 
@@ -89,11 +89,11 @@ def test_rotation_reseals_under_the_active_key_and_old_keys_can_go(keyed, monkey
 
 def test_rotation_with_a_missing_key_changes_nothing(keyed, monkeypatch):
     secrets.set_secret("a", "value-a")
-    before = repo.get_secret("a").ciphertext
+    before = secret_store.get_secret("a").ciphertext
     monkeypatch.setenv("ERGON_SECRET_KEYS", f"k2:{generate_key()}")
     with pytest.raises(secrets.SecretDecryptError, match="sealed with key `k1`"):
         secrets.rotate()
-    assert repo.get_secret("a").ciphertext == before
+    assert secret_store.get_secret("a").ciphertext == before
 
 
 def test_list_and_delete_show_no_values(keyed):
@@ -154,7 +154,7 @@ def test_a_key_file_readable_by_others_is_refused(store, tmp_path, monkeypatch):
     monkeypatch.setenv("ERGON_SECRET_KEY_FILE", str(path))
     with pytest.raises(SecretKeyError, match=rf"mode 0644: it must be readable by its owner only; run `chmod 600 {path}`"):
         secrets.set_secret("x", VALUE)
-    assert repo.get_secret("x") is None
+    assert secret_store.get_secret("x") is None
     path.chmod(0o600)
     assert secrets.set_secret("x", VALUE).key_id == "k3"  # first entry = active
     assert secrets.reveal("x") == VALUE
@@ -194,6 +194,6 @@ def test_new_key_is_refused_when_keys_come_from_the_environment(keyed):
 
 
 def test_a_row_that_is_not_an_envelope_is_reported_not_decoded(keyed):
-    repo.put_secret("raw", b"plain bytes someone wrote", "k1")
+    secret_store.put_secret("raw", b"plain bytes someone wrote", "k1")
     with pytest.raises(secrets.SecretDecryptError, match="secret `raw` is not readable"):
         secrets.reveal("raw")

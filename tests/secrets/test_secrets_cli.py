@@ -55,9 +55,9 @@ def test_a_value_on_the_command_line_is_refused_and_nothing_is_stored(store, tmp
     assert refused.returncode != 0
     empty = cli(["set", "CRM_TOKEN"], env, stdin="")
     assert empty.returncode == 2 and "no value on standard input" in empty.stderr
-    from flows.store import repo
+    from flows.store import secrets as secret_store
 
-    assert repo.get_secret("CRM_TOKEN") is None
+    assert secret_store.get_secret("CRM_TOKEN") is None
 
 
 def test_a_bad_key_file_mode_is_reported_with_the_fix(store, tmp_path):

@@ -57,7 +57,8 @@ def fake():
 
 def test_a_secret_backed_key_never_lands_in_the_store(run_def, keyed, fake, database_bytes):
     from flows import secrets
-    from flows.store import repo
+    from flows.store import export as export_store
+    from flows.store import visits as visit_store
 
     secrets.set_secret("OPENAI_KEY", KEY)
     fake.script("leakcheck",
@@ -69,11 +70,11 @@ def test_a_secret_backed_key_never_lands_in_the_store(run_def, keyed, fake, data
     assert len(requests) == 2
     assert all(r.headers.get("authorization") == f"Bearer {KEY}" for r in requests), "the key was used"
     assert all(KEY not in r.text for r in requests), "the key is never in what the model reads"
-    calls = repo.llm_calls_for_run(result["run_id"])
-    tools = repo.tool_calls_for_run(result["run_id"])
+    calls = visit_store.llm_calls_for_run(result["run_id"])
+    tools = visit_store.tool_calls_for_run(result["run_id"])
     assert calls and tools
     records = json.dumps([row.model_dump(mode="json") for row in [*calls, *tools]])
     assert KEY not in records
-    assert KEY not in json.dumps(repo.export_run(result["run_id"]), default=str)
+    assert KEY not in json.dumps(export_store.export_run(result["run_id"]), default=str)
     raw = database_bytes()
     assert KEY.encode() not in raw and KEY[8:].encode() not in raw

@@ -11,6 +11,8 @@ import shutil
 import pytest
 
 from flows.store import db
+from flows.store import people as people_store
+from flows.store import runs as run_store
 
 
 @pytest.fixture
@@ -23,3 +25,19 @@ def store(tmp_path, monkeypatch, migrated_template) -> str:
     db.init_db(url)
     yield url
     db.dispose_all()
+
+
+@pytest.fixture
+def run(store):
+    """A pending run of definition ``d``."""
+    return run_store.create_run("d")
+
+
+@pytest.fixture
+def people(store):
+    """ann (in group legal), bob, and root (an admin)."""
+    people_store.upsert_user("ann")
+    people_store.upsert_user("bob")
+    people_store.upsert_user("root", is_admin=True)
+    people_store.add_to_group("ann", "legal")
+    people_store.add_to_group("ann", "legal")  # twice: still one membership

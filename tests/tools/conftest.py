@@ -33,11 +33,12 @@ def store(home, migrated_template) -> str:
 def run_ctx(store):
     """A run and a running visit; the tool context points at them for the test's duration."""
     import flows.tools.builtins  # noqa: F401  (registers the built-ins)
-    from flows.store import repo
+    from flows.store import runs as run_store
+    from flows.store import visits as visit_store
     from flows.tools.context import CURRENT, ToolContext
 
-    run = repo.create_run("tools_test", content={"name": "tools_test"})
-    visit = repo.start_visit(run.id, "agent", "agent")
+    run = run_store.create_run("tools_test", content={"name": "tools_test"})
+    visit = visit_store.start_visit(run.id, "agent", "agent")
     token = CURRENT.set(ToolContext(run_id=run.id, visit_id=visit.id, node_id="agent", started_by="tester"))
     yield CURRENT.get()
     CURRENT.reset(token)

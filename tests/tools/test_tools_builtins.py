@@ -28,7 +28,7 @@ def test_think(run_ctx):
 
 
 def test_plan_and_update_plan_are_versioned_artifacts(run_ctx):
-    from flows.store import repo
+    from flows.store import artifacts as artifact_store
 
     plan = call("plan", {"steps": ["read the contract", "flag clauses", " "]})
     assert plan["version"] == 1
@@ -37,7 +37,7 @@ def test_plan_and_update_plan_are_versioned_artifacts(run_ctx):
     updated = call("update_plan", {"step_index": 1, "status": "completed", "note": "done"})
     assert updated["version"] == 2 and updated["steps"][0] == {
         "index": 1, "title": "read the contract", "status": "completed", "note": "done"}
-    rows = repo.artifacts_for_run(run_ctx.run_id, key="plan")
+    rows = artifact_store.artifacts_for_run(run_ctx.run_id, key="plan")
     assert [(r.version, r.type, r.visit_id) for r in rows] == [(1, "json", run_ctx.visit_id), (2, "json", run_ctx.visit_id)]
     with pytest.raises(ToolError, match="between 1 and 2"):
         call("update_plan", {"step_index": 3, "status": "completed"})

@@ -237,10 +237,10 @@ def test_rate_cap(monkeypatch):
 
 
 def test_secret_headers_are_masked_in_the_record(run_ctx, monkeypatch):
-    from flows.store import repo
+    from flows.store import visits as visit_store
 
     fake_dns(monkeypatch, {"public.example": ["93.184.216.34"]})
     fake_transport(monkeypatch)
     call({"url": "http://public.example/", "headers": {"Authorization": "Bearer s3cret"}})
-    (row,) = repo.tool_calls_for_run(run_ctx.run_id)
+    (row,) = visit_store.tool_calls_for_run(run_ctx.run_id)
     assert row.args["headers"] == {"Authorization": "***"} and row.status == "ok"

@@ -124,14 +124,14 @@ def test_mask_secrets_recursively():
 
 
 def test_calls_are_recorded_with_masked_secrets(run_ctx):
-    from flows.store import repo
+    from flows.store import visits as visit_store
 
     assert call("t_login", {"user": "ann", "password": "hunter2", "options": {"api_key": "k1"}})["token"] == "tok-123"
     with pytest.raises(ToolFailed):
         call("t_boom", {"kind": "flaky"})
     with pytest.raises(ToolArgumentError):
         call("t_add", {"a": "x"})
-    rows = repo.tool_calls_for_run(run_ctx.run_id)
+    rows = visit_store.tool_calls_for_run(run_ctx.run_id)
     assert [(r.tool, r.status) for r in rows] == [("t_login", "ok"), ("t_boom", "error"), ("t_add", "error")]
     ok, failed, invalid = rows
     assert ok.visit_id == run_ctx.visit_id and ok.latency_ms is not None and ok.error is None
@@ -143,11 +143,12 @@ def test_calls_are_recorded_with_masked_secrets(run_ctx):
 
 
 def test_nothing_is_recorded_without_a_run(store):
-    from flows.store import repo
+    from flows.store import runs as run_store
+    from flows.store import visits as visit_store
 
     call("t_add", {"a": 1})
-    run = repo.create_run("x")
-    assert repo.tool_calls_for_run(run.id) == []
+    run = run_store.create_run("x")
+    assert visit_store.tool_calls_for_run(run.id) == []
 
 
 def test_tool_definitions_for_a_model():

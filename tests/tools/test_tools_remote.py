@@ -107,7 +107,7 @@ def test_server_error_is_a_tool_error(tool_server, tmp_path):
 
 
 def test_discovery_is_lazy_through_load_tool_folder(tool_server, tmp_path, run_ctx):
-    from flows.store import repo
+    from flows.store import visits as visit_store
 
     url, seen = tool_server
     load_tool_folder(write_servers(tmp_path / "tools", url))
@@ -115,7 +115,7 @@ def test_discovery_is_lazy_through_load_tool_folder(tool_server, tmp_path, run_c
     assert asyncio.run(invoke("weather", {"location": "Oslo"}))["location"] == "Oslo"
     post = seen[-1]["body"]
     assert post["metadata"] == {"run_id": run_ctx.run_id, "visit_id": run_ctx.visit_id, "node_id": "agent"}
-    (row,) = repo.tool_calls_for_run(run_ctx.run_id)
+    (row,) = visit_store.tool_calls_for_run(run_ctx.run_id)
     assert (row.tool, row.status, row.args) == ("weather", "ok", {"location": "Oslo"})
 
 

@@ -63,9 +63,9 @@ nodes:
 
 
 def runs_of(name: str):
-    from flows.store import repo
+    from flows.store import runs as run_store
 
-    return sorted(repo.list_runs(definition=name, limit=500)[0], key=lambda r: r.created_at)
+    return sorted(run_store.list_runs(definition=name, limit=500)[0], key=lambda r: r.created_at)
 
 
 def test_on_complete_starts_the_waiting_definition_with_mapped_inputs(run_def, definitions):

@@ -22,7 +22,7 @@ nodes:
 def test_page_lists_triggers_and_pauses_one(store, definitions, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    from flows.store import repo
+    from flows.store import triggers as trigger_store
 
     monkeypatch.delenv("PREFECT_API_URL", raising=False)  # no server: the page still lists the store's view
     (definitions / "nightly.yaml").write_text(TRIGGERED)
@@ -37,5 +37,5 @@ def test_page_lists_triggers_and_pauses_one(store, definitions, monkeypatch):
     at.run()
     at.button(key="schedules_toggle").click().run()
     assert not at.exception
-    assert [s.paused for s in repo.list_trigger_states("nightly")] == [True]
+    assert [s.paused for s in trigger_store.list_trigger_states("nightly")] == [True]
     assert list(at.dataframe[0].value["paused"]) == ["yes", ""]

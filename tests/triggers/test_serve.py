@@ -96,14 +96,14 @@ def _secret_env() -> dict[str, str]:
 
 
 def runs_of(name: str):
-    from flows.store import repo
+    from flows.store import runs as run_store
 
-    return sorted(repo.list_runs(definition=name, limit=500)[0], key=lambda r: r.created_at)
+    return sorted(run_store.list_runs(definition=name, limit=500)[0], key=lambda r: r.created_at)
 
 
 # ------------------------------------------------------------------ schedules
 def test_interval_schedule_runs_as_its_trigger(served):
-    from flows.store import repo
+    from flows.store import triggers as trigger_store
 
     done = wait_for(lambda: [r for r in runs_of("ticker") if r.status == "completed"][:2] if
                     len([r for r in runs_of("ticker") if r.status == "completed"]) >= 2 else None,
@@ -113,20 +113,20 @@ def test_interval_schedule_runs_as_its_trigger(served):
         assert run.started_by == "tick-bot"
         assert run.context["last"] == "tick"  # the trigger's input reached the run
         assert run.prefect_flow_run_id
-    state = [s for s in repo.list_trigger_states("ticker") if s.trigger_index == 0][0]
+    state = [s for s in trigger_store.list_trigger_states("ticker") if s.trigger_index == 0][0]
     assert state.kind == "interval" and not state.paused
     assert state.last_run_id in {r.id for r in runs_of("ticker")}
 
 
 def test_failed_scheduled_run_is_retried_from_its_checkpoint(served):
-    from flows.store import repo
+    from flows.store import visits as visit_store
     from flows.prefect.schedules import prefect_schedule_states
 
     first = wait_for(lambda: (rs := runs_of("retried")) and rs[0].status == "completed" and rs[0], 150,
                      "the first `retried` run to complete after its retry")
     assert (first.trigger, first.started_by) == ("schedule", "retry-bot")
     assert first.context["attempts"] == 2  # the second attempt of `shaky` succeeded
-    visits = [(v.node_id, v.status) for v in repo.visits_for_run(first.id)]
+    visits = [(v.node_id, v.status) for v in visit_store.visits_for_run(first.id)]
     # `first` completed before the failure and was not visited again; only `shaky` re-ran
     assert visits == [("first", "completed"), ("shaky", "failed"), ("shaky", "completed")], visits
     # one Prefect flow run ↔ one Ergon run: the retry re-entered the same flow run
@@ -171,13 +171,13 @@ def test_pause_and_resume_go_through_prefect(served):
 def test_run_now_starts_the_trigger_run(served):
     import subprocess
 
-    from flows.store import repo
+    from flows.store import runs as run_store
 
     proc = subprocess.run(ERGON + ["schedules", "run-now", "ticker:0"], env=served.env, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     run_id = proc.stdout.split("started run ")[1].split()[0]
-    run = wait_for(lambda: (r := repo.get_run(run_id)) and r.status == "completed" and r, 120, "the run-now run")
+    run = wait_for(lambda: (r := run_store.get_run(run_id)) and r.status == "completed" and r, 120, "the run-now run")
     assert (run.trigger, run.started_by, run.context["last"]) == ("schedule", "tick-bot", "tick")
     bad = subprocess.run(ERGON + ["schedules", "run-now", "tickr:0"], env=served.env, capture_output=True, text=True,
                          timeout=120)
@@ -203,13 +203,13 @@ def signed(body: bytes, *, secret: str = SECRET, at: int | None = None) -> dict[
 
 
 def test_webhook_with_valid_signature_starts_a_run(served):
-    from flows.store import repo
+    from flows.store import runs as run_store
 
     body = json.dumps({"who": "from-hook"}).encode()
     headers = signed(body)
     status, answer = post(served, "/hooks/hooked", body, headers)
     assert status == 202, answer
-    run = wait_for(lambda: (r := repo.get_run(answer["run_id"])) and r.status == "completed" and r, 120, "the webhook run")
+    run = wait_for(lambda: (r := run_store.get_run(answer["run_id"])) and r.status == "completed" and r, 120, "the webhook run")
     assert (run.trigger, run.started_by) == ("webhook", "hook-bot")
     assert run.context["last"] == "from-hook"  # the body overrides the trigger's input
     # the very same signed request a second time is a replay: refused, nothing started

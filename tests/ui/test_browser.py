@@ -131,11 +131,12 @@ def nav(page, name: str):
 
 def test_approver_answers_in_the_inbox_and_the_run_completes(server, page):
     from flows.runs import start_detached
-    from flows.store import repo
+    from flows.store import runs as run_store
+    from flows.store import tasks as task_store
 
     run_id = start_detached("review", {"party": "ACME"}, started_by="starter")
-    _wait(lambda: repo.run_status(run_id) == "paused" and repo.tasks_for_run(run_id), "the run to wait for a person")
-    task = repo.tasks_for_run(run_id)[0]
+    _wait(lambda: run_store.run_status(run_id) == "paused" and task_store.tasks_for_run(run_id), "the run to wait for a person")
+    task = task_store.tasks_for_run(run_id)[0]
 
     # A deep link as the first request of a fresh server still gets the whole app (ui/serve.py).
     page.goto(f"{server}/run?run={run_id}")
@@ -159,7 +160,7 @@ def test_approver_answers_in_the_inbox_and_the_run_completes(server, page):
     expect(page.get_by_text("Please decide about")).to_be_visible()
     page.get_by_role("button", name="Submit answer").click()
     expect(page.get_by_text("decision: required")).to_be_visible()  # refused inline, nothing sent
-    assert repo.get_task(task.id).status == "pending"
+    assert task_store.get_task(task.id).status == "pending"
     shot(page, "inbox-refused")
 
     page.locator("[data-testid=stSelectbox]").filter(has_text="decision").click()
@@ -173,9 +174,9 @@ def test_approver_answers_in_the_inbox_and_the_run_completes(server, page):
     status = page.get_by_test_id("stMetricValue").first
     expect(status).to_contain_text("completed", timeout=90_000)  # the page refreshes itself
     expect(page.get_by_test_id("stMetricValue").nth(1)).to_contain_text("done")
-    answered = repo.get_task(task.id)
+    answered = task_store.get_task(task.id)
     assert answered.answered_by == "alice" and answered.answered_via == "dashboard"
-    assert repo.get_run(run_id).context["notes"] == "fine, from the browser"
+    assert run_store.get_run(run_id).context["notes"] == "fine, from the browser"
     page.locator("svg g.node").first.wait_for()
     shot(page, "run")
 
@@ -198,10 +199,10 @@ def _graph(page) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
 
 def test_run_page_graph_shows_the_executed_route(server, page):
     from flows.runs import start_detached
-    from flows.store import repo
+    from flows.store import runs as run_store
 
     run_id = start_detached("boom", {}, started_by="starter")  # a real run, in the background
-    _wait(lambda: repo.run_status(run_id) == "failed", "the run to fail")
+    _wait(lambda: run_store.run_status(run_id) == "failed", "the run to fail")
     seed.artifacts(run_id)
 
     page.goto(f"{server}/run?run={run_id}")

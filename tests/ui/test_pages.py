@@ -9,7 +9,9 @@ import pytest
 
 import ui_seed as seed
 from ui_defs import ALL
-from flows.store import repo
+from flows.store import runs as run_store
+from flows.store import tasks as task_store
+from flows.store import visits as visit_store
 
 pytestmark = pytest.mark.prefect
 
@@ -53,17 +55,17 @@ def _wait_for(condition, timeout: float = 120) -> None:
 def _wait_ended(run_id: str, timeout: float = 120) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        status = repo.run_status(run_id)
+        status = run_store.run_status(run_id)
         if status in ("completed", "failed", "crashed", "cancelled"):
             return status
         time.sleep(0.3)
-    raise AssertionError(f"run {run_id} did not end: {repo.run_status(run_id)}")
+    raise AssertionError(f"run {run_id} did not end: {run_store.run_status(run_id)}")
 
 
 # --------------------------------------------------------------------------------- runs page
 def test_runs_page_lists_filters_and_paginates(make_app, runs):
     for i in range(57):  # bulk rows to page through
-        repo.create_run("bulk", inputs={"i": i}, started_by="loader")
+        run_store.create_run("bulk", inputs={"i": i}, started_by="loader")
     at = make_app()
     at.run()
     assert not at.exception
@@ -121,8 +123,8 @@ def test_failed_run_page_shows_the_route_the_error_and_offers_resume(make_app, r
     at.run()
     _button(at, "Resume").click().run()
     assert "Resuming" in _texts(at)
-    _wait_for(lambda: len(repo.visits_for_run(runs["failed"])) == 3 and repo.run_status(runs["failed"]) == "failed")
-    assert [v.node_id for v in repo.visits_for_run(runs["failed"])] == ["first", "explode", "explode"], \
+    _wait_for(lambda: len(visit_store.visits_for_run(runs["failed"])) == 3 and run_store.run_status(runs["failed"]) == "failed")
+    assert [v.node_id for v in visit_store.visits_for_run(runs["failed"])] == ["first", "explode", "explode"], \
         "the resume went on after the last completed node"
 
 
@@ -162,16 +164,16 @@ def test_paused_run_page_cancel_and_replay(make_app, runs):
     assert any("report" in e.label for e in art.expander), "the run's artifacts"
 
     _button(at, "Replay").click().run()
-    replay = repo.list_runs(definition="review")[0][0]
+    replay = run_store.list_runs(definition="review")[0][0]
     assert replay.id != runs["paused"] and replay.trigger == "replay" and replay.inputs == {"party": "ACME"}
     assert replay.started_by == "alice"
     assert f"Replay started: run {replay.id}" in [p.proto.label for p in at.get("page_link")]
-    repo.set_run_status(replay.id, "cancelled")  # no one will answer the replay's task
+    run_store.set_run_status(replay.id, "cancelled")  # no one will answer the replay's task
 
     _button(at, "Cancel").click().run()
     # flows.runs.cancel decides: a fresh heartbeat means a process waits for the answer and ends the run
-    assert repo.get_run(runs["paused"]).status in ("cancelling", "cancelled")
-    assert repo.get_task(runs["task"]).status == "cancelled", "a cancelled run's task closes"
+    assert run_store.get_run(runs["paused"]).status in ("cancelling", "cancelled")
+    assert task_store.get_task(runs["task"]).status == "cancelled", "a cancelled run's task closes"
 
 
 def test_unknown_run_and_run_picker(make_app, runs):
@@ -213,16 +215,16 @@ def test_inbox_refuses_inline_then_claims_and_answers(make_app, runs):
     _button(at, "Submit answer").click().run()
     assert "Refused: the answer is not valid" in [e.value for e in at.error]
     assert "- decision: required" in _texts(at), "each problem is shown next to the form"
-    assert repo.get_task(runs["task"]).status == "pending" and repo.get_run(runs["paused"]).status == "paused"
+    assert task_store.get_task(runs["task"]).status == "pending" and run_store.get_run(runs["paused"]).status == "paused"
 
     _button(at, "Take this task").click().run()
     assert "You took task" in _texts(at)
-    assert repo.get_task(runs["task"]).claimed_by == "alice"
+    assert task_store.get_task(runs["task"]).claimed_by == "alice"
 
     at.selectbox(key=f"field:{runs['task']}:decision").set_value("approve")
     at.text_area(key=f"field:{runs['task']}:notes").input("fine")
     _button(at, "Submit answer").click().run()
-    task = repo.get_task(runs["task"])
+    task = task_store.get_task(runs["task"])
     assert task.status == "completed" and task.answered_by == "alice" and task.answered_via == "dashboard"
     assert task.answer == {"decision": "approve", "notes": "fine"}
     # This seeded run has no Prefect flow run waiting: the dashboard says so rather than pretending.
@@ -322,19 +324,19 @@ def test_definitions_diagnostics_graph_and_start_form(make_app, ui_defs, people)
     labels = {t.label for t in at.text_area} | {s.label for s in at.selectbox}
     assert "numbers * (JSON)" in labels and "mode" in labels, "required marks and enums from context.schema"
     assert at.selectbox(key="input:doubler:mode").options == ["fast", "careful"]
-    before = repo.list_runs()[1]
+    before = run_store.list_runs()[1]
     _button(at, "Start run").click().run()
     assert "missing required input `numbers`" in "\n".join(e.value for e in at.error)
     at.text_area(key="input:doubler:numbers").input('["x"]')
     _button(at, "Start run").click().run()
     assert "'x' is not of type 'integer'" in "\n".join(e.value for e in at.error)
-    assert repo.list_runs()[1] == before, "a refused start records nothing"
+    assert run_store.list_runs()[1] == before, "a refused start records nothing"
 
     at.text_area(key="input:doubler:numbers").input("[5, 6]")
     at.selectbox(key="input:doubler:mode").set_value("fast")
     _button(at, "Start run").click().run()
-    started = repo.list_runs(definition="doubler")[0][0]
+    started = run_store.list_runs(definition="doubler")[0][0]
     assert started.inputs == {"numbers": [5, 6], "mode": "fast"} and started.started_by == "alice"
     assert f"Run {started.id} started." in _texts(at)
     assert _wait_ended(started.id) == "completed"
-    assert repo.get_run(started.id).context["results"][1]["output"] == {"doubled": 12}
+    assert run_store.get_run(started.id).context["results"][1]["output"] == {"doubled": 12}

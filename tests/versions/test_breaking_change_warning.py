@@ -45,13 +45,14 @@ nodes:
 
 
 def wait_until_paused(timeout: float = 120.0):
-    from flows.store import repo
+    from flows.store import runs as run_store
+    from flows.store import tasks as task_store
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        tasks, _ = repo.list_tasks(status="pending")
+        tasks, _ = task_store.list_tasks(status="pending")
         for task in tasks:
-            run = repo.get_run(task.run_id)
+            run = run_store.get_run(task.run_id)
             if run.definition_name == "review" and run.status == "paused":
                 return run, task
         time.sleep(0.2)
@@ -59,7 +60,8 @@ def wait_until_paused(timeout: float = 120.0):
 
 
 def test_publish_names_the_paused_runs_a_change_breaks(prefect_api, folder, ergon, store):
-    from flows.store import repo
+    from flows.store import definitions as definition_store
+    from flows.store import runs as run_store
 
     assert ergon("publish", "review", "-m", "v1")[0] == 0
     env = {**os.environ, "ERGON_DATABASE_URL": store, "ERGON_DEFINITIONS": str(folder), "ERGON_USER": "starter"}
@@ -79,7 +81,7 @@ def test_publish_names_the_paused_runs_a_change_breaks(prefect_api, folder, ergo
         code, out, err = ergon("publish", "review", "--strict")
         assert code == 1 and "not published: the change breaks 1 paused run(s) (--strict)" in err
         assert f"run {run.id} (paused at review, started on v1)" in err
-        assert [v.version for v in repo.list_versions("review")] == [2, 1]
+        assert [v.version for v in definition_store.list_versions("review")] == [2, 1]
         code, out, err = ergon("publish", "review")
         assert code == 0 and "published review version 3" in out
         assert f"warning: run {run.id} (paused at review, started on v1)" in err
@@ -104,7 +106,7 @@ def test_publish_names_the_paused_runs_a_change_breaks(prefect_api, folder, ergo
         out, err = proc.communicate(timeout=120)
         result = json.loads(out.strip().splitlines()[-1])
         assert result["status"] == "completed" and result["outcome"] == "done", err
-        assert repo.get_run(run.id).definition_version == 1
+        assert run_store.get_run(run.id).definition_version == 1
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -10,33 +10,33 @@ from versions_samples import review
 
 
 def test_publish_stores_the_exact_source_and_content_then_no_ops_when_unchanged(folder, ergon):
-    from flows.store import repo
+    from flows.store import definitions as definition_store
 
     code, out, _ = ergon("publish", "review", "--comment", "first cut")
     assert code == 0 and "published review version 1" in out and "first cut" in out
-    row = repo.get_version("review", 1)
+    row = definition_store.get_version("review", 1)
     assert row.source == (folder / "review.yaml").read_text(), "the text as written, comment line included"
     assert row.source.startswith("# Review of a party") and row.source_file == "review.yaml"
     assert row.content["process"] == "review" and row.comment == "first cut" and row.published_by == "lea"
-    assert repo.get_snapshot(row.content_hash) == row.content
+    assert definition_store.get_snapshot(row.content_hash) == row.content
     code, out, _ = ergon("publish", "review")
     assert code == 0 and "unchanged since version 1" in out and "nothing published" in out
     # reformatting alone (a comment, spacing) is the same content: still nothing to publish
     (folder / "review.yaml").write_text("# reworded comment\n" + review())
     code, out, _ = ergon("publish", "review")
     assert "unchanged since version 1" in out
-    assert [v.version for v in repo.list_versions("review")] == [1]
+    assert [v.version for v in definition_store.list_versions("review")] == [1]
 
 
 def test_a_definition_with_errors_is_not_published(folder, ergon):
-    from flows.store import repo
+    from flows.store import definitions as definition_store
 
     (folder / "review.yaml").write_text(review().replace("- {to: rejected}", "- {to: rejectd}"))
     code, _, err = ergon("publish", "review")
     assert code == 1
     assert "error[unknown-target]" in err and "did you mean `rejected`?" in err
     assert "has 1 error(s); fix them" in err
-    assert repo.list_versions("review") == []
+    assert definition_store.list_versions("review") == []
     code, _, err = ergon("publish", "reveiw")
     assert code == 2 and "no definition named `reveiw`" in err and "did you mean `review`?" in err
 
@@ -102,7 +102,7 @@ def test_diff_of_a_kind_without_a_plan_is_field_by_field(folder, ergon):
 
 
 def test_revert_writes_the_exact_text_back_and_makes_no_version(folder, ergon):
-    from flows.store import repo
+    from flows.store import definitions as definition_store
 
     original = (folder / "review.yaml").read_text()
     ergon("publish", "review")
@@ -111,10 +111,10 @@ def test_revert_writes_the_exact_text_back_and_makes_no_version(folder, ergon):
     code, out, _ = ergon("revert", "review", "1")
     assert code == 0 and "is now version 1's text" in out
     assert (folder / "review.yaml").read_text() == original
-    assert [v.version for v in repo.list_versions("review")] == [2, 1], "revert does not publish"
+    assert [v.version for v in definition_store.list_versions("review")] == [2, 1], "revert does not publish"
     code, out, _ = ergon("publish", "review", "-m", "back to one")
     assert "published review version 3" in out
-    assert repo.get_version("review", 3).content_hash == repo.get_version("review", 1).content_hash
+    assert definition_store.get_version("review", 3).content_hash == definition_store.get_version("review", 1).content_hash
     code, _, err = ergon("revert", "review", "7")
     assert code == 2 and "no version 7" in err
 

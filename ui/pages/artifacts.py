@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from flows.store import queries, repo
+from flows.store import artifacts as artifact_store
+from flows.store import runs as run_store
+from flows.store import visits as visit_store
 from flows.store.models import ARTIFACT_TYPES
 from ui import artifact_view, nav
 from ui import format as fmt
@@ -19,11 +21,11 @@ with browse:
     c1, c2, c3 = st.columns(3)
     kind = c1.selectbox("Type", ARTIFACT_TYPES, index=None, key="art_type", placeholder="any")
     key_text = c2.text_input("Key contains", key="art_key")
-    definition = c3.selectbox("Definition", repo.definition_names_with_runs(), index=None, key="art_def",
+    definition = c3.selectbox("Definition", run_store.definition_names_with_runs(), index=None, key="art_def",
                               placeholder="any")
     page = st.session_state.get("art_page", 1)
-    rows, total = queries.artifacts_page(type=kind, key=key_text.strip() or None, definition=definition,
-                                         limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+    rows, total = artifact_store.artifacts_page(type=kind, key=key_text.strip() or None, definition=definition,
+                                                limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
     st.caption(f"{total} artifact version(s), newest first")
     if rows:
         st.dataframe([{
@@ -37,22 +39,22 @@ with browse:
         chosen = st.selectbox("Show", [r["id"] for r in rows], key="art_pick",
                               format_func=lambda i: next(f"{r['key']} v{r['version']} · {r['definition_name']} · run {r['run_id']}"
                                                          for r in rows if r["id"] == i))
-        artifact = repo.get_artifact(chosen)
+        artifact = artifact_store.get_artifact(chosen)
         if artifact is not None:
             st.markdown(f"**{artifact.key}** · {artifact.type} · version {artifact.version}"
                         + (f" — {artifact.description}" if artifact.description else ""))
             nav.run_link(artifact.run_id, f"From run {artifact.run_id}")
-            if artifact.visit_id and (visit := repo.get_visit(artifact.visit_id)) is not None:
+            if artifact.visit_id and (visit := visit_store.get_visit(artifact.visit_id)) is not None:
                 st.caption(f"written by node `{visit.node_id}` (visit #{visit.sequence}) at {fmt.when(artifact.created_at)} UTC")
             artifact_view.show(artifact.type, artifact.content, key=f"art:{artifact.id}")
 
 with compare:
-    keys = queries.artifact_keys()
+    keys = artifact_store.artifact_keys()
     if not keys:
         st.caption("No artifacts yet.")
     else:
         key = st.selectbox("Artifact key", keys, key="cmp_key")
-        runs = queries.runs_with_artifact(key)
+        runs = artifact_store.runs_with_artifact(key)
         labels = {r["run_id"]: f"{r['definition_name']} · {fmt.when(r['created_at'])} · {r['run_id']}" for r in runs}
         if len(runs) < 2:
             st.info(f"Only one run has `{key}`: comparing needs two.")
@@ -60,7 +62,9 @@ with compare:
             c1, c2 = st.columns(2)
             left = c1.selectbox("Run A", list(labels), index=1, key="cmp_a", format_func=labels.get)
             right = c2.selectbox("Run B", list(labels), index=0, key="cmp_b", format_func=labels.get)
-            a, b = queries.latest_artifact(left, key), queries.latest_artifact(right, key)
+            # both runs are among runs_with_artifact(key): each has a newest version of it
+            (a,) = artifact_store.artifacts_for_run(left, key=key, latest_only=True)
+            (b,) = artifact_store.artifacts_for_run(right, key=key, latest_only=True)
             textual = a.type in artifact_view.TEXT_TYPES and b.type in artifact_view.TEXT_TYPES
             if textual or isinstance(a.content, str) and isinstance(b.content, str):
                 diff = artifact_view.text_diff(a.content, b.content, f"{key} (run {left})", f"{key} (run {right})")

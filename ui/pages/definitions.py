@@ -16,7 +16,8 @@ import streamlit as st
 from compiler import CompileError
 from compiler.plan import RUNNABLE_KINDS
 from compiler.render import render_dot
-from flows.store import queries, repo
+from flows.store import definitions as definition_store
+from flows.store import runs as run_store
 from flows import runs
 from ui import auth, forms, nav
 from ui import catalog as cat
@@ -59,7 +60,7 @@ for d in diagnostics:
         f"`{Path(d.file).name}:{d.line}:{d.col}` **{d.code}** {d.path + ': ' if d.path else ''}{d.message}"
         + (f"\n\nhint: {d.hint}" if d.hint else ""))
 
-versions = repo.list_versions(name)
+versions = definition_store.list_versions(name)
 with st.expander(f"Published versions ({len(versions)})"):
     if versions:
         st.dataframe([{"version": v.version, "published": fmt.when(v.created_at), "by": v.published_by or "",
@@ -67,7 +68,7 @@ with st.expander(f"Published versions ({len(versions)})"):
                      key="defs_versions")
     else:
         st.caption("None: runs execute the folder's file as it is when they start.")
-    recent, count = queries.runs_page(definition=name, limit=5)
+    recent, count = run_store.list_runs(definition=name, limit=5, light=True)
     st.caption(f"{count} run(s) of {name}" + (", latest:" if recent else ""))
     for r in recent:
         nav.run_link(r["id"], f"{fmt.status(r['status'])} · {fmt.when(r['created_at'])} · {r['id']}")

@@ -1,6 +1,6 @@
 """The task inbox: the human tasks the signed-in user may see, and answering them.
 
-Listing uses ``repo.list_tasks(visible_to=user)`` (assignee, group members, unassigned tasks,
+Listing uses ``task_store.list_tasks(visible_to=user)`` (assignee, group members, unassigned tasks,
 admins); taking and answering go through :mod:`flows.humans` — the rules and messages of
 ``ergon tasks`` — and a valid answer resumes the paused run through the ``on_answered`` hook
 registered at start-up. A refused answer is shown next to the form with each problem, and
@@ -12,7 +12,8 @@ from __future__ import annotations
 import streamlit as st
 
 from flows import humans
-from flows.store import queries, repo
+from flows.store import runs as run_store
+from flows.store import tasks as task_store
 from ui import auth, forms, nav
 from ui import format as fmt
 
@@ -31,11 +32,11 @@ flash = st.session_state.pop("_inbox_flash", None)
 if flash:
     (st.warning if flash[0] == "warning" else st.success)(flash[1])
 
-choice = st.segmented_control("Show", [f for f in FILTERS if f in repo.TASK_FILTERS], default="open",
+choice = st.segmented_control("Show", [f for f in FILTERS if f in task_store.TASK_FILTERS], default="open",
                               format_func=LABELS.get, key="inbox_filter", required=True) or "open"
 page = st.session_state.get("inbox_page", 1)
-tasks, total = repo.list_tasks(choice, visible_to=user, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
-runs = queries.run_summaries(t.run_id for t in tasks)
+tasks, total = task_store.list_tasks(choice, visible_to=user, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+runs = run_store.run_summaries(t.run_id for t in tasks)
 st.caption(f"{total} {LABELS[choice].lower()} task(s) you may see")
 if tasks:
     st.dataframe([{
@@ -60,14 +61,14 @@ task_id = st.selectbox("Task", ids, key="inbox_task",
 if nav.param("task") != task_id:
     st.query_params["task"] = task_id
 
-task = repo.get_task(task_id)
+task = task_store.get_task(task_id)
 if task is None:
     st.error(f"No task `{task_id}`.")
     st.stop()
 if not humans.can_see(task, who):
     st.error(f"{user} may not see task {task_id} (assigned to {task.assignee}).")
     st.stop()
-run = repo.get_run(task.run_id)
+run = run_store.get_run(task.run_id)
 started_by = run.started_by if run is not None else None
 
 st.divider()
@@ -125,5 +126,5 @@ with st.expander("The run's context"):
     st.json(run.context if run is not None else {}, expanded=2)
 with st.expander("Audit trail"):
     st.dataframe([{"at": fmt.when(e.at), "who": e.actor or "", "action": e.action,
-                   "detail": fmt.short(e.detail, 200) if e.detail else ""} for e in repo.task_events(task.id)],
+                   "detail": fmt.short(e.detail, 200) if e.detail else ""} for e in task_store.task_events(task.id)],
                  hide_index=True, key="inbox_events")

@@ -17,7 +17,11 @@ import streamlit as st
 import yaml
 
 from compiler.render import render_dot
-from flows.store import queries, repo
+from flows.store import artifacts as artifact_store
+from flows.store import export as export_store
+from flows.store import runs as run_store
+from flows.store import tasks as task_store
+from flows.store import visits as visit_store
 from flows import runs
 from ui import auth, nav
 from ui import catalog as cat
@@ -37,11 +41,11 @@ if run_id is None:
         st.query_params["run"] = typed.strip()
         st.rerun()
     st.caption("Or pick one of the latest runs:")
-    for r in queries.runs_page(limit=15)[0]:
+    for r in run_store.list_runs(limit=15, light=True)[0]:
         nav.run_link(r["id"], f"{r['definition_name']} · {fmt.status(r['status'])} · {fmt.when(r['created_at'])} · {r['id']}")
     st.stop()
 
-first = repo.get_run(run_id)
+first = run_store.get_run(run_id)
 if first is None:
     st.title("Run")
     st.error(f"No run `{run_id}` in this store. Check the id (the Runs page lists them).")
@@ -79,7 +83,7 @@ def _header(run: Any) -> None:
         st.error(run.error)
     if run.parent_run_id:
         nav.run_link(run.parent_run_id, f"Parent run {run.parent_run_id}")
-    for child in repo.child_runs(run.id):
+    for child in run_store.child_runs(run.id):
         nav.run_link(child.id, f"Sub-process run {child.definition_name} · {fmt.status(child.status)}")
 
 
@@ -93,7 +97,7 @@ def _actions(run: Any) -> None:
         pressed = "cancel" if cols[1].button("Cancel", key="act_cancel", icon=":material/stop:") else pressed
     pressed = "replay" if cols[2].button("Replay", key="act_replay", icon=":material/repeat:",
                                          help="A new run of this definition with the same inputs") else pressed
-    cols[3].download_button("Export JSON", lambda: json.dumps(repo.export_run(run.id), indent=2, default=str),
+    cols[3].download_button("Export JSON", lambda: json.dumps(export_store.export_run(run.id), indent=2, default=str),
                             file_name=f"run-{run.id}.json", mime="application/json", key="act_export",
                             icon=":material/download:", on_click="ignore")
     replayed = st.session_state.get(f"_replayed_{run.id}")
@@ -207,7 +211,7 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any) -> None:
                 + ([f"phase `{node.phase}`"] if node.phase else []) + ([f"writes `{', '.join(node.writes)}`"] if node.writes else [])
             st.caption(" · ".join(extra))
             st.code(yaml.safe_dump({node.id: node.body_json()}, sort_keys=False, allow_unicode=True), language="yaml")
-        for task in [t for t in repo.tasks_for_run(run.id) if t.node_id == node_id]:
+        for task in [t for t in task_store.tasks_for_run(run.id) if t.node_id == node_id]:
             st.markdown(f"**Task** {task.title} · {fmt.status(task.status)}"
                         + (f" · answered by {task.answered_by} via {task.answered_via}" if task.answered_by else ""))
             if task.answer:
@@ -220,14 +224,14 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any) -> None:
             return
         pages = max(1, -(-total // VISITS_PER_PAGE))
         page = st.session_state.get(f"visits_page:{node_id}", 1)
-        shown, total = queries.node_visits(run.id, node_id, limit=VISITS_PER_PAGE, offset=(page - 1) * VISITS_PER_PAGE)
+        shown, total = visit_store.node_visits(run.id, node_id, limit=VISITS_PER_PAGE, offset=(page - 1) * VISITS_PER_PAGE)
         st.caption(f"{total} visit(s), newest first")
         children_of: dict[str, list[dict]] = {}
         for v in visits:
             if v["parent_visit_id"]:
                 children_of.setdefault(v["parent_visit_id"], []).append(v)
         ids = [v.id for v in shown] + [c["id"] for v in shown for c in children_of.get(v.id, [])]
-        llm, tools = queries.calls_for_visits(run.id, ids)
+        llm, tools = visit_store.calls_for_visits(run.id, ids)
         for i, v in enumerate(shown):
             with st.expander(_visit_label(v), expanded=i == 0):
                 st.caption(f"started {fmt.when(v.started_at)} · ended {fmt.when(v.ended_at) or '—'}"
@@ -289,7 +293,7 @@ def _visits_table(visits: list[dict]) -> None:
 
 
 def _artifacts(run: Any) -> None:
-    rows = repo.artifacts_for_run(run.id, latest_only=True)
+    rows = artifact_store.artifacts_for_run(run.id, latest_only=True)
     if not rows:
         st.caption("No artifacts.")
     for a in rows:
@@ -298,7 +302,7 @@ def _artifacts(run: Any) -> None:
 
 
 def _tasks(run: Any) -> None:
-    tasks = repo.tasks_for_run(run.id)
+    tasks = task_store.tasks_for_run(run.id)
     if not tasks:
         st.caption("No human tasks.")
     for t in tasks:
@@ -308,12 +312,12 @@ def _tasks(run: Any) -> None:
 
 
 def _body() -> None:
-    run = repo.get_run(run_id)
+    run = run_store.get_run(run_id)
     if (run.status in fmt.ACTIVE_RUN or _watching()) != LIVE:
         st.rerun()  # started or stopped being live: re-draw the whole page with(out) the timer
     _header(run)
     _actions(run)
-    visits = queries.visit_rows(run.id)
+    visits = visit_store.visits_for_run(run.id, light=True)
     plan, why = cat.run_plan(run)
     highlight = route_highlight(plan, visits, run.status) if plan is not None else None
     if plan is not None:

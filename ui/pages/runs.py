@@ -1,6 +1,6 @@
 """Runs: every run, newest first, filtered and paginated in the database; live rows refresh.
 
-Filters (status, definition, date range, text) go to :func:`flows.store.queries.runs_page`,
+Filters (status, definition, date range, text) go to :func:`flows.store.runs.list_runs` (``light=True``),
 which counts and fetches one page with SQL, so the page costs the same over 100 or 100,000
 runs. The table is a fragment that re-draws itself every few seconds while "Live" is on, so
 running rows move on without a reload. The run column links to each run's page; selecting a
@@ -13,7 +13,7 @@ from datetime import UTC, datetime, time, timedelta
 
 import streamlit as st
 
-from flows.store import queries, repo
+from flows.store import runs as run_store
 from flows.store.models import RUN_STATUSES
 from ui import format as fmt
 from ui import nav
@@ -25,7 +25,7 @@ st.title("Runs")
 
 c1, c2, c3, c4 = st.columns([2, 2, 2, 3])
 statuses = c1.multiselect("Status", RUN_STATUSES, key="runs_status", placeholder="any")
-definition = c2.selectbox("Definition", repo.definition_names_with_runs(), index=None, key="runs_definition",
+definition = c2.selectbox("Definition", run_store.definition_names_with_runs(), index=None, key="runs_definition",
                           placeholder="any")
 dates = c3.date_input("Created between", value=(), key="runs_dates", format="YYYY-MM-DD")
 text = c4.text_input("Search", key="runs_text", placeholder="run id, definition, started by, outcome")
@@ -48,8 +48,8 @@ st.session_state["_runs_filters"] = filters
 
 def _table() -> None:
     page = st.session_state.get("runs_page", 1)
-    rows, total = queries.runs_page(statuses or None, definition, text.strip() or None, since, until,
-                                    limit=size, offset=(page - 1) * size)
+    rows, total = run_store.list_runs(statuses or None, definition, text.strip() or None, since, until,
+                                      limit=size, offset=(page - 1) * size, light=True)
     now = datetime.now(UTC)
     data = [{
         "run": nav.run_url(r["id"]),

@@ -44,7 +44,8 @@ from flows.runtime.effects import AnswerWait, Effect, Services, WaitMode
 from flows.runtime.errors import NodeFailed, RunCancelled
 from flows.runtime.parallel import IN_PARALLEL
 from flows.settings import PAUSE_POLL_SECONDS
-from flows.store import repo
+from flows.store import tasks as task_store
+from flows.store import visits as visit_store
 from flows.store.models import utcnow
 
 #: How long a blocking pause waits when the node sets no timeout (a process can wait this long;
@@ -77,7 +78,7 @@ def reentered_task(run_id: str, node_id: str, visit_id: str | None) -> Any:
         return None
     nth = _asked[visit_id]
     _asked[visit_id] += 1
-    visits = [v for v in repo.visits_for_run(run_id) if v.parent_visit_id is None]
+    visits = [v for v in visit_store.visits_for_run(run_id) if v.parent_visit_id is None]
     position = next((i for i, v in enumerate(visits) if v.id == visit_id), None)
     if position is None:
         return None
@@ -88,7 +89,7 @@ def reentered_task(run_id: str, node_id: str, visit_id: str | None) -> Any:
         chain.add(earlier.id)
     if not chain:
         return None
-    tasks = sorted((t for t in repo.tasks_for_run(run_id) if t.visit_id in chain), key=lambda t: t.created_at)
+    tasks = sorted((t for t in task_store.tasks_for_run(run_id) if t.visit_id in chain), key=lambda t: t.created_at)
     return tasks[nth] if nth < len(tasks) else None
 
 
@@ -108,9 +109,9 @@ async def ask_person(services: Services, *, visit_id: str | None, node_id: str, 
     task = None if own_subflow else reentered_task(run_id, node_id, visit_id)
     if task is None:
         key = visit_pause_key(node_id, run_id, visit_id or node_id)
-        if repo.task_by_pause_key(key) is not None:  # a second question in the same visit
+        if task_store.task_by_pause_key(key) is not None:  # a second question in the same visit
             key = visit_pause_key(node_id, run_id, f"{visit_id}-{utcnow().timestamp()}")
-        task = repo.create_task(
+        task = task_store.create_task(
             run_id, node_id, title, visit_id=visit_id, description=description, assignee=assignee, fields=fields,
             four_eyes=four_eyes, due_at=utcnow() + timedelta(seconds=timeout) if timeout else None, pause_key=key,
             prefect_flow_run_id=None if own_subflow else pauses.flow_run_id, actor="ergon",
@@ -125,15 +126,15 @@ async def ask_person(services: Services, *, visit_id: str | None, node_id: str, 
     ))
     answer = await _unless_cancelled(waiting, run_state)
     if answer is None:
-        repo.close_task(task.id, "expired", actor="ergon", reason=f"no answer within {timeout} s")
+        task_store.close_task(task.id, "expired", actor="ergon", reason=f"no answer within {timeout} s")
         run_state.mark_running_if_idle()
         raise TaskExpired(task.id)
-    task = repo.get_task(task.id) or task  # the row, answered since (it is never deleted while its run waits)
+    task = task_store.get_task(task.id) or task  # the row, answered since (it is never deleted while its run waits)
     if task.status != "completed":  # answered through Prefect's own form or API
         clean, errors = humans.validate_answer(task.fields, answer)
         if errors:  # Prefect validated against the same model: this is a bug, not a user error
             raise NodeFailed(f"the answer resumed through Prefect does not fit the task: {'; '.join(errors)}")
-        task = repo.answer_task(task.id, clean, answered_by="prefect", answered_via="prefect")
+        task = task_store.answer_task(task.id, clean, answered_by="prefect", answered_via="prefect")
     run_state.mark_running_if_idle()
     return task, dict(task.answer or answer)
 

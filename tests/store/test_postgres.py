@@ -15,7 +15,11 @@ from datetime import timedelta
 import pytest
 from alembic import command
 
-from flows.store import db, repo
+from flows.store import db
+from flows.store import artifacts as artifact_store
+from flows.store import export as export_store
+from flows.store import runs as run_store
+from flows.store import visits as visit_store
 
 URL = os.environ.get("ERGON_TEST_POSTGRES_URL")
 
@@ -47,23 +51,23 @@ def test_migrations_match_the_models_on_postgres(pg):
 
 def test_round_trip_on_postgres(pg):
     name = f"pg-{uuid.uuid4().hex[:8]}"
-    run = repo.create_run(name, content={"process": name}, inputs={"a": 1}, context={"a": 1, "nested": {"b": [1]}})
-    repo.set_run_status(run.id, "running")
-    visit = repo.start_visit(run.id, "n", "agent", input={"q": "ü"})
-    repo.record_llm_call(run.id, "offline/echo", visit_id=visit.id, tokens_in=2, tokens_out=3, cost_usd=0.5)
-    repo.finish_visit(visit.id, output={"ok": True}, context_diff=[{"op": "add", "path": "/x", "old": None, "new": 1}])
-    repo.record_artifact(run.id, "k", "json", {"v": 1})
-    repo.record_artifact(run.id, "k", "json", {"v": 2})
-    repo.set_run_status(run.id, "completed", outcome="done")
+    run = run_store.create_run(name, content={"process": name}, inputs={"a": 1}, context={"a": 1, "nested": {"b": [1]}})
+    run_store.set_run_status(run.id, "running")
+    visit = visit_store.start_visit(run.id, "n", "agent", input={"q": "ü"})
+    visit_store.record_llm_call(run.id, "offline/echo", visit_id=visit.id, tokens_in=2, tokens_out=3, cost_usd=0.5)
+    visit_store.finish_visit(visit.id, output={"ok": True}, context_diff=[{"op": "add", "path": "/x", "old": None, "new": 1}])
+    artifact_store.record_artifact(run.id, "k", "json", {"v": 1})
+    artifact_store.record_artifact(run.id, "k", "json", {"v": 2})
+    run_store.set_run_status(run.id, "completed", outcome="done")
 
-    got = repo.get_run(run.id)
+    got = run_store.get_run(run.id)
     assert (got.status, got.outcome, got.context, got.tokens, got.cost_usd) == (
         "completed", "done", {"a": 1, "nested": {"b": [1]}}, 5, 0.5)
     assert got.created_at.utcoffset() == timedelta(0)
-    assert [a.version for a in repo.artifacts_for_run(run.id)] == [1, 2]
-    rows, total = repo.list_runs(definition=name, status="completed")
+    assert [a.version for a in artifact_store.artifacts_for_run(run.id)] == [1, 2]
+    rows, total = run_store.list_runs(definition=name, status="completed")
     assert total == 1 and rows[0].id == run.id
-    assert repo.export_run(run.id)["visits"][0]["input"] == {"q": "ü"}
+    assert export_store.export_run(run.id)["visits"][0]["input"] == {"q": "ü"}
 
 
 def test_engine_hot_path_on_postgres(pg):
@@ -73,29 +77,29 @@ def test_engine_hot_path_on_postgres(pg):
     from flows.llm.types import LlmRequest
 
     name = f"pg-{uuid.uuid4().hex[:8]}"
-    run = repo.create_run(name, content={"process": name}, inputs={})
-    repo.set_run_status(run.id, "running")
-    first = repo.start_visit(run.id, "ask", "interaction", sequence=1, item_key=None)
-    repo.record_llm_call(run.id, "m", visit_id=first.id, response={"content": "hi"}, cassette_key="k1")
-    repo.close_visit(first.id, run.id, started_at=first.started_at, status="failed", error="boom")
-    again = repo.start_visit(run.id, "ask", "interaction", sequence=2)
+    run = run_store.create_run(name, content={"process": name}, inputs={})
+    run_store.set_run_status(run.id, "running")
+    first = visit_store.start_visit(run.id, "ask", "interaction", sequence=1, item_key=None)
+    visit_store.record_llm_call(run.id, "m", visit_id=first.id, response={"content": "hi"}, cassette_key="k1")
+    visit_store.close_visit(first.id, run.id, started_at=first.started_at, status="failed", error="boom")
+    again = visit_store.start_visit(run.id, "ask", "interaction", sequence=2)
     reused = records.reusable(LlmRequest(messages=[], run_id=run.id, visit_id=again.id), "k1")
     assert reused is not None and reused.content == "hi"
-    status = repo.close_visit(again.id, run.id, started_at=again.started_at, status="completed", context={"a": 2},
-                              context_diff=[{"op": "add", "path": "/a", "old": None, "new": 2}])
+    status = visit_store.close_visit(again.id, run.id, started_at=again.started_at, status="completed", context={"a": 2},
+                                     context_diff=[{"op": "add", "path": "/a", "old": None, "new": 2}])
     assert status == "running"
-    assert repo.get_run(run.id).context == {"a": 2}
-    assert [(v.sequence, v.status) for v in repo.visits_for_run(run.id)] == [(1, "failed"), (2, "completed")]
+    assert run_store.get_run(run.id).context == {"a": 2}
+    assert [(v.sequence, v.status) for v in visit_store.visits_for_run(run.id)] == [(1, "failed"), (2, "completed")]
 
 
 def test_concurrent_visits_of_one_run_on_postgres(pg):
-    run_id = repo.create_run(f"pg-{uuid.uuid4().hex[:8]}").id
+    run_id = run_store.create_run(f"pg-{uuid.uuid4().hex[:8]}").id
 
     def write(tag: str) -> None:
         for i in range(10):
-            repo.start_visit(run_id, f"{tag}{i}", "tool")
+            visit_store.start_visit(run_id, f"{tag}{i}", "tool")
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         for future in [pool.submit(write, f"t{t}") for t in range(4)]:
             future.result()
-    assert [v.sequence for v in repo.visits_for_run(run_id)] == list(range(1, 41))
+    assert [v.sequence for v in visit_store.visits_for_run(run_id)] == list(range(1, 41))

@@ -12,7 +12,9 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from flows.store import repo
+from flows.store import artifacts as artifact_store
+from flows.store import runs as run_store
+from flows.store import visits as visit_store
 
 ROOT = Path(__file__).resolve().parents[2]
 THREADS, WRITES = 8, 50
@@ -21,9 +23,9 @@ PROCESSES, PROCESS_WRITES = 2, 25  # each process pays ~1 s of imports; keep the
 
 def _write_visits(run_id: str, count: int, tag: str) -> None:
     for i in range(count):
-        visit = repo.start_visit(run_id, f"{tag}-{i}", "tool", input={"i": i})
+        visit = visit_store.start_visit(run_id, f"{tag}-{i}", "tool", input={"i": i})
         diff = [{"op": "add", "path": f"/k{i}", "old": None, "new": i}]
-        repo.finish_visit(visit.id, output={"i": i}, context_diff=diff)
+        visit_store.finish_visit(visit.id, output={"i": i}, context_diff=diff)
 
 
 def _run_threads(jobs) -> None:
@@ -34,37 +36,37 @@ def _run_threads(jobs) -> None:
 
 
 def test_threads_writing_visits_of_different_runs(store):
-    runs = [repo.create_run("d").id for _ in range(THREADS)]
+    runs = [run_store.create_run("d").id for _ in range(THREADS)]
     _run_threads([(_write_visits, run_id, WRITES, "n") for run_id in runs])
     for run_id in runs:
-        visits = repo.visits_for_run(run_id)
+        visits = visit_store.visits_for_run(run_id)
         assert [v.sequence for v in visits] == list(range(1, WRITES + 1))
         assert all(v.status == "completed" for v in visits)
 
 
 def test_threads_writing_visits_of_one_run_get_distinct_sequences(store):
-    run_id = repo.create_run("d").id
+    run_id = run_store.create_run("d").id
     _run_threads([(_write_visits, run_id, 25, f"t{t}") for t in range(THREADS)])
-    assert [v.sequence for v in repo.visits_for_run(run_id)] == list(range(1, THREADS * 25 + 1))
+    assert [v.sequence for v in visit_store.visits_for_run(run_id)] == list(range(1, THREADS * 25 + 1))
 
 
 def test_threads_versioning_one_artifact_key(store):
-    run_id = repo.create_run("d").id
-    _run_threads([(lambda: [repo.record_artifact(run_id, "log", "json", {"i": i}) for i in range(10)],)
+    run_id = run_store.create_run("d").id
+    _run_threads([(lambda: [artifact_store.record_artifact(run_id, "log", "json", {"i": i}) for i in range(10)],)
                   for _ in range(THREADS)])
-    assert [a.version for a in repo.artifacts_for_run(run_id)] == list(range(1, THREADS * 10 + 1))
+    assert [a.version for a in artifact_store.artifacts_for_run(run_id)] == list(range(1, THREADS * 10 + 1))
 
 
 def test_processes_writing_to_one_file(store, tmp_path):
-    runs = [repo.create_run("d").id for _ in range(PROCESSES)]
+    runs = [run_store.create_run("d").id for _ in range(PROCESSES)]
     code = (
-        "import sys; sys.path.insert(0, {tests!r}); from test_store_concurrency import _write_visits; "
+        "import sys; sys.path.insert(0, {tests!r}); from {module} import _write_visits; "
         "_write_visits(sys.argv[1], {writes}, 'p')"
-    ).format(tests=str(Path(__file__).parent), writes=PROCESS_WRITES)
+    ).format(tests=str(Path(__file__).parent), module=Path(__file__).stem, writes=PROCESS_WRITES)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}  # ERGON_HOME is tmp_path (the store fixture)
     procs = [subprocess.Popen([sys.executable, "-c", code, run_id], env=env, stderr=subprocess.PIPE, text=True)
              for run_id in runs]
     errors = [p.communicate(timeout=180)[1] for p in procs]
     assert [p.returncode for p in procs] == [0] * PROCESSES, errors
     for run_id in runs:
-        assert len(repo.visits_for_run(run_id)) == PROCESS_WRITES
+        assert len(visit_store.visits_for_run(run_id)) == PROCESS_WRITES

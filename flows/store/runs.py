@@ -1,0 +1,357 @@
+"""Runs: creating them, their status machine, their totals, listing them, and crash detection.
+
+Each function opens its own short transaction (:func:`flows.store.db.session`) and returns
+detached rows or plain dicts, so callers never hold a session. Functions that read then write
+use ``session(write=True)``, which takes SQLite's write lock up front and, on PostgreSQL, a row
+lock (``FOR UPDATE``) on the run. Counters (cost, tokens) and the heartbeat are one UPDATE each,
+safe from concurrent branches of a run.
+
+:func:`list_runs` answers "which runs match these filters" for both ``ergon runs list`` (whole
+rows) and the dashboard (``light=True``: only :data:`RUN_COLUMNS`, never a run's context, which
+can be 64 KB), so the two agree on what a filter means, and the ``(status|definition_name,
+created_at)`` indexes serve both.
+
+Timestamps are aware UTC datetimes; functions that depend on "now" take an optional ``now`` so
+tests need no clock tricks.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any, Literal, overload
+
+from sqlmodel import col, func, or_, select, update
+
+from flows.store import definitions as definition_store
+from flows.store._common import add_row, check, get_row, mappings, page, require_row
+from flows.store.db import session
+from flows.store.errors import InvalidTransition, NotFound, StoreError
+from flows.store.models import (
+    RUN_STATUSES,
+    RUN_TERMINAL,
+    RUN_TRIGGERS,
+    NodeVisit,
+    Run,
+    RunStatus,
+    RunTrigger,
+    utcnow,
+)
+
+# Allowed run status changes. Resuming a failed or crashed run sends it back to running; a run
+# marked crashed whose process turns out to be alive may still finish. completed and cancelled
+# are final (replay makes a new run).
+RUN_TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
+    "pending": frozenset({"running", "paused", "failed", "crashed", "cancelled", "cancelling"}),
+    "running": frozenset({"paused", "completed", "failed", "crashed", "cancelled", "cancelling"}),
+    "paused": frozenset({"running", "failed", "crashed", "cancelled", "cancelling"}),
+    "cancelling": frozenset({"cancelled", "failed", "crashed", "completed"}),
+    "failed": frozenset({"pending", "running"}),
+    "crashed": frozenset({"pending", "running", "completed", "failed", "cancelled"}),
+    "completed": frozenset(),
+    "cancelled": frozenset(),
+}
+
+#: The columns of the dashboard's run rows (``list_runs(light=True)``, :func:`run_summaries`).
+RUN_COLUMNS = (
+    Run.id, Run.definition_name, Run.definition_version, Run.status, Run.outcome, Run.trigger, Run.started_by,
+    Run.created_at, Run.started_at, Run.ended_at, Run.cost_usd, Run.tokens, Run.parent_run_id, Run.error,
+)
+
+
+# --- creating and reading runs -----------------------------------------------------------------
+
+
+def create_run(
+    definition_name: str,
+    *,
+    content: Any = None,
+    content_hash: str | None = None,
+    definition_version: int | None = None,
+    inputs: dict | None = None,
+    context: dict | None = None,
+    trigger: RunTrigger = "manual",
+    started_by: str | None = None,
+    parent_run_id: str | None = None,
+    parent_visit_id: str | None = None,
+    prefect_flow_run_id: str | None = None,
+    run_id: str | None = None,
+) -> Run:
+    """Record a new ``pending`` run.
+
+    Pass the definition ``content`` (it is snapshotted, deduplicated by hash) or the
+    ``content_hash`` of a snapshot stored earlier; the run keeps executing that snapshot.
+    """
+    check(trigger, RUN_TRIGGERS, "trigger")
+    if content is not None:
+        content_hash = definition_store.snapshot_definition(content)
+    row = Run(
+        definition_name=definition_name, definition_version=definition_version, content_hash=content_hash,
+        inputs=inputs or {}, context=context or {}, trigger=trigger,
+        started_by=started_by, parent_run_id=parent_run_id, parent_visit_id=parent_visit_id,
+        prefect_flow_run_id=prefect_flow_run_id,
+    )
+    if run_id:
+        row.id = run_id
+    return add_row(row)
+
+
+def get_run(run_id: str) -> Run | None:
+    return get_row(Run, run_id)
+
+
+def get_run_by_prefect_id(prefect_flow_run_id: str) -> Run | None:
+    """The run linked to a Prefect flow run (a retried flow run finds its run again)."""
+    with session() as s:
+        q = (select(Run).where(Run.prefect_flow_run_id == prefect_flow_run_id)
+             .order_by(col(Run.created_at).desc()))
+        return s.exec(q.limit(1)).first()
+
+
+def run_status(run_id: str) -> RunStatus | None:
+    """Just the status (cheap enough to poll for cancellation between nodes); None if unknown."""
+    with session() as s:
+        return s.exec(select(Run.status).where(Run.id == run_id)).first()  # type: ignore[return-value]
+
+
+def require_run(run_id: str) -> Run:
+    with session() as s:
+        return require_row(s, Run, run_id)
+
+
+def child_runs(run_id: str) -> list[Run]:
+    """Sub-process runs started by ``run_id``, oldest first."""
+    with session() as s:
+        q = select(Run).where(Run.parent_run_id == run_id).order_by(col(Run.created_at), col(Run.id))
+        return list(s.exec(q).all())
+
+
+# --- status and updates ------------------------------------------------------------------------
+
+
+def set_run_status(
+    run_id: str,
+    status: RunStatus,
+    *,
+    outcome: str | None = None,
+    error: str | None = None,
+    now: datetime | None = None,
+    pid: int | None = None,
+    host: str | None = None,
+) -> Run:
+    """Move a run to ``status``; raises :class:`InvalidTransition` for an impossible change.
+
+    Setting the same status again is allowed (retries of the same report). Going to ``running``
+    stamps ``started_at`` (first time), the heartbeat, and the pid/host of the calling process
+    (the one executing the run, which :func:`mark_stale_runs_crashed` checks), and clears the
+    ``ended_at`` and ``error`` of an earlier failure. Terminal states stamp ``ended_at``.
+    """
+    check(status, RUN_STATUSES, "run status")
+    now = now or utcnow()
+    with session(write=True) as s:
+        run = require_row(s, Run, run_id, lock=True)
+        current: RunStatus = run.status  # type: ignore[assignment]
+        if status != current and status not in RUN_TRANSITIONS[current]:
+            allowed = ", ".join(sorted(RUN_TRANSITIONS[current])) or "nothing (final)"
+            raise InvalidTransition(f"run {run_id}: cannot go from {current} to {status} (allowed: {allowed})")
+        if status == "running" and current != "running":
+            _mark_running(run, now, pid, host)
+        if status in RUN_TERMINAL:
+            run.ended_at = run.ended_at if current == status else now
+        run.status = status
+        run.outcome = outcome if outcome is not None else run.outcome
+        run.error = error if error is not None else run.error
+        s.add(run)
+    return run
+
+
+def _mark_running(run: Run, now: datetime, pid: int | None, host: str | None) -> None:
+    run.started_at = run.started_at or now
+    run.ended_at, run.error = None, None
+    run.heartbeat_at = now
+    run.pid = pid if pid is not None else os.getpid()
+    run.host = host or socket.gethostname()
+
+
+# Columns a caller may set directly; status has its own function, ids and timestamps never change.
+_RUN_UPDATABLE = frozenset({
+    "prefect_flow_run_id", "definition_version", "outcome", "context", "error", "heartbeat_at", "pid", "host",
+    "catalog_sources",
+})
+
+
+def update_run(run_id: str, **fields: Any) -> Run:
+    """Set some of ``prefect_flow_run_id, definition_version, outcome, context, error,
+    heartbeat_at, pid, host, catalog_sources`` on a run."""
+    unknown = set(fields) - _RUN_UPDATABLE
+    if unknown:
+        raise StoreError(f"update_run cannot set {', '.join(sorted(unknown))} (use set_run_status for status)")
+    with session(write=True) as s:
+        run = require_row(s, Run, run_id, lock=True)
+        for key, value in fields.items():
+            setattr(run, key, value)
+        s.add(run)
+    return run
+
+
+def update_run_context(run_id: str, context: dict, *, heartbeat: bool = True, now: datetime | None = None) -> None:
+    """Replace the run's context (after a node's writes were accepted); also beats the heart."""
+    values: dict[str, Any] = {"context": context}
+    if heartbeat:
+        values["heartbeat_at"] = now or utcnow()
+    _update_run_values(run_id, values)
+
+
+def heartbeat(run_id: str, now: datetime | None = None) -> None:
+    """Tell :func:`mark_stale_runs_crashed` the run's process is alive."""
+    _update_run_values(run_id, {"heartbeat_at": now or utcnow()})
+
+
+def add_run_usage(run_id: str, *, cost_usd: float = 0.0, tokens: int = 0) -> None:
+    """Add to the run's totals in one UPDATE (safe with concurrent branches)."""
+    _update_run_values(run_id, {"cost_usd": col(Run.cost_usd) + cost_usd, "tokens": col(Run.tokens) + tokens})
+
+
+def _update_run_values(run_id: str, values: dict[str, Any]) -> None:
+    with session(write=True) as s:
+        result = s.exec(update(Run).where(col(Run.id) == run_id).values(**values))
+        if result.rowcount == 0:
+            raise NotFound(f"no run {run_id!r}")
+
+
+# --- listing -----------------------------------------------------------------------------------
+
+
+@overload
+def list_runs(
+    status: RunStatus | Iterable[RunStatus] | None = ..., definition: str | None = ..., text: str | None = ...,
+    since: datetime | None = ..., until: datetime | None = ..., limit: int = ..., offset: int = ...,
+    *, light: Literal[False] = ...,
+) -> tuple[list[Run], int]: ...
+@overload
+def list_runs(
+    status: RunStatus | Iterable[RunStatus] | None = ..., definition: str | None = ..., text: str | None = ...,
+    since: datetime | None = ..., until: datetime | None = ..., limit: int = ..., offset: int = ...,
+    *, light: Literal[True],
+) -> tuple[list[dict[str, Any]], int]: ...
+def list_runs(
+    status: RunStatus | Iterable[RunStatus] | None = None,
+    definition: str | None = None,
+    text: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: int = 50,
+    offset: int = 0,
+    *,
+    light: bool = False,
+) -> tuple[list[Run], int] | tuple[list[dict[str, Any]], int]:
+    """One page of runs, newest first, and the number of runs matching the filters.
+
+    ``status`` is one status or several; ``text`` is a case-insensitive substring of the run id,
+    definition, starter, outcome or Prefect flow-run id; ``since``/``until`` bound ``created_at``
+    (``until`` excluded). Status and definition filters are served by the
+    ``(status|definition_name, created_at)`` indexes, so pages stay fast on large stores; a page
+    costs one COUNT over the filter's index plus ``limit`` rows.
+
+    Whole :class:`Run` rows by default; ``light=True`` gives dicts of :data:`RUN_COLUMNS` (the
+    dashboard's tables).
+    """
+    where: list[Any] = []
+    if status:
+        statuses = [status] if isinstance(status, str) else list(status)
+        where.append(col(Run.status) == statuses[0] if len(statuses) == 1 else col(Run.status).in_(statuses))
+    if definition:
+        where.append(col(Run.definition_name) == definition)
+    if text:
+        columns = (Run.id, Run.definition_name, Run.started_by, Run.outcome, Run.prefect_flow_run_id)
+        where.append(or_(*(col(c).icontains(text, autoescape=True) for c in columns)))
+    if since:
+        where.append(col(Run.created_at) >= since)
+    if until:
+        where.append(col(Run.created_at) < until)
+    newest_first = (col(Run.created_at).desc(), col(Run.id).desc())
+    with session() as s:
+        total = int(s.exec(select(func.count()).select_from(Run).where(*where)).one())
+        if light:
+            return mappings(s.exec(page(select(*RUN_COLUMNS).where(*where).order_by(*newest_first),  # type: ignore[call-overload]
+                                        limit, offset))), total
+        return list(s.exec(page(select(Run).where(*where).order_by(*newest_first), limit, offset)).all()), total
+
+
+def run_summaries(run_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """The :data:`RUN_COLUMNS` of the given runs, by id (to refresh live rows of a page)."""
+    ids = list(dict.fromkeys(run_ids))
+    if not ids:
+        return {}
+    with session() as s:
+        q = select(*RUN_COLUMNS).where(col(Run.id).in_(ids))  # type: ignore[call-overload]
+        return {row["id"]: row for row in mappings(s.exec(q))}
+
+
+def definition_names_with_runs() -> list[str]:
+    """Distinct definition names that have runs (for the dashboard's filter)."""
+    with session() as s:
+        return list(s.exec(select(Run.definition_name).distinct().order_by(col(Run.definition_name))).all())
+
+
+# --- crash detection ---------------------------------------------------------------------------
+
+
+def mark_stale_runs_crashed(
+    now: datetime | None = None, heartbeat_timeout: timedelta | float = timedelta(minutes=5)
+) -> list[Run]:
+    """Mark ``running`` runs whose process is gone as ``crashed``; return them.
+
+    A run is stale when its last heartbeat (or start, if it never beat) is older than
+    ``heartbeat_timeout`` (a timedelta or seconds), or when it runs on this host under a pid
+    that no longer exists. The reason goes into ``error``; the run's visits still ``running``
+    become ``failed``, so a resume restarts them.
+    """
+    now = now or utcnow()
+    timeout = heartbeat_timeout if isinstance(heartbeat_timeout, timedelta) else timedelta(seconds=heartbeat_timeout)
+    with session() as s:
+        running = s.exec(select(Run).where(Run.status == "running")).all()
+    crashed = []
+    for run in running:
+        reason = _stale_reason(run, now, timeout)
+        if reason and (row := _crash(run.id, reason, now)) is not None:
+            crashed.append(row)
+    return crashed
+
+
+def _stale_reason(run: Run, now: datetime, timeout: timedelta) -> str | None:
+    if run.pid and run.host == socket.gethostname() and not _pid_alive(run.pid):
+        return f"crashed: process {run.pid} on {run.host} is gone"
+    last = run.heartbeat_at or run.started_at or run.created_at
+    if last < now - timeout:
+        return f"crashed: no heartbeat since {last.isoformat()} (timeout {timeout.total_seconds():g}s)"
+    return None
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else
+    except OSError:
+        return False
+    return True
+
+
+def _crash(run_id: str, reason: str, now: datetime) -> Run | None:
+    with session(write=True) as s:
+        run = s.get(Run, run_id, with_for_update=True)
+        if run is None or run.status != "running":
+            return None  # it moved on while we looked
+        run.status, run.error, run.ended_at = "crashed", reason, now
+        s.add(run)
+        s.exec(
+            update(NodeVisit)
+            .where(col(NodeVisit.run_id) == run_id, col(NodeVisit.status) == "running")
+            .values(status="failed", error=reason, ended_at=now)
+        )
+    return run

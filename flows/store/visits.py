@@ -1,0 +1,360 @@
+"""Node visits and the calls made during them (LLM calls, tool calls).
+
+The engine writes a visit per node it runs, so :func:`start_visit` with an allocated sequence,
+:func:`close_visit` and :func:`record_llm_call` are on the path of every node visit or model
+call: they run Core statements on a plain connection (:func:`flows.store.db.connection`), not
+ORM sessions. :func:`checkpoint_visit` / :func:`close_visit` close a visit and store the run's
+new context in ONE transaction — the durability point resume relies on.
+
+The readers return whole rows for the engine and the CLI; the dashboard's questions (a run's
+visits without their 64 KB input/output/diff, one node's visits, a page's calls) are here too,
+answered by the same queries (``visits_for_run(light=True)`` gives :data:`VISIT_COLUMNS` dicts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, Literal, TypeVar, overload
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import SQLModel, col, func, insert, select, update
+
+from flows.store._common import add_row, check, get_row, lock_run, mappings, ms_between, page, require_row
+from flows.store.db import connection, session
+from flows.store.errors import NotFound, StoreError
+from flows.store.models import (
+    VISIT_STATUSES,
+    LlmCall,
+    NodeVisit,
+    Run,
+    RunStatus,
+    ToolCall,
+    VisitStatus,
+    new_id,
+    utcnow,
+)
+
+#: Core tables for the per-visit hot path (see :func:`flows.store.db.connection`).
+_VISITS: sa.Table = SQLModel.metadata.tables[NodeVisit.__tablename__]
+_RUNS: sa.Table = SQLModel.metadata.tables[Run.__tablename__]
+_LLM_CALLS: sa.Table = SQLModel.metadata.tables[LlmCall.__tablename__]
+
+#: The columns of the dashboard's visit rows: never input, output or context diff.
+VISIT_COLUMNS = (
+    NodeVisit.id, NodeVisit.sequence, NodeVisit.node_id, NodeVisit.node_type, NodeVisit.item_key,
+    NodeVisit.parent_visit_id, NodeVisit.attempt, NodeVisit.status, NodeVisit.started_at, NodeVisit.ended_at,
+    NodeVisit.duration_ms, NodeVisit.next_node, NodeVisit.error,
+)
+
+_Call = TypeVar("_Call", LlmCall, ToolCall)
+
+
+# --- writing visits ----------------------------------------------------------------------------
+
+
+def next_visit_sequence(run_id: str) -> int:
+    """The sequence number the next visit of ``run_id`` gets (1 for the first)."""
+    with session() as s:
+        return _next_sequence(s, run_id)
+
+
+def _next_sequence(s, run_id: str) -> int:
+    current = s.exec(select(func.max(NodeVisit.sequence)).where(NodeVisit.run_id == run_id)).one()
+    return (current or 0) + 1
+
+
+def start_visit(
+    run_id: str,
+    node_id: str,
+    node_type: str,
+    *,
+    input: Any = None,
+    item_key: str | None = None,
+    parent_visit_id: str | None = None,
+    attempt: int = 1,
+    prefect_task_run_id: str | None = None,
+    now: datetime | None = None,
+    sequence: int | None = None,
+) -> NodeVisit:
+    """Record that a node visit started (status ``running``) with the next sequence number.
+
+    Safe from concurrent branches of one run: the sequence is taken under a lock on the run.
+    The engine, the only writer of a run's visits, passes the ``sequence`` it allocated itself,
+    which skips the lock and the MAX query (this is on the path of every node visit).
+    Raises :class:`NotFound` for an unknown run.
+    """
+    row = dict(id=new_id(), run_id=run_id, sequence=sequence, node_id=node_id, node_type=node_type,
+               item_key=item_key, parent_visit_id=parent_visit_id, attempt=attempt, status="running",
+               input=input, prefect_task_run_id=prefect_task_run_id, started_at=now or utcnow())
+    try:
+        if sequence is not None:
+            # The hot path (the engine allocated the sequence): one Core INSERT on a plain connection.
+            with connection(write=True) as conn:
+                conn.execute(insert(_VISITS), row)
+        else:
+            with session(write=True) as s:
+                lock_run(s, run_id)
+                row["sequence"] = _next_sequence(s, run_id)
+                s.exec(insert(_VISITS).values(**row))
+    except IntegrityError as exc:
+        if "foreign key" in str(exc.orig).lower() and get_row(Run, run_id) is None:
+            raise NotFound(f"no run {run_id!r}") from exc
+        raise
+    return NodeVisit.model_construct(**row)
+
+
+def close_visit(
+    visit_id: str,
+    run_id: str,
+    *,
+    started_at: datetime,
+    status: VisitStatus,
+    output: Any = None,
+    context_diff: list[dict] | None = None,
+    error: str | None = None,
+    next_node: str | None = None,
+    context: dict | None = None,
+) -> RunStatus | None:
+    """The engine's hot path: close a visit and (when ``context`` is given) store the run's new
+    context in ONE transaction; returns the run's status as of that transaction, which is how
+    the engine sees a cancel request before its next node without another query."""
+    check(status, VISIT_STATUSES, "visit status")
+    now = utcnow()
+    with connection(write=True) as conn:
+        conn.execute(update(_VISITS).where(_VISITS.c.id == visit_id).values(
+            status=status, output=output, error=error, next_node=next_node, context_diff=context_diff or [],
+            ended_at=now, duration_ms=max(0, ms_between(started_at, now)),
+        ))
+        if context is not None:
+            return conn.execute(update(_RUNS).where(_RUNS.c.id == run_id).values(context=context, heartbeat_at=now)
+                                .returning(_RUNS.c.status)).scalar()
+        return conn.execute(select(_RUNS.c.status).where(_RUNS.c.id == run_id)).scalar()
+
+
+def finish_visit(
+    visit_id: str,
+    status: VisitStatus = "completed",
+    *,
+    output: Any = None,
+    context_diff: list[dict] | None = None,
+    error: str | None = None,
+    next_node: str | None = None,
+    now: datetime | None = None,
+) -> NodeVisit:
+    """Close a visit: status, output, context diff, error, next node, end time and duration."""
+    check(status, VISIT_STATUSES, "visit status")
+    now = now or utcnow()
+    with session(write=True) as s:
+        return _close_visit(s, visit_id, status, output, context_diff, error, next_node, now)
+
+
+def _close_visit(s, visit_id, status, output, context_diff, error, next_node, now) -> NodeVisit:
+    visit = require_row(s, NodeVisit, visit_id, lock=True)
+    visit.status, visit.output, visit.error, visit.next_node = status, output, error, next_node
+    visit.context_diff = context_diff or []
+    visit.ended_at, visit.duration_ms = now, max(0, ms_between(visit.started_at, now))
+    s.add(visit)
+    return visit
+
+
+def checkpoint_visit(
+    visit_id: str,
+    run_id: str,
+    *,
+    status: VisitStatus = "completed",
+    output: Any = None,
+    context_diff: list[dict] | None = None,
+    context: dict,
+    next_node: str | None = None,
+    error: str | None = None,
+    now: datetime | None = None,
+) -> NodeVisit:
+    """Close a visit and store the run's new context in one transaction (and beat the heart).
+
+    This is the durability point: after a crash, a visit is either done with its context
+    written, or not done at all, so a resume never repeats or skips its effects.
+    """
+    check(status, VISIT_STATUSES, "visit status")
+    now = now or utcnow()
+    with session(write=True) as s:
+        visit = _close_visit(s, visit_id, status, output, context_diff, error, next_node, now)
+        if visit.run_id != run_id:
+            raise StoreError(f"visit {visit_id} belongs to run {visit.run_id}, not {run_id}")
+        s.exec(update(Run).where(col(Run.id) == run_id).values(context=context, heartbeat_at=now))
+    return visit
+
+
+# --- reading visits ----------------------------------------------------------------------------
+
+
+def get_visit(visit_id: str) -> NodeVisit | None:
+    return get_row(NodeVisit, visit_id)
+
+
+@overload
+def visits_for_run(run_id: str, *, light: Literal[False] = ...) -> list[NodeVisit]: ...
+@overload
+def visits_for_run(run_id: str, *, light: Literal[True]) -> list[dict[str, Any]]: ...
+def visits_for_run(run_id: str, *, light: bool = False) -> list[NodeVisit] | list[dict[str, Any]]:
+    """All visits of a run in the order they started: whole rows, or with ``light=True`` dicts of
+    :data:`VISIT_COLUMNS` (the dashboard reads the 2,000 visits of a long run at once)."""
+    with session() as s:
+        if light:
+            q = select(*VISIT_COLUMNS).where(NodeVisit.run_id == run_id)  # type: ignore[call-overload]
+            return mappings(s.exec(q.order_by(col(NodeVisit.sequence))))
+        return list(s.exec(select(NodeVisit).where(NodeVisit.run_id == run_id).order_by(col(NodeVisit.sequence))).all())
+
+
+def node_visits(run_id: str, node_id: str, *, limit: int = 20, offset: int = 0) -> tuple[list[NodeVisit], int]:
+    """Whole visits of one node of a run (newest first, foreach items included), and how many."""
+    where = (col(NodeVisit.run_id) == run_id, col(NodeVisit.node_id) == node_id)
+    with session() as s:
+        total = s.exec(select(func.count()).select_from(NodeVisit).where(*where)).one()
+        q = select(NodeVisit).where(*where).order_by(col(NodeVisit.sequence).desc())
+        rows = list(s.exec(page(q, limit, offset)).all())
+    return rows, int(total)
+
+
+def child_visits(run_id: str, parent_visit_id: str) -> list[NodeVisit]:
+    """The item visits of a foreach/branch visit, in sequence order."""
+    with session() as s:
+        q = select(NodeVisit).where(NodeVisit.run_id == run_id, NodeVisit.parent_visit_id == parent_visit_id)
+        return list(s.exec(q.order_by(col(NodeVisit.sequence))).all())
+
+
+def last_completed_visits(run_id: str) -> list[NodeVisit]:
+    """The checkpoints a resume starts from: for every (parent visit, node, item) of the run,
+    its latest ``completed`` visit, in sequence order.
+
+    The last element is the last node the run completed (its ``next_node`` is where to go on);
+    the others tell a resumed foreach or branch which items are already done.
+    """
+    latest: dict[tuple, NodeVisit] = {}
+    for visit in visits_for_run(run_id):
+        if visit.status == "completed":
+            latest[(visit.parent_visit_id, visit.node_id, visit.item_key)] = visit
+    return sorted(latest.values(), key=lambda v: v.sequence)
+
+
+# --- LLM and tool calls ------------------------------------------------------------------------
+
+
+def record_llm_call(
+    run_id: str,
+    model: str,
+    *,
+    visit_id: str | None = None,
+    messages: Any = None,
+    response: Any = None,
+    tools: Any = None,
+    tokens_in: int = 0,
+    tokens_out: int = 0,
+    cost_usd: float = 0.0,
+    latency_ms: int | None = None,
+    attempt: int = 1,
+    repair: bool = False,
+    cassette_key: str | None = None,
+    offline: bool = False,
+    error: str | None = None,
+) -> LlmCall:
+    """Store one model call and add its cost and tokens to the run's totals (same transaction)."""
+    values = dict(
+        id=new_id(), run_id=run_id, visit_id=visit_id, model=model, messages=messages, response=response, tools=tools,
+        tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost_usd, latency_ms=latency_ms, attempt=attempt,
+        repair=repair, cassette_key=cassette_key, offline=offline, error=error, created_at=utcnow(),
+    )
+    # Core statements on a plain connection: this is on the path of every model call.
+    with connection(write=True) as conn:
+        conn.execute(insert(_LLM_CALLS), values)
+        conn.execute(
+            update(_RUNS).where(_RUNS.c.id == run_id)
+            .values(cost_usd=_RUNS.c.cost_usd + cost_usd, tokens=_RUNS.c.tokens + tokens_in + tokens_out)
+        )
+    return LlmCall.model_construct(**values)
+
+
+def llm_calls_for_run(run_id: str, *, visit_id: str | None = None) -> list[LlmCall]:
+    return _calls(LlmCall, run_id, None if visit_id is None else [visit_id])
+
+
+def earlier_llm_answer(visit_id: str, cassette_key: str) -> tuple[str, str, bool, Any] | None:
+    """The answer an earlier, unfinished visit of the same node (same item and attempt) got to the
+    request with ``cassette_key`` — the n-th such answer when this visit already has n — as
+    (call id, model, offline, response); None when there is none.
+
+    On the path of every model call of a resumed run, and nearly always empty: one query finds
+    the earlier unfinished visits first."""
+    from sqlalchemy import and_
+    from sqlalchemy.orm import aliased
+
+    visits, calls = _VISITS, _LLM_CALLS
+    this = aliased(visits)
+    answered = and_(calls.c.cassette_key == cassette_key, calls.c.error.is_(None))
+    with connection() as conn:
+        earlier = conn.execute(
+            select(visits.c.id).join(this, this.c.id == visit_id)
+            .where(visits.c.run_id == this.c.run_id, visits.c.node_id == this.c.node_id,
+                   visits.c.attempt == this.c.attempt, visits.c.status != "completed",
+                   visits.c.sequence < this.c.sequence, visits.c.item_key.is_not_distinct_from(this.c.item_key))
+            .order_by(visits.c.sequence.desc())
+        ).scalars().all()
+        if not earlier:
+            return None
+        done_here = conn.execute(
+            select(func.count()).select_from(calls).where(calls.c.visit_id == visit_id, answered)
+        ).scalar_one()
+        for earlier_id in earlier:
+            rows = conn.execute(
+                select(calls.c.id, calls.c.model, calls.c.offline, calls.c.response)
+                .where(calls.c.visit_id == earlier_id, answered).order_by(calls.c.created_at, calls.c.id)
+            ).all()
+            if len(rows) > done_here:
+                row = rows[done_here]
+                return row.id, row.model, row.offline, row.response
+    return None
+
+
+def record_tool_call(
+    run_id: str,
+    tool: str,
+    *,
+    visit_id: str | None = None,
+    args: Any = None,
+    result: Any = None,
+    status: str = "completed",
+    latency_ms: int | None = None,
+    error: str | None = None,
+) -> ToolCall:
+    return add_row(ToolCall(run_id=run_id, visit_id=visit_id, tool=tool, args=args, result=result, status=status,
+                            latency_ms=latency_ms, error=error))
+
+
+def tool_calls_for_run(run_id: str, *, visit_id: str | None = None) -> list[ToolCall]:
+    return _calls(ToolCall, run_id, None if visit_id is None else [visit_id])
+
+
+def calls_for_visits(run_id: str, visit_ids: Iterable[str]) -> tuple[dict[str, list[LlmCall]], dict[str, list[ToolCall]]]:
+    """LLM calls and tool calls of some visits of a run, grouped by visit id, oldest first."""
+    ids = list(dict.fromkeys(visit_ids))
+    llm: dict[str, list[LlmCall]] = {}
+    tools: dict[str, list[ToolCall]] = {}
+    if not ids:
+        return llm, tools
+    for call in _calls(LlmCall, run_id, ids):
+        llm.setdefault(call.visit_id or "", []).append(call)
+    for tool_call in _calls(ToolCall, run_id, ids):
+        tools.setdefault(tool_call.visit_id or "", []).append(tool_call)
+    return llm, tools
+
+
+def _calls(model: type[_Call], run_id: str, visit_ids: list[str] | None) -> list[_Call]:
+    """The calls of a run (of some of its visits), oldest first."""
+    with session() as s:
+        q = select(model).where(model.run_id == run_id)
+        if visit_ids is not None:
+            q = q.where(col(model.visit_id) == visit_ids[0] if len(visit_ids) == 1 else col(model.visit_id).in_(visit_ids))
+        # created_at can tie within a clock tick; rowid-like id order is random, so add it only
+        # to make the order stable.
+        return list(s.exec(q.order_by(col(model.created_at), col(model.id))).all())

@@ -1,0 +1,119 @@
+"""Node visits, LLM calls and tool calls, and the checkpoint that closes a visit."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from flows.store import runs as run_store
+from flows.store import visits as visit_store
+from flows.store.errors import NotFound, StoreError
+
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def test_visit_sequences_count_per_run(store, run):
+    other = run_store.create_run("d")
+    assert visit_store.next_visit_sequence(run.id) == 1
+    seqs = [visit_store.start_visit(run.id, f"n{i}", "tool").sequence for i in range(3)]
+    assert seqs == [1, 2, 3]
+    assert visit_store.start_visit(other.id, "n", "tool").sequence == 1
+    assert visit_store.next_visit_sequence(run.id) == 4
+
+
+def test_start_and_finish_visit_round_trip(store, run):
+    visit = visit_store.start_visit(run.id, "extract", "agent", input={"doc": "x"}, item_key="item-1", attempt=2,
+                                    prefect_task_run_id="ptr", now=T0)
+    diff = [{"op": "add", "path": "/terms", "old": None, "new": [1]}]
+    done = visit_store.finish_visit(visit.id, output={"terms": [1]}, context_diff=diff, next_node="review",
+                                    now=T0 + timedelta(milliseconds=1500))
+    got = visit_store.get_visit(visit.id)
+    assert (got.status, got.output, got.context_diff, got.next_node, got.duration_ms, got.ended_at) == (
+        "completed", {"terms": [1]}, diff, "review", 1500, T0 + timedelta(milliseconds=1500))
+    assert (got.input, got.item_key, got.attempt, got.prefect_task_run_id) == ({"doc": "x"}, "item-1", 2, "ptr")
+    assert done.duration_ms == 1500
+    failed = visit_store.finish_visit(visit_store.start_visit(run.id, "x", "tool").id, "failed", error="bad input")
+    assert (failed.status, failed.error, failed.context_diff) == ("failed", "bad input", [])
+
+
+def test_finish_visit_checks_status_and_id(store, run):
+    visit = visit_store.start_visit(run.id, "n", "tool")
+    with pytest.raises(StoreError, match="visit status"):
+        visit_store.finish_visit(visit.id, "done")
+    with pytest.raises(NotFound):
+        visit_store.finish_visit("missing")
+
+
+def test_visit_of_an_unknown_run_is_refused(store):
+    with pytest.raises(NotFound, match="no-such-run"):
+        visit_store.start_visit("no-such-run", "n", "tool")
+
+
+def test_visits_for_run_in_order_and_last_completed(store, run):
+    def visit(node, status="completed", item=None, parent=None):
+        v = visit_store.start_visit(run.id, node, "tool", item_key=item, parent_visit_id=parent)
+        return visit_store.finish_visit(v.id, status) if status != "running" else v
+
+    a1 = visit("a")
+    b1 = visit("b")
+    a2 = visit("a")  # a loop back to a
+    fe = visit("each", status="running")
+    i1 = visit("body", item="1", parent=fe.id)
+    visit("body", "failed", item="2", parent=fe.id)
+    assert [v.sequence for v in visit_store.visits_for_run(run.id)] == [1, 2, 3, 4, 5, 6]
+    assert [v.id for v in visit_store.last_completed_visits(run.id)] == [b1.id, a2.id, i1.id]
+    assert a1.id not in {v.id for v in visit_store.last_completed_visits(run.id)}
+
+
+def test_llm_calls_add_to_run_totals_and_tool_calls_are_kept(store, run):
+    visit = visit_store.start_visit(run.id, "agent", "agent")
+    visit_store.record_llm_call(run.id, "openai/gpt-4o-mini", visit_id=visit.id, messages=[{"role": "user", "content": "q"}],
+                                response={"content": "a"}, tools=[{"name": "fetch"}], tokens_in=10, tokens_out=5,
+                                cost_usd=0.002, latency_ms=120, cassette_key="k1")
+    visit_store.record_llm_call(run.id, "openai/gpt-4o-mini", visit_id=visit.id, tokens_in=1, tokens_out=1, cost_usd=0.001,
+                                attempt=2, repair=True, offline=True, error="schema mismatch")
+    visit_store.record_tool_call(run.id, "fetch", visit_id=visit.id, args={"url": "x"}, result={"status": 200}, latency_ms=9)
+    calls = visit_store.llm_calls_for_run(run.id, visit_id=visit.id)
+    assert [(c.attempt, c.repair, c.cassette_key, c.offline) for c in calls] == [
+        (1, False, "k1", False), (2, True, None, True)]
+    assert calls[0].messages == [{"role": "user", "content": "q"}] and calls[0].tools == [{"name": "fetch"}]
+    got = run_store.get_run(run.id)
+    assert got.tokens == 17 and got.cost_usd == pytest.approx(0.003)
+    tools = visit_store.tool_calls_for_run(run.id)
+    assert [(t.tool, t.args, t.result, t.status) for t in tools] == [
+        ("fetch", {"url": "x"}, {"status": 200}, "completed")]
+    assert visit_store.llm_calls_for_run(run.id, visit_id="other") == []
+
+
+def test_checkpoint_closes_the_visit_and_stores_the_context_together(store, run):
+    visit = visit_store.start_visit(run.id, "extract", "agent", now=T0)
+    diff = [{"op": "add", "path": "/terms", "old": None, "new": [1]}]
+    done = visit_store.checkpoint_visit(visit.id, run.id, output={"terms": [1]}, context_diff=diff, next_node="review",
+                                        context={"terms": [1]}, now=T0 + timedelta(seconds=2))
+    assert (done.status, done.duration_ms, done.next_node) == ("completed", 2000, "review")
+    got = run_store.get_run(run.id)
+    assert (got.context, got.heartbeat_at) == ({"terms": [1]}, T0 + timedelta(seconds=2))
+    other = run_store.create_run("d")
+    with pytest.raises(StoreError, match="belongs to run"):
+        visit_store.checkpoint_visit(visit.id, other.id, context={"x": 1})
+    assert run_store.get_run(other.id).context == {}  # the refused checkpoint wrote nothing
+
+
+def test_the_dashboard_reads_light_visits_node_pages_children_and_calls(store, run):
+    parent = visit_store.start_visit(run.id, "each", "foreach")
+    items = [visit_store.start_visit(run.id, "item", "tool", input={"big": "x" * 100}, item_key=k,
+                                     parent_visit_id=parent.id) for k in ("a", "b", "c")]
+    light = visit_store.visits_for_run(run.id, light=True)
+    assert [v["id"] for v in light] == [v.id for v in visit_store.visits_for_run(run.id)]
+    assert set(light[0]) == {c.key for c in visit_store.VISIT_COLUMNS} and "input" not in light[0]
+    shown, total = visit_store.node_visits(run.id, "item", limit=2)
+    assert total == 3 and [v.item_key for v in shown] == ["c", "b"]
+    assert [v.item_key for v in visit_store.child_visits(run.id, parent.id)] == ["a", "b", "c"]
+    visit_store.record_llm_call(run.id, "offline/echo", visit_id=items[0].id)
+    visit_store.record_tool_call(run.id, "fetch", visit_id=items[1].id)
+    visit_store.record_tool_call(run.id, "fetch", visit_id=items[2].id)
+    llm, tools = visit_store.calls_for_visits(run.id, [items[0].id, items[1].id])
+    assert list(llm) == [items[0].id] and list(tools) == [items[1].id]
+    assert visit_store.calls_for_visits(run.id, []) == ({}, {})
