@@ -63,6 +63,7 @@ CODES: dict[str, str] = {
     "bad-schema": "a JSON Schema in the definition is itself invalid",
     # references
     "unknown-interaction": "an interaction name that is not defined",
+    "unsupported-template": "a prompt template language or syntax Ergon does not render (it would reach the model as written)",
     "unknown-tool": "a tool name that is not registered",
     "unknown-process": "a sub-process name that is not defined",
     "unknown-form": "a form name that is not defined",

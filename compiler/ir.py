@@ -384,7 +384,10 @@ class PromptSegment(IRModel):
     """One ordered segment of an interaction's prompt."""
 
     role: Literal["safety", "system", "user", "assistant"] = Field(description="Segment role; safety segments render first.")
-    template: str = Field(description="Jinja2 template (`{{var}}` as in the seeds).")
+    template: str = Field(description="The segment's template (Jinja2: `{{var}}`, `{% if %}`, `{% for %}`).")
+    content_type: Literal["jinja", "handlebars", "jst"] = Field(
+        "jinja", description="Template language: `jinja` (Ergon's); `handlebars` and `jst` are refused by the checker "
+        "until Ergon renders them (the segment would otherwise reach the model as written).")
     name: str | None = Field(None, description="Optional segment name.")
 
 

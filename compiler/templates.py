@@ -55,9 +55,20 @@ __all__ = [
 ]
 
 
-def _now() -> str:
-    """The current UTC time as an ISO-8601 string (templates: ``{{ _now() }}``)."""
-    return datetime.now(timezone.utc).isoformat()
+class _Now:
+    """The current UTC time as an ISO-8601 string, written ``{{ _now }}`` (as the seed's prompt
+    pages do) or ``{{ _now() }}``: a bare ``_now`` would otherwise render the function itself."""
+
+    def __call__(self) -> str:
+        return datetime.now(timezone.utc).isoformat()
+
+    def __str__(self) -> str:
+        return self()
+
+    __html__ = __str__
+
+
+_now = _Now()
 
 
 def _stringify(value: Any) -> str:
@@ -308,7 +319,8 @@ def iter_templates(defn: Any, path: DocPath = ()) -> Iterator[TemplateSite]:
                     yield from _values(trigger.map, (*graph_path, "triggers", i, "map"), frozenset())
     elif isinstance(defn, InteractionDef):
         for i, segment in enumerate(defn.prompts):
-            if is_template(segment.template):
+            # other template languages are refused as such (compiler.passes.lowered_kinds), not parsed as Jinja2
+            if segment.content_type == "jinja" and is_template(segment.template):
                 yield (*path, "prompts", i, "template"), segment.template, frozenset()
 
 

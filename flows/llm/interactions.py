@@ -54,6 +54,9 @@ def render_messages(interaction: InteractionDef, data: Mapping[str, Any], *, mod
     ordered = [s for s in interaction.prompts if s.role == "safety"] + [s for s in interaction.prompts if s.role != "safety"]
     messages = []
     for segment in ordered:
+        if segment.content_type != "jinja":  # refused by `ergon check`; never sent to a model as written
+            raise LlmError(f"interaction `{interaction.name}`: a `{segment.content_type}` prompt segment cannot be "
+                           "rendered (Ergon renders Jinja2 templates)")
         try:
             text = render(segment.template, scope)
         except RenderError as exc:

@@ -103,3 +103,15 @@ def test_cli_runs_one_interaction(cli_definitions, capsys, tmp_path):
     assert "did you mean" in capsys.readouterr().err
     assert run(["interactions", "list", "--json"]) == 0
     assert [r["name"] for r in json.loads(capsys.readouterr().out)] == ["Classify"]
+
+
+def test_the_runtime_never_sends_another_template_language() -> None:
+    """A segment ``ergon check`` refuses for its template language is never sent as written."""
+    from compiler.ir import InteractionDef
+    from flows.llm.interactions import render_messages
+    from flows.llm.types import LlmError
+
+    interaction = InteractionDef.model_validate({"kind": "interaction", "name": "x", "prompts": [
+        {"role": "user", "content_type": "handlebars", "template": "Hi {{name}}"}]})
+    with pytest.raises(LlmError, match="handlebars"):
+        render_messages(interaction, {"name": "Ada"})
