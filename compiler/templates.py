@@ -100,6 +100,10 @@ class TemplateInfo:
     reads: frozenset[str]
     #: the subset whose absence fails rendering (not guarded by ``| default`` or ``is defined``)
     required: frozenset[str]
+    #: nested accesses ``(root, a, …, last)`` that fail when ``last`` is absent from the value at
+    #: ``root.a.…`` (attribute or constant-key lookups not guarded by ``| default`` or
+    #: ``is defined``); every prefix of a read path of two or more segments is listed on its own
+    paths: frozenset[tuple[str, ...]] = frozenset()
 
 
 _EMPTY = TemplateInfo(None, frozenset(), frozenset())
@@ -111,6 +115,7 @@ _KEYWORDS = frozenset(
     "and or not in is if else elif endif for endfor true false none True False None set block "
     "macro call filter with import include extends from as recursive raw endraw".split()
 )
+_SEGMENT = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[\d+\]")
 _DEFAULT_FILTERS = frozenset({"default", "d"})
 _DEFINED_TESTS = frozenset({"defined", "undefined"})
 
@@ -135,12 +140,14 @@ def analyse(text: str) -> TemplateInfo:
     walker = _Reads()
     walker.visit(ast, frozenset())
     declared = walker.stores | GLOBAL_NAMES
-    return TemplateInfo(None, frozenset(walker.loads - declared), frozenset(walker.required - declared))
+    paths = frozenset(p for p in walker.paths if p[0] not in declared)
+    return TemplateInfo(None, frozenset(walker.loads - declared), frozenset(walker.required - declared), paths)
 
 
 def _fast_analyse(text: str) -> TemplateInfo | None:
     """Reads of a template made only of ``{{ name.path | filter }}`` placeholders, else None."""
     names: set[str] = set()
+    paths: set[tuple[str, ...]] = set()
     last = 0
     for m in _EXPR.finditer(text):
         between = text[last:m.start()]
@@ -153,12 +160,18 @@ def _fast_analyse(text: str) -> TemplateInfo | None:
         if name in _KEYWORDS or (filt is not None and (filt in _DEFAULT_FILTERS or filt not in _ENV.filters)):
             return None
         names.add(name)
+        path: tuple[str, ...] = (name,)
+        for seg in _SEGMENT.finditer(m.group(1), simple.end(1)):
+            if seg.group(1) is None:
+                break  # an index: the path stops at the array
+            path = (*path, seg.group(1))
+            paths.add(path)
         last = m.end()
     tail = text[last:]
     if "{{" in tail or "{%" in tail or "{#" in tail:
         return None
     reads = frozenset(names - GLOBAL_NAMES)
-    return TemplateInfo(None, reads, reads)
+    return TemplateInfo(None, reads, reads, frozenset(p for p in paths if p[0] not in GLOBAL_NAMES))
 
 
 def _unknown_filter_or_test(ast: nodes.Template) -> tuple[str, int] | None:
@@ -178,15 +191,22 @@ class _Reads:
     Scoping is approximated on the safe side: a name assigned anywhere in the template (``set``,
     ``for`` targets, macro parameters) is not a context read. A load directly under
     ``| default(...)``, an ``is defined`` test, or inside ``{% if x is defined %}`` is a read that
-    may be absent: it counts for "unknown field" but not for "may be unset".
+    may be absent: it counts for "unknown field" but not for "may be unset". The same holds for
+    nested accesses (``x.a.b``, ``x["a"]``), guarded by their dotted path: each access is recorded
+    in ``paths`` unless guarded (``x.a.b | default(1)`` still needs ``x.a``).
     """
 
     def __init__(self) -> None:
         self.loads: set[str] = set()
         self.required: set[str] = set()
         self.stores: set[str] = set()
+        self.paths: set[tuple[str, ...]] = set()
 
     def visit(self, node: nodes.Node, guarded: frozenset[str]) -> None:
+        if isinstance(node, (nodes.Getattr, nodes.Getitem)):
+            path = access_path(node)
+            if path is not None and ".".join(path) not in guarded:
+                self.paths.add(path)
         if isinstance(node, nodes.Name):
             if node.ctx == "load":
                 self.loads.add(node.name)
@@ -201,9 +221,11 @@ class _Reads:
             self.stores.update(("caller", "varargs", "kwargs"))
             if isinstance(node, nodes.Macro):
                 self.stores.add(node.name)
-        if isinstance(node, (nodes.Filter, nodes.Test)) and isinstance(node.node, nodes.Name):
+        if isinstance(node, (nodes.Filter, nodes.Test)) and node.node is not None:
             if (node.name in _DEFAULT_FILTERS if isinstance(node, nodes.Filter) else node.name in _DEFINED_TESTS):
-                guarded = guarded | {node.node.name}
+                subject = access_path(node.node) if not isinstance(node.node, nodes.Name) else (node.node.name,)
+                if subject is not None:
+                    guarded = guarded | {".".join(subject)}
         if isinstance(node, (nodes.If, nodes.CondExpr)):
             self.visit(node.test, guarded)
             inner = guarded | _defined_names(node.test)
@@ -221,10 +243,30 @@ class _Reads:
             self.visit(child, guarded)
 
 
+def access_path(node: nodes.Node) -> tuple[str, ...] | None:
+    """``("x", "a", "b")`` for ``x.a.b`` / ``x["a"].b`` on a loaded name, else None (computed keys,
+    indexes, calls)."""
+    segments: list[str] = []
+    while True:
+        if isinstance(node, nodes.Getattr):
+            segments.append(node.attr)
+            node = node.node
+        elif isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const) and isinstance(node.arg.value, str):
+            segments.append(node.arg.value)
+            node = node.node
+        elif isinstance(node, nodes.Name) and node.ctx == "load" and segments:
+            return (node.name, *reversed(segments))
+        else:
+            return None
+
+
 def _defined_names(test: nodes.Node) -> frozenset[str]:
-    """Names that ``test`` proves defined when true: ``x is defined`` (and conjunctions of it)."""
-    if isinstance(test, nodes.Test) and test.name == "defined" and isinstance(test.node, nodes.Name):
-        return frozenset({test.node.name})
+    """Names (dotted paths) that ``test`` proves defined when true: ``x is defined``,
+    ``x.a is defined`` (and conjunctions of them)."""
+    if isinstance(test, nodes.Test) and test.name == "defined":
+        subject = (test.node.name,) if isinstance(test.node, nodes.Name) else access_path(test.node)
+        if subject is not None:
+            return frozenset({".".join(subject)})
     if isinstance(test, nodes.And):
         return _defined_names(test.left) | _defined_names(test.right)
     return frozenset()

@@ -22,6 +22,13 @@ OUT[n], so a human task's guard may read its own answer.
 ``when`` is false skips everything that needs it, so ``IN[n] = initial ∪ writes of all
 ancestors``; computed as one OR per ``needs`` edge in topological order.
 
+**Nested fields** — a template access ``x.a.b`` fails when ``b`` is absent from ``x.a``. A
+property the schema does not list in its object's ``required`` may be absent from any valid
+value, and nothing else can promise it: a write is checked against the same schema, and an input
+replaces a ``context.initial`` value whole. So every unguarded access of a declared optional
+property (through declared object properties, from the top-level field down) is `maybe-unset`
+whatever the path; ``| default(...)`` and ``is defined`` guard it as they guard a top-level field.
+
 Reads are the template reads that fail when absent (not under ``| default`` or
 ``is defined``), the guard ``var``s without a default (``missing`` tests are fine), and the
 first segment of a ``foreach`` path; a foreach child's ``as`` name is in scope for the child.
@@ -43,7 +50,7 @@ from compiler.graph import ControlGraph, pipeline_graph, process_graph
 from compiler.ir import ForeachNode, PipelineDef, ProcessDef
 from compiler.passes.guards import guard_sites
 from compiler.passes.templates import located, name_line
-from compiler.templates import analyse, node_templates
+from compiler.templates import TemplateSite, analyse, node_templates
 from compiler.walk import iter_definitions
 
 _HINT = "set it in context.initial, make it a required input, or write it on every path"
@@ -88,7 +95,59 @@ def node_reads(defn: ProcessDef | PipelineDef, path: DocPath = ()) -> list[_Read
     return reads
 
 
+def optional_parent(schema: dict, access: tuple[str, ...]) -> str | None:
+    """The dotted parent of ``access`` when its last segment is a declared, non-required property
+    of the object schema reached through ``properties`` (else None: required, or no claim)."""
+    node: object = schema
+    for segment in access[:-1]:
+        props = node.get("properties") if isinstance(node, dict) else None
+        if not isinstance(props, dict) or segment not in props:
+            return None
+        node = props[segment]
+    if not isinstance(node, dict):
+        return None
+    props = node.get("properties")
+    if not isinstance(props, dict) or access[-1] not in props:
+        return None
+    required = node.get("required")
+    if isinstance(required, list) and access[-1] in required:
+        return None
+    return ".".join(access[:-1])
+
+
+def nested_findings(unit, schema: dict, sites) -> Iterator[Finding]:
+    """`maybe-unset` for each unguarded access of an optional nested property in ``sites``
+    (``(node label, template site)`` pairs), once per node and path."""
+    seen: set[tuple[str, str]] = set()
+    for label, (tpath, text, scope) in sites:
+        for access in sorted(analyse(text).paths):
+            if access[0] in scope:
+                continue
+            parent = optional_parent(schema, access)
+            if parent is None:
+                continue
+            dotted = ".".join(access)
+            if (label, dotted) in seen:
+                continue
+            seen.add((label, dotted))
+            last = access[-1]
+            line = name_line(text, dotted) if dotted in text else name_line(text, access[0])
+            yield located(unit, "maybe-unset", tpath,
+                          f"`{dotted}` may be unset here: `{last}` is an optional property of `{parent}` in context.schema, "
+                          f"so a valid `{parent}` can omit it", line=line,
+                          hint=f"guard it (`{{% if {dotted} is defined %}}…{{% endif %}}` or `{dotted} | default(…)`), "
+                          f"or list `{last}` in the `required` of `{parent}`")
+
+
+def _template_sites(defn: ProcessDef | PipelineDef, path: DocPath) -> Iterator[tuple[str, TemplateSite]]:
+    for nid, node in defn.nodes.items():
+        for site in node_templates(node, (*path, "nodes", nid)):
+            yield nid, site
+
+
 def _check_definition(unit, defn: ProcessDef | PipelineDef, path: DocPath) -> Iterator[Finding]:
+    if declared_properties(defn.context) is not None:
+        yield from nested_findings(unit, defn.context.schema_, _template_sites(defn, path))
     reads = node_reads(defn, path)
     if not reads:
         return

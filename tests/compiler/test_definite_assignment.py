@@ -329,3 +329,108 @@ def test_inline_child_process_is_checked_against_its_own_context():
 """).replace("      - {to: done}\n  done", "      - {to: sub}\n  done")
     found = diags(text, "maybe-unset")
     assert [d.path for d in found] == ["nodes.join.prompt", "nodes.sub.process_definition.nodes.s.prompt"]
+
+
+# --------------------------------------------------------------------------------------------
+# nested paths through the object schemas
+
+NESTED = """\
+format_version: 1
+process: nested
+initial: summarise
+context:
+  schema:
+    type: object
+    properties:
+      doc:
+        type: object
+        properties:
+          text: {type: string}
+          max_words: {type: integer}
+          meta:
+            type: object
+            properties: {author: {type: string}}
+            required: [author]
+        required: [text]
+      summary: {type: string}
+    required: [doc]
+nodes:
+  summarise:
+    type: agent
+    prompt: "{PROMPT}"
+    writes: [summary]
+    transitions:
+      - {to: done, trigger: agent}
+  done: {type: final}
+"""
+
+
+def _nested(prompt: str):
+    return diags(NESTED.replace("{PROMPT}", prompt), "maybe-unset")
+
+
+def test_optional_nested_property_read_unguarded_is_maybe_unset():
+    (d,) = _nested("Summarise {{ doc.text }} in {{ doc.max_words }} words.")
+    assert "`doc.max_words` may be unset" in d.message and "optional property of `doc`" in d.message
+    assert "is defined" in d.hint and "| default" in d.hint
+    (d,) = _nested("{{ doc.max_words or 200 }}")  # `or` does not guard: StrictUndefined fails on bool
+    (d,) = _nested("{{ doc['max_words'] }}")
+    assert "doc.max_words" in d.message
+
+
+def test_optional_nested_property_guarded_or_required_is_fine():
+    assert _nested("{{ doc.text }} {{ doc.max_words | default(200) }}") == []
+    assert _nested("{% if doc.max_words is defined %}{{ doc.max_words }}{% endif %}{{ doc.text }}") == []
+    assert _nested("{{ doc.max_words if doc.max_words is defined else 200 }}") == []
+    # `meta` is optional; `author` is required inside it once `meta` is there
+    (d,) = _nested("{{ doc.meta.author }}")
+    assert "`doc.meta` may be unset" in d.message
+    assert _nested("{% if doc.meta is defined %}{{ doc.meta.author }}{% endif %}") == []
+    # undeclared nested paths make no claim (the schema says nothing about them)
+    assert _nested("{{ doc.text.upper() }}") == []
+
+
+def test_document_summary_template_guards_its_optional_form_field():
+    from pathlib import Path
+
+    from compiler import check_workspace, load_workspace
+
+    root = Path(__file__).resolve().parents[2]
+    ws = load_workspace([root / "definitions"])
+    bad = [d for d in check_workspace(ws).diagnostics if d.code == "maybe-unset"]
+    assert bad == []
+    text = (root / "definitions" / "document_summary.yaml").read_text()
+    assert "max_words | default(" in text
+
+
+FORM = """\
+kind: form
+name: prefs
+groups:
+  - name: preferences
+    required: true
+    fields:
+      - {name: audience, type: text, required: true}
+      - {name: max_words, type: integer}
+"""
+
+TEMPLATE = """\
+kind: template
+name: summary_t
+input_form: prefs
+steps:
+  - key: write
+    prompt: |
+      For a {{ input.preferences.audience }} reader,
+      in {{ input.preferences.max_words or 200 }} words.
+    output_key: summary
+    output_form: prefs
+"""
+
+
+def test_template_prompt_reading_an_optional_form_field_is_maybe_unset():
+    (d,) = diagnostics(TEMPLATE, ("maybe-unset",), file="t.yaml", others={"f.yaml": FORM})
+    assert d.path == "steps[0].prompt" and "input.preferences.max_words" in d.message
+    assert d.line == 8
+    fixed = TEMPLATE.replace("max_words or 200", "max_words | default(200)")
+    assert diagnostics(fixed, ("maybe-unset",), file="t.yaml", others={"f.yaml": FORM}) == []
