@@ -28,6 +28,7 @@ value, and nothing else can promise it: a write is checked against the same sche
 replaces a ``context.initial`` value whole. So every unguarded access of a declared optional
 property (through declared object properties, from the top-level field down) is `maybe-unset`
 whatever the path; ``| default(...)`` and ``is defined`` guard it as they guard a top-level field.
+A ``foreach`` path (``a.b.items``) through an optional property is `maybe-unset` too.
 
 Reads are the template reads that fail when absent (not under ``| default`` or
 ``is defined``), the guard ``var``s without a default (``missing`` tests are fine), and the
@@ -139,6 +140,28 @@ def nested_findings(unit, schema: dict, sites) -> Iterator[Finding]:
                           f"or list `{last}` in the `required` of `{parent}`")
 
 
+def _foreach_findings(defn: ProcessDef | PipelineDef, path: DocPath) -> Iterator[Finding]:
+    """A foreach path through an optional nested property fails the node when it is absent."""
+    schema = defn.context.schema_
+    for nid, node in defn.nodes.items():
+        if not (isinstance(node, ForeachNode) and isinstance(node.foreach, str) and "." in node.foreach):
+            continue
+        segments: list[str] = []
+        for segment in node.foreach.split("."):
+            if not segment or segment.isdigit() or "[" in segment:
+                break
+            segments.append(segment)
+            parent = optional_parent(schema, tuple(segments)) if len(segments) > 1 else None
+            if parent is not None:
+                dotted = ".".join(segments)
+                yield Finding("maybe-unset", (*path, "nodes", nid, "foreach"),
+                              f"`{dotted}` may be unset here: `{segment}` is an optional property of `{parent}` "
+                              f"in context.schema, so a valid `{parent}` can omit it",
+                              hint=f"list `{segment}` in the `required` of `{parent}`, or iterate over a field "
+                              "that is always set")
+                break
+
+
 def _template_sites(defn: ProcessDef | PipelineDef, path: DocPath) -> Iterator[tuple[str, TemplateSite]]:
     for nid, node in defn.nodes.items():
         for site in node_templates(node, (*path, "nodes", nid)):
@@ -148,6 +171,7 @@ def _template_sites(defn: ProcessDef | PipelineDef, path: DocPath) -> Iterator[t
 def _check_definition(unit, defn: ProcessDef | PipelineDef, path: DocPath) -> Iterator[Finding]:
     if declared_properties(defn.context) is not None:
         yield from nested_findings(unit, defn.context.schema_, _template_sites(defn, path))
+        yield from _foreach_findings(defn, path)
     reads = node_reads(defn, path)
     if not reads:
         return

@@ -434,3 +434,31 @@ def test_template_prompt_reading_an_optional_form_field_is_maybe_unset():
     assert d.line == 8
     fixed = TEMPLATE.replace("max_words or 200", "max_words | default(200)")
     assert diagnostics(fixed, ("maybe-unset",), file="t.yaml", others={"f.yaml": FORM}) == []
+
+
+def test_foreach_path_through_an_optional_property_is_maybe_unset():
+    text = """\
+    format_version: 1
+    process: p
+    initial: each
+    context:
+      schema:
+        type: object
+        properties:
+          order:
+            type: object
+            properties: {lines: {type: array, items: {type: string}}, id: {type: string}}
+            required: [REQUIRED]
+        required: [order]
+    nodes:
+      each:
+        type: foreach
+        foreach: order.lines
+        as: line
+        node: {type: tool, tool: think, input: {thought: "{{ line }}"}}
+        transitions: [{to: done}]
+      done: {type: final}
+    """
+    (d,) = diags(text.replace("REQUIRED", "id"), "maybe-unset")
+    assert d.path == "nodes.each.foreach" and "`order.lines` may be unset" in d.message
+    assert diags(text.replace("REQUIRED", "id, lines"), "maybe-unset") == []
