@@ -75,8 +75,10 @@ def check(unit, ws) -> Iterator[Finding]:
         yield from _check_definition(unit, defn, path)
 
 
-def node_reads(defn: ProcessDef | PipelineDef, path: DocPath = ()) -> list[_Read]:
-    """Every read of every node of one definition, in document order."""
+def node_reads(defn: ProcessDef | PipelineDef, path: DocPath = (),
+               nested: list[tuple[str, TemplateSite]] | None = None) -> list[_Read]:
+    """Every read of every node of one definition, in document order (templates with nested
+    accesses are appended to ``nested`` when given)."""
     reads: list[_Read] = []
     for nid, node in defn.nodes.items():
         base = (*path, "nodes", nid)
@@ -86,6 +88,8 @@ def node_reads(defn: ProcessDef | PipelineDef, path: DocPath = ()) -> list[_Read
                 reads.append(_Read(nid, first, (*base, "foreach")))
         for tpath, text, scope in node_templates(node, base):
             info = analyse(text)
+            if nested is not None and info.paths:
+                nested.append((nid, (tpath, text, scope)))
             for name in sorted(info.reads - scope):
                 reads.append(_Read(nid, name, tpath, text=text, required=name in info.required))
     is_process = isinstance(defn, ProcessDef)
@@ -162,17 +166,12 @@ def _foreach_findings(defn: ProcessDef | PipelineDef, path: DocPath) -> Iterator
                 break
 
 
-def _template_sites(defn: ProcessDef | PipelineDef, path: DocPath) -> Iterator[tuple[str, TemplateSite]]:
-    for nid, node in defn.nodes.items():
-        for site in node_templates(node, (*path, "nodes", nid)):
-            yield nid, site
-
-
 def _check_definition(unit, defn: ProcessDef | PipelineDef, path: DocPath) -> Iterator[Finding]:
+    nested: list[tuple[str, TemplateSite]] = []
+    reads = node_reads(defn, path, nested)
     if declared_properties(defn.context) is not None:
-        yield from nested_findings(unit, defn.context.schema_, _template_sites(defn, path))
+        yield from nested_findings(unit, defn.context.schema_, nested)
         yield from _foreach_findings(defn, path)
-    reads = node_reads(defn, path)
     if not reads:
         return
     props = declared_properties(defn.context)
