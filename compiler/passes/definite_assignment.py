@@ -27,7 +27,9 @@ property the schema does not list in its object's ``required`` may be absent fro
 value, and nothing else can promise it: a write is checked against the same schema, and an input
 replaces a ``context.initial`` value whole. So every unguarded access of a declared optional
 property (through declared object properties, from the top-level field down) is `maybe-unset`
-whatever the path; ``| default(...)`` and ``is defined`` guard it as they guard a top-level field.
+whatever the path; ``| default(...)`` and ``is defined`` guard it as they guard a top-level field,
+and so does a truth test (``{% if x.a %}``, ``x.a or 200``, ``not x.a``), where the runtime takes
+an absent key for false (:class:`compiler.templates.ErgonUndefined`).
 A ``foreach`` path (``a.b.items``) through an optional property is `maybe-unset` too.
 
 Reads are the template reads that fail when absent (not under ``| default`` or

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from checking import diagnostics
 
 
@@ -373,7 +374,7 @@ def test_optional_nested_property_read_unguarded_is_maybe_unset():
     (d,) = _nested("Summarise {{ doc.text }} in {{ doc.max_words }} words.")
     assert "`doc.max_words` may be unset" in d.message and "optional property of `doc`" in d.message
     assert "is defined" in d.hint and "| default" in d.hint
-    (d,) = _nested("{{ doc.max_words or 200 }}")  # `or` does not guard: StrictUndefined fails on bool
+    (d,) = _nested("{{ doc.max_words }} and {{ doc.max_words > 100 }}")  # printed and compared: fail when absent
     (d,) = _nested("{{ doc['max_words'] }}")
     assert "doc.max_words" in d.message
 
@@ -422,7 +423,7 @@ steps:
   - key: write
     prompt: |
       For a {{ input.preferences.audience }} reader,
-      in {{ input.preferences.max_words or 200 }} words.
+      in {{ input.preferences.max_words }} words.
     output_key: summary
     output_form: prefs
 """
@@ -432,8 +433,9 @@ def test_template_prompt_reading_an_optional_form_field_is_maybe_unset():
     (d,) = diagnostics(TEMPLATE, ("maybe-unset",), file="t.yaml", others={"f.yaml": FORM})
     assert d.path == "steps[0].prompt" and "input.preferences.max_words" in d.message
     assert d.line == 8
-    fixed = TEMPLATE.replace("max_words or 200", "max_words | default(200)")
-    assert diagnostics(fixed, ("maybe-unset",), file="t.yaml", others={"f.yaml": FORM}) == []
+    for fixed in ("max_words | default(200)", "max_words or 200"):
+        text = TEMPLATE.replace("max_words }}", fixed + " }}")
+        assert diagnostics(text, ("maybe-unset",), file="t.yaml", others={"f.yaml": FORM}) == []
 
 
 def test_foreach_path_through_an_optional_property_is_maybe_unset():
@@ -462,3 +464,27 @@ def test_foreach_path_through_an_optional_property_is_maybe_unset():
     (d,) = diags(text.replace("REQUIRED", "id"), "maybe-unset")
     assert d.path == "nodes.each.foreach" and "`order.lines` may be unset" in d.message
     assert diags(text.replace("REQUIRED", "id, lines"), "maybe-unset") == []
+
+
+def test_truth_tests_guard_an_optional_nested_property_and_render_without_it():
+    from jinja2.exceptions import UndefinedError
+
+    from compiler.templates import render
+
+    accepted = [
+        "{% if doc.max_words %}at most {{ doc.max_words }} words{% endif %}",
+        "{{ doc.max_words or 200 }}",
+        "{% if not doc.max_words %}no limit{% endif %}",
+        "{{ doc.max_words if doc.max_words else 200 }}",
+        "{% if doc.meta and doc.meta.author %}{{ doc.meta.author }}{% endif %}",
+    ]
+    for prompt in accepted:
+        assert _nested(prompt + "{{ doc.text }}") == [], prompt
+        render(prompt, {"doc": {"text": "t"}})  # runs as written on a doc without the field
+    refused = ["{{ doc.max_words and 1 }}", "{{ doc.text or doc.max_words }}", "{% if doc.max_words > 3 %}x{% endif %}"]
+    for prompt in refused:
+        assert [d.code for d in _nested(prompt)] == ["maybe-unset"], prompt
+        with pytest.raises(UndefinedError):
+            render(prompt, {"doc": {"text": ""}})
+    with pytest.raises(UndefinedError):  # a missing top-level field still fails a truth test
+        render("{% if nothing %}x{% endif %}", {})
