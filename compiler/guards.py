@@ -101,8 +101,7 @@ def _expand(rule: Any, pointer: tuple = ()) -> tuple[Any, list[tuple[str, str, s
         path = _artifact_path(rule[ARTIFACT_EXISTS])
         if path is None:
             where = "/" + "/".join(str(p) for p in (*pointer, ARTIFACT_EXISTS))
-            return False, [(where, "InvalidArguments",
-                            '`artifact_exists` takes one artifact key: `{"artifact_exists": {"var": "report.md"}}`', "error")]
+            return False, [(where, "ArtifactKey", "`artifact_exists` takes one artifact key", "error")]
         return {"in": [path, {"var": ARTIFACTS_KEY}]}, []
     out: dict[str, Any] = {}
     problems = []

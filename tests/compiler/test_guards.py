@@ -210,3 +210,27 @@ def test_artifact_exists_guard_checks_clean_in_a_process():
     from checking import diagnostics
 
     assert diagnostics(text) == []
+
+
+def test_artifact_exists_with_a_computed_argument_is_guard_invalid_with_a_hint():
+    text = """\
+    format_version: 1
+    process: p
+    initial: start
+    nodes:
+      start:
+        type: tool
+        tool: think
+        input: {thought: hi}
+        transitions:
+          - {to: done, guard: {artifact_exists: {var: 3}}}
+          - {to: done}
+      done: {type: final}
+    """
+    from checking import diagnostics
+
+    (d,) = diagnostics(text, ("guard-invalid",))
+    assert d.path == "nodes.start.transitions[0].guard.artifact_exists"
+    assert '{"artifact_exists": {"var": "out/report.md"}}' in d.hint
+    (typo,) = diagnostics(text.replace("{artifact_exists: {var: 3}}", '{artifact_exist: {var: "r"}}'), ("guard-invalid",))
+    assert typo.hint == "did you mean `artifact_exists`?"
