@@ -7,12 +7,19 @@ always passed through ``json.dumps`` (a bare ``"apple"`` rule would otherwise be
 
 Every rule is analysed and compiled once and cached by its JSON text: a 1,000-node process whose
 guards repeat costs one compile per distinct guard.
+
+One extension, from the Vertesia process format: ``{"artifact_exists": {"var": "path"}}`` (or a
+plain ``"path"``) is true when the run has an artifact with that key. The argument names the
+artifact, it is not a context read. The rule is rewritten into the Core rule
+``{"in": ["path", {"var": "$artifacts"}]}`` before it is checked or compiled, and
+:func:`evaluate` puts the run's artifact keys under ``$artifacts`` in the data — asked of the
+caller only when the rule uses the extension, so the compiler needs nothing of the store.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, time
 from decimal import Decimal
@@ -22,7 +29,7 @@ from typing import Any, Literal
 import datalogic_py as dl
 
 __all__ = [
-    "ENGINE", "OPERATORS", "OPERATOR_ARITY", "GuardInfo", "analyse", "check_rule", "comparisons", "evaluate",
+    "ARTIFACT_EXISTS", "ARTIFACTS_KEY", "ENGINE", "OPERATORS", "OPERATOR_ARITY", "GuardInfo", "analyse", "check_rule", "comparisons", "evaluate",
     "pointer_to_path", "rule_reads", "rule_required_reads", "var_sites",
 ]
 
@@ -63,6 +70,56 @@ OPERATOR_ARITY: dict[str, tuple[int, int | None]] = {name: (op["min_args"], op["
 _ABSENCE = frozenset({"missing", "missing_some"})
 
 
+#: The extension operator and the data key its rewritten form reads (see the module docstring).
+ARTIFACT_EXISTS = "artifact_exists"
+ARTIFACTS_KEY = "$artifacts"
+
+
+def _artifact_path(arg: Any) -> str | None:
+    """The artifact key of an ``artifact_exists`` argument: ``{"var": "k"}``, ``"k"`` or ``["k"]``."""
+    if isinstance(arg, list) and len(arg) == 1:
+        arg = arg[0]
+    if isinstance(arg, dict) and len(arg) == 1 and "var" in arg:
+        arg = arg["var"]
+        if isinstance(arg, list) and len(arg) == 1:
+            arg = arg[0]
+    return arg if isinstance(arg, str) and arg else None
+
+
+def _expand(rule: Any, pointer: tuple = ()) -> tuple[Any, list[tuple[str, str, str, str]]]:
+    """``rule`` with every ``artifact_exists`` rewritten into Core operators, and its problems."""
+    if isinstance(rule, list):
+        items, problems = [], []
+        for i, item in enumerate(rule):
+            new, found = _expand(item, (*pointer, i))
+            items.append(new)
+            problems.extend(found)
+        return items, problems
+    if not isinstance(rule, dict):
+        return rule, []
+    if len(rule) == 1 and ARTIFACT_EXISTS in rule:
+        path = _artifact_path(rule[ARTIFACT_EXISTS])
+        if path is None:
+            where = "/" + "/".join(str(p) for p in (*pointer, ARTIFACT_EXISTS))
+            return False, [(where, "ArtifactKey", "`artifact_exists` takes one artifact key", "error")]
+        return {"in": [path, {"var": ARTIFACTS_KEY}]}, []
+    out: dict[str, Any] = {}
+    problems = []
+    for key, value in rule.items():
+        out[key], found = _expand(value, (*pointer, key))
+        problems.extend(found)
+    return out, problems
+
+
+@lru_cache(maxsize=4096)
+def _core_text(text: str) -> tuple[str, tuple[tuple[str, str, str, str], ...]]:
+    """The JSON text of a rule in Core operators only, and the problems of its extensions."""
+    if ARTIFACT_EXISTS not in text:
+        return text, ()
+    expanded, problems = _expand(json.loads(text))
+    return json.dumps(expanded), tuple(problems)
+
+
 def _json(rule: Any) -> str | None:
     try:
         return json.dumps(rule, sort_keys=False, allow_nan=False)
@@ -84,13 +141,16 @@ class GuardInfo:
     sites: tuple[tuple[tuple, str, bool], ...] = ()
     #: :func:`comparisons` of the rule
     comparisons: tuple[tuple[tuple, str, str, list, tuple], ...] = ()
+    #: whether the rule uses ``artifact_exists`` (its evaluation needs the run's artifact keys)
+    uses_artifacts: bool = False
 
 
 @lru_cache(maxsize=16384)
 def _analyse_text(text: str) -> GuardInfo:
-    problems = tuple(
+    core, extension_problems = _core_text(text)
+    problems = extension_problems + tuple(
         (d.get("pointer") or "", d.get("code") or "Invalid", d.get("message") or "invalid rule", d.get("severity") or "error")
-        for d in ENGINE.check(text)
+        for d in ENGINE.check(core)
     )
     rule = json.loads(text)
     sites = tuple(var_sites(rule))
@@ -98,13 +158,13 @@ def _analyse_text(text: str) -> GuardInfo:
     required = {name for _, name, needed in sites if needed}
     if not any(p[3] == "error" for p in problems):
         try:
-            facts = ENGINE.compile_checked(text).facts()
+            facts = ENGINE.compile_checked(core).facts()
         except dl.DataLogicError:  # the checker let it through; keep the walked reads
             facts = None
         if facts is not None:
             # datalogic sees reads we would miss (nested scopes); ours cover computed paths.
-            reads |= {str(path[0]) for path in facts.get("reads", ()) if path}
-    return GuardInfo(problems, frozenset(reads), frozenset(required), sites, tuple(comparisons(rule)))
+            reads |= {str(path[0]) for path in facts.get("reads", ()) if path and path[0] != ARTIFACTS_KEY}
+    return GuardInfo(problems, frozenset(reads), frozenset(required), sites, tuple(comparisons(rule)), core != text)
 
 
 _BY_REPR: dict[str, GuardInfo] = {}
@@ -171,6 +231,8 @@ def var_sites(rule: Any, pointer: tuple = ()) -> Iterator[tuple[tuple, str, bool
         return
     (op, args), = rule.items()
     here = (*pointer, op)
+    if op == ARTIFACT_EXISTS:
+        return  # names an artifact, not a context field
     if op in ("var", "val"):
         if isinstance(args, list):
             path, has_default = (args[0] if args else None), len(args) > 1
@@ -293,16 +355,24 @@ def _compiled(text: str):
     return ENGINE.compile_checked(text)
 
 
-def evaluate(rule: Any, data: Any) -> bool:
+def evaluate(rule: Any, data: Any, artifacts: Callable[[], Iterable[str]] | None = None) -> bool:
     """Whether ``rule`` holds for ``data`` (JSON Logic truthiness). Compiled once per rule.
 
     ``data`` is normalised to JSON first (datalogic refuses ``Decimal``/``datetime``); values
-    JSON cannot represent are passed as their string form. Raises :class:`datalogic_py.DataLogicError`
-    subclasses on an invalid rule or a failing evaluation.
+    JSON cannot represent are passed as their string form. ``artifacts`` returns the run's
+    artifact keys; it is called only when the rule uses ``artifact_exists`` (none: no artifacts).
+    Raises :class:`datalogic_py.DataLogicError` subclasses on an invalid rule or a failing evaluation.
     """
     text = _json(rule)
     if text is None:
         raise ValueError("a guard must be JSON data")
+    core, problems = _core_text(text)
+    if problems:
+        raise ValueError(problems[0][2])
+    if core != text:
+        keys = sorted(set(artifacts())) if artifacts is not None else []
+        data = {**data, ARTIFACTS_KEY: keys} if isinstance(data, dict) else {ARTIFACTS_KEY: keys}
+        text = core
     data_text = json.dumps(data, default=_jsonable)
     result = _compiled(text).evaluate(data_text)
     return bool(ENGINE.truthy(json.dumps(result, default=_jsonable)))

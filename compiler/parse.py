@@ -113,6 +113,28 @@ def _at_tagged_union(model: type[BaseModel], data: Any, path: DocPath) -> bool:
     return len(members) > 1 and all("type" in m.model_fields for m in members)
 
 
+def _union_tags(model: type[BaseModel], data: Any, path: DocPath) -> list[str]:
+    """The ``type`` values the tagged union at ``path`` accepts (empty when it is not one)."""
+    if not path:
+        return []
+    parent = _model_at(model, data, path[:-1]) if not isinstance(path[-1], int) else None
+    if parent is None:
+        parent_path = path[:-1]
+        container = _model_at(model, data, parent_path[:-1]) if parent_path else None
+        field = _field_by_name(container, parent_path[-1]) if container is not None and parent_path else None
+    else:
+        field = _field_by_name(parent, path[-1])
+    if field is None:
+        return []
+    tags: list[str] = []
+    for member in _flatten(_unwrap(field.annotation)):
+        if isinstance(member, type) and issubclass(member, BaseModel) and "type" in member.model_fields:
+            annotation = member.model_fields["type"].annotation
+            if typing.get_origin(annotation) is typing.Literal:
+                tags.extend(str(a) for a in typing.get_args(annotation))
+    return sorted(set(tags))
+
+
 def _flatten(candidates: list[Any]) -> list[Any]:
     out: list[Any] = []
     for c in candidates:
@@ -143,7 +165,11 @@ def _finding_for(err: ErrorDetails, loc: DocPath, model: type[BaseModel], data: 
         tag = ctx.get("tag", "")
         expected = [t.strip().strip("'") for t in str(ctx.get("expected_tags", "")).split(",") if t.strip()]
         if etype == "union_tag_not_found":
-            return Finding("missing-field", (*loc, "type"), "missing `type`", hint=f"valid types are {', '.join(f'`{t}`' for t in expected)}")
+            # pydantic names the expected tags only when the tag is wrong, not when it is missing
+            expected = expected or _union_tags(model, data, loc)
+            hint = (f"add `type:`; valid types are {', '.join(f'`{t}`' for t in expected)}" if expected
+                    else "add `type:`")
+            return Finding("missing-field", (*loc, "type"), "missing `type`", hint=hint)
         return Finding("bad-value", (*loc, "type"), f"unknown type `{tag}`", hint=choices_hint(str(tag), expected, what="valid types"))
     if etype in ("literal_error", "enum"):
         expected = err.get("ctx", {}).get("expected", "")

@@ -8,9 +8,12 @@ context. Both halves live here so that the checker and the runtime can never dis
 * the **runtime** calls :func:`render` / :func:`render_value` with the same environment.
 
 The environment is a :class:`~jinja2.sandbox.SandboxedEnvironment` (templates come from
-definition authors, and the data they see comes from LLMs and users) with
+definition authors, and the data they see comes from LLMs and users) with a
 :class:`~jinja2.StrictUndefined`: a missing field is an error, never a silently empty string in
-a prompt. Autoescape is off because the output is prompt text, not HTML.
+a prompt. One relaxation: a key or attribute missing from a value that *is* there is false in
+a boolean test, so ``{% if doc.max_words %}`` and ``doc.max_words or 200`` work on a ``doc``
+without the optional ``max_words`` (printing it, comparing it or a missing top-level name
+still fail); the checker counts those tests as guards. Autoescape is off because the output is prompt text, not HTML.
 
 Speed: a definition of 1,000 nodes has 1,000 prompts, and Jinja's lexer costs ~150 µs a
 template. Most templates are plain ``{{ field }}`` substitutions, so :func:`analyse` recognises
@@ -32,6 +35,7 @@ from jinja2 import StrictUndefined, TemplateSyntaxError, nodes
 from jinja2.exceptions import TemplateError, UndefinedError
 from jinja2.runtime import Undefined
 from jinja2.sandbox import SandboxedEnvironment
+from jinja2.utils import missing
 
 from compiler.errors import DocPath, did_you_mean
 from compiler.walk import iter_definitions
@@ -76,9 +80,21 @@ def _stringify(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+class ErgonUndefined(StrictUndefined):
+    """:class:`~jinja2.StrictUndefined`, but a missing key/attribute of an existing value is
+    false in a boolean test (a missing top-level name still fails)."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:  # type: ignore[override]
+        if self._undefined_obj is missing:
+            self._fail_with_undefined_error()
+        return False
+
+
 def make_environment() -> SandboxedEnvironment:
     """The sandboxed Jinja2 environment every Ergon template is parsed and rendered with."""
-    env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+    env = SandboxedEnvironment(undefined=ErgonUndefined, autoescape=False, keep_trailing_newline=True)
     env.filters["stringify"] = _stringify
     env.globals["stringify"] = _stringify
     env.globals["_now"] = _now
@@ -111,6 +127,10 @@ class TemplateInfo:
     reads: frozenset[str]
     #: the subset whose absence fails rendering (not guarded by ``| default`` or ``is defined``)
     required: frozenset[str]
+    #: nested accesses ``(root, a, …, last)`` that fail when ``last`` is absent from the value at
+    #: ``root.a.…`` (attribute or constant-key lookups not guarded by ``| default`` or
+    #: ``is defined``); every prefix of a read path of two or more segments is listed on its own
+    paths: frozenset[tuple[str, ...]] = frozenset()
 
 
 _EMPTY = TemplateInfo(None, frozenset(), frozenset())
@@ -122,6 +142,7 @@ _KEYWORDS = frozenset(
     "and or not in is if else elif endif for endfor true false none True False None set block "
     "macro call filter with import include extends from as recursive raw endraw".split()
 )
+_SEGMENT = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[\d+\]")
 _DEFAULT_FILTERS = frozenset({"default", "d"})
 _DEFINED_TESTS = frozenset({"defined", "undefined"})
 
@@ -146,12 +167,14 @@ def analyse(text: str) -> TemplateInfo:
     walker = _Reads()
     walker.visit(ast, frozenset())
     declared = walker.stores | GLOBAL_NAMES
-    return TemplateInfo(None, frozenset(walker.loads - declared), frozenset(walker.required - declared))
+    paths = frozenset(p for p in walker.paths if p[0] not in declared)
+    return TemplateInfo(None, frozenset(walker.loads - declared), frozenset(walker.required - declared), paths)
 
 
 def _fast_analyse(text: str) -> TemplateInfo | None:
     """Reads of a template made only of ``{{ name.path | filter }}`` placeholders, else None."""
     names: set[str] = set()
+    paths: set[tuple[str, ...]] = set()
     last = 0
     for m in _EXPR.finditer(text):
         between = text[last:m.start()]
@@ -164,12 +187,18 @@ def _fast_analyse(text: str) -> TemplateInfo | None:
         if name in _KEYWORDS or (filt is not None and (filt in _DEFAULT_FILTERS or filt not in _ENV.filters)):
             return None
         names.add(name)
+        path: tuple[str, ...] = (name,)
+        for seg in _SEGMENT.finditer(m.group(1), simple.end(1)):
+            if seg.group(1) is None:
+                break  # an index: the path stops at the array
+            path = (*path, seg.group(1))
+            paths.add(path)
         last = m.end()
     tail = text[last:]
     if "{{" in tail or "{%" in tail or "{#" in tail:
         return None
     reads = frozenset(names - GLOBAL_NAMES)
-    return TemplateInfo(None, reads, reads)
+    return TemplateInfo(None, reads, reads, frozenset(p for p in paths if p[0] not in GLOBAL_NAMES))
 
 
 def _unknown_filter_or_test(ast: nodes.Template) -> tuple[str, int] | None:
@@ -189,15 +218,24 @@ class _Reads:
     Scoping is approximated on the safe side: a name assigned anywhere in the template (``set``,
     ``for`` targets, macro parameters) is not a context read. A load directly under
     ``| default(...)``, an ``is defined`` test, or inside ``{% if x is defined %}`` is a read that
-    may be absent: it counts for "unknown field" but not for "may be unset".
+    may be absent: it counts for "unknown field" but not for "may be unset". The same holds for
+    nested accesses (``x.a.b``, ``x["a"]``), guarded by their dotted path: each access is recorded
+    in ``paths`` unless guarded (``x.a.b | default(1)`` still needs ``x.a``). A nested access is
+    also guarded where it is only truth-tested (an ``if`` test, the left of ``or``, under
+    ``not``), and inside the ``if`` it made true.
     """
 
     def __init__(self) -> None:
         self.loads: set[str] = set()
         self.required: set[str] = set()
         self.stores: set[str] = set()
+        self.paths: set[tuple[str, ...]] = set()
 
     def visit(self, node: nodes.Node, guarded: frozenset[str]) -> None:
+        if isinstance(node, (nodes.Getattr, nodes.Getitem)):
+            path = access_path(node)
+            if path is not None and ".".join(path) not in guarded:
+                self.paths.add(path)
         if isinstance(node, nodes.Name):
             if node.ctx == "load":
                 self.loads.add(node.name)
@@ -212,11 +250,27 @@ class _Reads:
             self.stores.update(("caller", "varargs", "kwargs"))
             if isinstance(node, nodes.Macro):
                 self.stores.add(node.name)
-        if isinstance(node, (nodes.Filter, nodes.Test)) and isinstance(node.node, nodes.Name):
+        if isinstance(node, (nodes.Filter, nodes.Test)) and node.node is not None:
             if (node.name in _DEFAULT_FILTERS if isinstance(node, nodes.Filter) else node.name in _DEFINED_TESTS):
-                guarded = guarded | {node.node.name}
+                subject = access_path(node.node) if not isinstance(node.node, nodes.Name) else (node.node.name,)
+                if subject is not None:
+                    guarded = guarded | {".".join(subject)}
+        if isinstance(node, nodes.Or):
+            # `a or b`: `a` is truth-tested and returned only when true; `b` is the value otherwise
+            self.visit(node.left, guarded | _tested_paths(node.left))
+            self.visit(node.right, guarded)
+            return
+        if isinstance(node, nodes.And):
+            # `a and b`: a false `a` is the value (an absent one fails when printed); `b` runs
+            # only when `a` held (in a boolean test, the If above has guarded both sides)
+            self.visit(node.left, guarded)
+            self.visit(node.right, guarded | _defined_names(node.left))
+            return
+        if isinstance(node, nodes.Not):
+            self.visit(node.node, guarded | _tested_paths(node.node))
+            return
         if isinstance(node, (nodes.If, nodes.CondExpr)):
-            self.visit(node.test, guarded)
+            self.visit(node.test, guarded | _tested_paths(node.test))
             inner = guarded | _defined_names(node.test)
             if isinstance(node, nodes.If):
                 for child in node.body:
@@ -232,10 +286,44 @@ class _Reads:
             self.visit(child, guarded)
 
 
+def access_path(node: nodes.Node) -> tuple[str, ...] | None:
+    """``("x", "a", "b")`` for ``x.a.b`` / ``x["a"].b`` on a loaded name, else None (computed keys,
+    indexes, calls)."""
+    segments: list[str] = []
+    while True:
+        if isinstance(node, nodes.Getattr):
+            segments.append(node.attr)
+            node = node.node
+        elif isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const) and isinstance(node.arg.value, str):
+            segments.append(node.arg.value)
+            node = node.node
+        elif isinstance(node, nodes.Name) and node.ctx == "load" and segments:
+            return (node.name, *reversed(segments))
+        else:
+            return None
+
+
+def _tested_paths(test: nodes.Node) -> frozenset[str]:
+    """Nested accesses ``test`` only truth-tests (an absent key is false there, not an error)."""
+    if isinstance(test, (nodes.Getattr, nodes.Getitem)):
+        path = access_path(test)
+        return frozenset({".".join(path)}) if path is not None else frozenset()
+    if isinstance(test, nodes.Not):
+        return _tested_paths(test.node)
+    if isinstance(test, (nodes.And, nodes.Or)):
+        return _tested_paths(test.left) | _tested_paths(test.right)
+    return frozenset()
+
+
 def _defined_names(test: nodes.Node) -> frozenset[str]:
-    """Names that ``test`` proves defined when true: ``x is defined`` (and conjunctions of it)."""
-    if isinstance(test, nodes.Test) and test.name == "defined" and isinstance(test.node, nodes.Name):
-        return frozenset({test.node.name})
+    """Names (dotted paths) that ``test`` proves defined when true: ``x is defined``,
+    ``x.a is defined``, a truthy ``x.a`` (and conjunctions of them)."""
+    if isinstance(test, nodes.Test) and test.name == "defined":
+        subject = (test.node.name,) if isinstance(test.node, nodes.Name) else access_path(test.node)
+        if subject is not None:
+            return frozenset({".".join(subject)})
+    if isinstance(test, (nodes.Getattr, nodes.Getitem)):
+        return _tested_paths(test)
     if isinstance(test, nodes.And):
         return _defined_names(test.left) | _defined_names(test.right)
     return frozenset()

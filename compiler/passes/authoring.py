@@ -138,9 +138,9 @@ def _document_fields(schema: Any, path: tuple) -> Iterator[Finding]:
 def _node(site: NodeSite) -> Iterator[Finding]:
     yield from _input_is_schema(site)
     yield from _undeclared_writes(site)
-    if not site.is_child:
-        # a fan-out child's `writes` shape its per-item output, which the parent collects into
-        # its own `collect` field; only top-level writes land in the context directly
+    # a fan-out child's `writes` shape its per-item output, which the parent collects into its
+    # own `collect` field; without `collect` they land in the context directly
+    if site.parent is None or getattr(site.parent.node, "collect", None) is None:
         yield from _writes_in_schema(site)
     yield from _assignees(site)
     yield from _fanout(site)
@@ -198,19 +198,28 @@ def _undeclared_writes(site: NodeSite) -> Iterator[Finding]:
 
 
 def _writes_in_schema(site: NodeSite) -> Iterator[Finding]:
-    """Every `writes` entry is a property of `context.schema` (when the schema lists properties)."""
+    """Every `writes` entry is a property of `context.schema`.
+
+    Also for an open schema (no ``properties``, or no ``additionalProperties: false``): an
+    agent's result schema is derived from the declared properties of its writes, so an
+    undeclared write would be dropped at run time without a word, and no other check could hold
+    the value to a type.
+    """
     schema = site.owner.context.schema_
-    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(schema, dict):
+        return
+    props = schema.get("properties")
     if not isinstance(props, dict):
-        return
-    # `properties: {}` with an open schema is how a free-form context is written (and the
-    # default when `context` is omitted): nothing to hold writes against
-    if not props and schema.get("additionalProperties") is not False:
-        return
+        props = {}
+    closed = schema.get("additionalProperties") is False
     for i, field in enumerate(site.node.writes):
         if field not in props:
+            hint = did_you_mean(field, props) if props else None
+            if hint is None:
+                hint = (f"add `{field}` to `context.schema.properties`" if closed
+                        else f"add `{field}: {{type: string}}` under context.schema.properties (with its real type)")
             yield Finding("write-not-in-schema", (*site.path, "writes", i), f"`{field}` is not a property of `context.schema`",
-                          hint=did_you_mean(field, props) or f"add `{field}` to `context.schema.properties`")
+                          hint=hint)
 
 
 def _assignees(site: NodeSite) -> Iterator[Finding]:

@@ -22,6 +22,16 @@ OUT[n], so a human task's guard may read its own answer.
 ``when`` is false skips everything that needs it, so ``IN[n] = initial ∪ writes of all
 ancestors``; computed as one OR per ``needs`` edge in topological order.
 
+**Nested fields** — a template access ``x.a.b`` fails when ``b`` is absent from ``x.a``. A
+property the schema does not list in its object's ``required`` may be absent from any valid
+value, and nothing else can promise it: a write is checked against the same schema, and an input
+replaces a ``context.initial`` value whole. So every unguarded access of a declared optional
+property (through declared object properties, from the top-level field down) is `maybe-unset`
+whatever the path; ``| default(...)`` and ``is defined`` guard it as they guard a top-level field,
+and so does a truth test (``{% if x.a %}``, ``x.a or 200``, ``not x.a``), where the runtime takes
+an absent key for false (:class:`compiler.templates.ErgonUndefined`).
+A ``foreach`` path (``a.b.items``) through an optional property is `maybe-unset` too.
+
 Reads are the template reads that fail when absent (not under ``| default`` or
 ``is defined``), the guard ``var``s without a default (``missing`` tests are fine), and the
 first segment of a ``foreach`` path; a foreach child's ``as`` name is in scope for the child.
@@ -43,7 +53,7 @@ from compiler.graph import ControlGraph, pipeline_graph, process_graph
 from compiler.ir import ForeachNode, PipelineDef, ProcessDef
 from compiler.passes.guards import guard_sites
 from compiler.passes.templates import located, name_line
-from compiler.templates import analyse, node_templates
+from compiler.templates import TemplateSite, analyse, node_templates
 from compiler.walk import iter_definitions
 
 _HINT = "set it in context.initial, make it a required input, or write it on every path"
@@ -67,8 +77,10 @@ def check(unit, ws) -> Iterator[Finding]:
         yield from _check_definition(unit, defn, path)
 
 
-def node_reads(defn: ProcessDef | PipelineDef, path: DocPath = ()) -> list[_Read]:
-    """Every read of every node of one definition, in document order."""
+def node_reads(defn: ProcessDef | PipelineDef, path: DocPath = (),
+               nested: list[tuple[str, TemplateSite]] | None = None) -> list[_Read]:
+    """Every read of every node of one definition, in document order (templates with nested
+    accesses are appended to ``nested`` when given)."""
     reads: list[_Read] = []
     for nid, node in defn.nodes.items():
         base = (*path, "nodes", nid)
@@ -78,6 +90,8 @@ def node_reads(defn: ProcessDef | PipelineDef, path: DocPath = ()) -> list[_Read
                 reads.append(_Read(nid, first, (*base, "foreach")))
         for tpath, text, scope in node_templates(node, base):
             info = analyse(text)
+            if nested is not None and info.paths:
+                nested.append((nid, (tpath, text, scope)))
             for name in sorted(info.reads - scope):
                 reads.append(_Read(nid, name, tpath, text=text, required=name in info.required))
     is_process = isinstance(defn, ProcessDef)
@@ -88,8 +102,78 @@ def node_reads(defn: ProcessDef | PipelineDef, path: DocPath = ()) -> list[_Read
     return reads
 
 
+def optional_parent(schema: dict, access: tuple[str, ...]) -> str | None:
+    """The dotted parent of ``access`` when its last segment is a declared, non-required property
+    of the object schema reached through ``properties`` (else None: required, or no claim)."""
+    node: object = schema
+    for segment in access[:-1]:
+        props = node.get("properties") if isinstance(node, dict) else None
+        if not isinstance(props, dict) or segment not in props:
+            return None
+        node = props[segment]
+    if not isinstance(node, dict):
+        return None
+    props = node.get("properties")
+    if not isinstance(props, dict) or access[-1] not in props:
+        return None
+    required = node.get("required")
+    if isinstance(required, list) and access[-1] in required:
+        return None
+    return ".".join(access[:-1])
+
+
+def nested_findings(unit, schema: dict, sites) -> Iterator[Finding]:
+    """`maybe-unset` for each unguarded access of an optional nested property in ``sites``
+    (``(node label, template site)`` pairs), once per node and path."""
+    seen: set[tuple[str, str]] = set()
+    for label, (tpath, text, scope) in sites:
+        for access in sorted(analyse(text).paths):
+            if access[0] in scope:
+                continue
+            parent = optional_parent(schema, access)
+            if parent is None:
+                continue
+            dotted = ".".join(access)
+            if (label, dotted) in seen:
+                continue
+            seen.add((label, dotted))
+            last = access[-1]
+            line = name_line(text, dotted) if dotted in text else name_line(text, access[0])
+            yield located(unit, "maybe-unset", tpath,
+                          f"`{dotted}` may be unset here: `{last}` is an optional property of `{parent}` in context.schema, "
+                          f"so a valid `{parent}` can omit it", line=line,
+                          hint=f"guard it (`{{% if {dotted} is defined %}}…{{% endif %}}` or `{dotted} | default(…)`), "
+                          f"or list `{last}` in the `required` of `{parent}`")
+
+
+def _foreach_findings(defn: ProcessDef | PipelineDef, path: DocPath) -> Iterator[Finding]:
+    """A foreach path through an optional nested property fails the node when it is absent."""
+    schema = defn.context.schema_
+    for nid, node in defn.nodes.items():
+        if not (isinstance(node, ForeachNode) and isinstance(node.foreach, str) and "." in node.foreach):
+            continue
+        segments: list[str] = []
+        for segment in node.foreach.split("."):
+            if not segment or segment.isdigit() or "[" in segment:
+                break
+            segments.append(segment)
+            parent = optional_parent(schema, tuple(segments)) if len(segments) > 1 else None
+            if parent is not None:
+                dotted = ".".join(segments)
+                yield Finding("maybe-unset", (*path, "nodes", nid, "foreach"),
+                              f"`{dotted}` may be unset here: `{segment}` is an optional property of `{parent}` "
+                              f"in context.schema, so a valid `{parent}` can omit it",
+                              hint=f"list `{segment}` in the `required` of `{parent}`, or iterate over a field "
+                              "that is always set")
+                break
+
+
 def _check_definition(unit, defn: ProcessDef | PipelineDef, path: DocPath) -> Iterator[Finding]:
-    reads = node_reads(defn, path)
+    nested: list[tuple[str, TemplateSite]] = []
+    reads = node_reads(defn, path, nested)
+    if declared_properties(defn.context) is not None:
+        yield from nested_findings(unit, defn.context.schema_, nested)
+        yield from _foreach_findings(defn, path)
     if not reads:
         return
     props = declared_properties(defn.context)

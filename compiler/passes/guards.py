@@ -5,7 +5,7 @@ pipelines (the other control style's fields are reported by the graph-shape pass
 here), in the definition and in every inline child process.
 
 * `guard-invalid` — datalogic's checker: unknown operator, wrong argument count, an object that
-  is not an operator call. A guard that is a bare string or number is always (or never) true,
+  is not an operator call; an ``artifact_exists`` whose argument is not an artifact key. A guard that is a bare string or number is always (or never) true,
   which is never what the author meant, so it is reported too.
 * `enum-value` — ``==, !=, ===, !==, in`` between a field and a literal, where the field's schema
   has an ``enum`` (or a human task's ``select`` field has ``options``): the literal must be one
@@ -91,10 +91,13 @@ def _problem_hint(code: str, pointer: str, rule: Any) -> str | None:
         sub = sub[seg] if isinstance(sub, (dict, list)) else None
     op = next(iter(sub)) if isinstance(sub, dict) and len(sub) == 1 else None
     if code == "UnknownOperator" and op is not None:
-        return did_you_mean(op, jl.OPERATORS) or (
-            "operators are " + ", ".join(f"`{o}`" for o in sorted(jl.OPERATORS))
-            + " (only the JSON Logic spec operators are available)"
+        operators = jl.OPERATORS | {jl.ARTIFACT_EXISTS}
+        return did_you_mean(op, operators) or (
+            "operators are " + ", ".join(f"`{o}`" for o in sorted(operators))
+            + " (the JSON Logic spec operators and Vertesia's `artifact_exists`)"
         )
+    if code == "ArtifactKey":
+        return 'name the artifact by its key: `{"artifact_exists": {"var": "out/report.md"}}` or `{"artifact_exists": "out/report.md"}`'
     if code == "ArgumentCount" and op in jl.OPERATOR_ARITY:
         lo, hi = jl.OPERATOR_ARITY[op]
         wanted = f"exactly {lo}" if lo == hi else f"{lo} to {hi}" if hi is not None else f"at least {lo}"

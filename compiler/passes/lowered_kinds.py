@@ -8,7 +8,8 @@ on the *original* document, so that diagnostics point at what the author wrote:
   process-control tool (``unknown-tool``, ``control-tool``), a step ``environment`` exists
   (``unknown-environment``), ``parent`` names a step (``unknown-target``), step
   keys and output keys are unique and ``input`` is not used as an output key (``bad-value``),
-  parent links have no cycle (``cycle``);
+  parent links have no cycle (``cycle``), a prompt reads no optional form field unguarded
+  (``maybe-unset``, as the definite-assignment pass says of the lowered pipeline);
 * workflow — every ``${var}`` names a var, an input property or the output of an earlier,
   awaited step (``maybe-unset``), condition operators are known (``guard-invalid``) and their
   operands valid (``bad-value``: ``$regexp`` compiles, ``$in``/``$nin`` take a list), explicit
@@ -31,7 +32,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from compiler.errors import Finding, choices_hint
+from compiler.forms import form_schema
 from compiler.ir import FormDef, InteractionDef, TemplateDef, WorkflowDef
+from compiler.passes.definite_assignment import nested_findings
+from compiler.templates import TemplateSite, is_template
 from compiler.lower import VARS_NODE, condition_clauses, has_refs, iter_refs, ref_root, workflow_inputs
 from compiler.tools import PROCESS_CONTROL_TOOLS
 
@@ -39,7 +43,7 @@ from compiler.tools import PROCESS_CONTROL_TOOLS
 def check(unit, ws) -> Iterator[Finding]:
     defn = unit.defn
     if isinstance(defn, TemplateDef):
-        yield from _template(defn, ws)
+        yield from _template(unit, defn, ws)
     elif isinstance(defn, WorkflowDef):
         yield from _workflow(defn, ws)
     elif isinstance(defn, FormDef):
@@ -52,7 +56,7 @@ def check(unit, ws) -> Iterator[Finding]:
 # template
 
 
-def _template(defn: TemplateDef, ws) -> Iterator[Finding]:
+def _template(unit, defn: TemplateDef, ws) -> Iterator[Finding]:
     forms = ws.named("form")
     environments = ws.named("environment")
 
@@ -95,6 +99,24 @@ def _template(defn: TemplateDef, ws) -> Iterator[Finding]:
             yield Finding("unknown-target", ("steps", i, "parent"), f"no step with key `{step.parent}`",
                           hint=choices_hint(step.parent, keys, what="step keys"))
     yield from _parent_cycles(defn, keys)
+    yield from _template_nested_reads(unit, defn, forms)
+
+
+def _template_nested_reads(unit, defn: TemplateDef, forms) -> Iterator[Finding]:
+    """Prompt accesses of optional form fields, against the lowered context (``input`` + outputs)."""
+    def schema(name: str) -> dict[str, Any] | None:
+        form = forms.get(name)
+        return form_schema(form.defn) if form is not None and isinstance(form.defn, FormDef) else None
+
+    props: dict[str, Any] = {}
+    if (input_schema := schema(defn.input_form)) is not None:
+        props["input"] = input_schema
+    for step in defn.steps:
+        if step.output_key not in props and (out := schema(step.output_form)) is not None:
+            props[step.output_key] = out
+    sites: list[tuple[str, TemplateSite]] = [(step.key, (("steps", i, "prompt"), step.prompt, frozenset()))
+             for i, step in enumerate(defn.steps) if isinstance(step.prompt, str) and is_template(step.prompt)]
+    yield from nested_findings(unit, {"properties": props}, sites)
 
 
 def _parent_cycles(defn: TemplateDef, keys: dict[str, int]) -> Iterator[Finding]:

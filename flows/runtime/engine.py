@@ -40,7 +40,7 @@ from flows.runtime.context import apply_update, get_path
 from flows.runtime.effects import Effect, Listener, Services, no_listener
 from flows.runtime.errors import NodeFailed, RunCancelled
 from flows.runtime.parallel import mark_parallel
-from flows.runtime.routing import next_node
+from flows.runtime.routing import next_node, run_artifact_keys
 
 MAX_FOREACH_ITEMS = 1000
 
@@ -193,7 +193,8 @@ class Engine:
         if effect.route_to is not None:
             target = effect.route_to
         elif self.plan.control == "state_machine":
-            target = next_node(node, self._exits.get(node.id, []), new, effect.output)
+            target = next_node(node, self._exits.get(node.id, []), new, effect.output,
+                               run_artifact_keys(self.services.run_id))
         else:
             target = None
         self.recorder.finish_visit(vid, status="completed", output=_jsonable(effect.output), next_node=target,
@@ -398,7 +399,7 @@ class Engine:
         return await self._visit(node)
 
     def _when_passes(self, node: PlanNode) -> bool:
-        if node.when is not None and not evaluate(node.when, self.context):
+        if node.when is not None and not evaluate(node.when, self.context, run_artifact_keys(self.services.run_id)):
             return False
         for cond in node.extras.get("when_regexp", []) or []:
             try:

@@ -7,23 +7,38 @@ The rules of the seed's process model, in order:
   must name one of them), or the only one there is;
 * otherwise the first ``auto``/``user`` transition whose guard passes (no guard = always) wins;
 * nothing passing is an error that names the node and every guard that was tried.
+
+A guard using ``artifact_exists`` asks ``artifacts`` for the run's artifact keys (see
+:func:`run_artifact_keys`); other guards never touch the store.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from compiler.guards import evaluate
 from compiler.plan import PlanEdge, PlanNode
 from flows.runtime.errors import NodeFailed, NoTransition
+from flows.store.artifacts import artifacts_for_run
+
+ArtifactKeys = Callable[[], Iterable[str]]
+
+
+def run_artifact_keys(run_id: str | None) -> ArtifactKeys:
+    """The keys of a run's artifacts, read from the store when a guard first asks."""
+    def keys() -> list[str]:
+        return sorted({a.key for a in artifacts_for_run(run_id)}) if run_id else []
+    return keys
 
 
 def _guard_text(guard: Any) -> str:
     return "always" if guard is None else json.dumps(guard, separators=(",", ":"))
 
 
-def next_node(node: PlanNode, exits: list[PlanEdge], context: dict[str, Any], output: Any) -> str | None:
+def next_node(node: PlanNode, exits: list[PlanEdge], context: dict[str, Any], output: Any,
+              artifacts: ArtifactKeys | None = None) -> str | None:
     """The id of the next node, or None after a final node."""
     if node.type == "final":
         return None
@@ -32,7 +47,7 @@ def next_node(node: PlanNode, exits: list[PlanEdge], context: dict[str, Any], ou
         for edge in exits:
             if edge.kind == "default":
                 default = default or edge.target
-            elif edge.kind == "branch" and evaluate(edge.guard, context):
+            elif edge.kind == "branch" and evaluate(edge.guard, context, artifacts):
                 return edge.target
         if default:
             return default
@@ -52,7 +67,7 @@ def next_node(node: PlanNode, exits: list[PlanEdge], context: dict[str, Any], ou
     for edge in transitions:
         if edge.trigger == "agent":
             continue
-        if edge.guard is None or evaluate(edge.guard, context):
+        if edge.guard is None or evaluate(edge.guard, context, artifacts):
             return edge.target
     tried = "; ".join(f"→ {e.target} when {_guard_text(e.guard)}" for e in transitions) or "no transitions"
     raise NoTransition(f"no transition matched after `{node.id}` (tried: {tried})")

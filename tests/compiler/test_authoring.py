@@ -175,7 +175,9 @@ def test_write_not_in_schema_suggests_the_close_property():
     assert diags[0].hint == "did you mean `decision`?"
 
 
-def test_write_not_in_schema_needs_a_schema_with_properties():
+def test_write_not_in_schema_also_for_an_open_schema():
+    # an agent's result schema comes from the declared properties: an undeclared write would be
+    # dropped at run time, so an open schema does not excuse it; the hint shows what to add
     open_schema = """\
     format_version: 1
     process: p
@@ -185,11 +187,41 @@ def test_write_not_in_schema_needs_a_schema_with_properties():
       start: {type: agent, writes: [anything], transitions: [{to: done, trigger: agent}]}
       done: {type: final}
     """
-    assert rules(open_schema) == []
+    diags = rules(open_schema)
+    assert brief(diags) == [("write-not-in-schema", 6, 33)]
+    assert diags[0].hint == "add `anything: {type: string}` under context.schema.properties (with its real type)"
+    no_context = "\n".join(line for line in open_schema.splitlines() if "context:" not in line)
+    assert [d.code for d in rules(no_context)] == ["write-not-in-schema"]
     closed = open_schema.replace("additionalProperties: true", "properties: {}, additionalProperties: false")
     diags = rules(closed)
     assert brief(diags) == [("write-not-in-schema", 6, 33)]
     assert diags[0].hint == "add `anything` to `context.schema.properties`"
+    declared = open_schema.replace("additionalProperties: true", "properties: {anything: {type: string}}")
+    assert rules(declared) == []
+
+
+def test_write_not_in_schema_for_a_fanout_child_without_collect():
+    text = """\
+    format_version: 1
+    process: p
+    initial: each
+    context:
+      schema: {type: object, properties: {items: {type: array}, results: {type: array}}, required: [items]}
+    nodes:
+      each:
+        type: foreach
+        foreach: items
+        as: item
+        node: {type: agent, prompt: "{{ item }}", writes: [verdict]}
+        COLLECT
+        transitions: [{to: done}]
+      done: {type: final}
+    """
+    diags = rules(text.replace("COLLECT", "writes: [verdict]"))
+    assert [d.path for d in diags if d.code == "write-not-in-schema"][:1] == ["nodes.each.node.writes[0]"]
+    # with `collect`, the child's writes shape the per-item result, not the context
+    collected = rules(text.replace("COLLECT", "collect: results\n    writes: [results]"))
+    assert [d for d in collected if d.code == "write-not-in-schema"] == []
 
 
 def test_inline_definitions_are_held_to_their_own_schema():

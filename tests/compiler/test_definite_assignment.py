@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from checking import diagnostics
 
 
@@ -329,3 +330,161 @@ def test_inline_child_process_is_checked_against_its_own_context():
 """).replace("      - {to: done}\n  done", "      - {to: sub}\n  done")
     found = diags(text, "maybe-unset")
     assert [d.path for d in found] == ["nodes.join.prompt", "nodes.sub.process_definition.nodes.s.prompt"]
+
+
+# --------------------------------------------------------------------------------------------
+# nested paths through the object schemas
+
+NESTED = """\
+format_version: 1
+process: nested
+initial: summarise
+context:
+  schema:
+    type: object
+    properties:
+      doc:
+        type: object
+        properties:
+          text: {type: string}
+          max_words: {type: integer}
+          meta:
+            type: object
+            properties: {author: {type: string}}
+            required: [author]
+        required: [text]
+      summary: {type: string}
+    required: [doc]
+nodes:
+  summarise:
+    type: agent
+    prompt: "{PROMPT}"
+    writes: [summary]
+    transitions:
+      - {to: done, trigger: agent}
+  done: {type: final}
+"""
+
+
+def _nested(prompt: str):
+    return diags(NESTED.replace("{PROMPT}", prompt), "maybe-unset")
+
+
+def test_optional_nested_property_read_unguarded_is_maybe_unset():
+    (d,) = _nested("Summarise {{ doc.text }} in {{ doc.max_words }} words.")
+    assert "`doc.max_words` may be unset" in d.message and "optional property of `doc`" in d.message
+    assert "is defined" in d.hint and "| default" in d.hint
+    (d,) = _nested("{{ doc.max_words }} and {{ doc.max_words > 100 }}")  # printed and compared: fail when absent
+    (d,) = _nested("{{ doc['max_words'] }}")
+    assert "doc.max_words" in d.message
+
+
+def test_optional_nested_property_guarded_or_required_is_fine():
+    assert _nested("{{ doc.text }} {{ doc.max_words | default(200) }}") == []
+    assert _nested("{% if doc.max_words is defined %}{{ doc.max_words }}{% endif %}{{ doc.text }}") == []
+    assert _nested("{{ doc.max_words if doc.max_words is defined else 200 }}") == []
+    # `meta` is optional; `author` is required inside it once `meta` is there
+    (d,) = _nested("{{ doc.meta.author }}")
+    assert "`doc.meta` may be unset" in d.message
+    assert _nested("{% if doc.meta is defined %}{{ doc.meta.author }}{% endif %}") == []
+    # undeclared nested paths make no claim (the schema says nothing about them)
+    assert _nested("{{ doc.text.upper() }}") == []
+
+
+def test_document_summary_template_guards_its_optional_form_field():
+    from pathlib import Path
+
+    from compiler import check_workspace, load_workspace
+
+    root = Path(__file__).resolve().parents[2]
+    ws = load_workspace([root / "definitions"])
+    bad = [d for d in check_workspace(ws).diagnostics if d.code == "maybe-unset"]
+    assert bad == []
+    text = (root / "definitions" / "document_summary.yaml").read_text()
+    assert "max_words | default(" in text
+
+
+FORM = """\
+kind: form
+name: prefs
+groups:
+  - name: preferences
+    required: true
+    fields:
+      - {name: audience, type: text, required: true}
+      - {name: max_words, type: integer}
+"""
+
+TEMPLATE = """\
+kind: template
+name: summary_t
+input_form: prefs
+steps:
+  - key: write
+    prompt: |
+      For a {{ input.preferences.audience }} reader,
+      in {{ input.preferences.max_words }} words.
+    output_key: summary
+    output_form: prefs
+"""
+
+
+def test_template_prompt_reading_an_optional_form_field_is_maybe_unset():
+    (d,) = diagnostics(TEMPLATE, ("maybe-unset",), file="t.yaml", others={"f.yaml": FORM})
+    assert d.path == "steps[0].prompt" and "input.preferences.max_words" in d.message
+    assert d.line == 8
+    for fixed in ("max_words | default(200)", "max_words or 200"):
+        text = TEMPLATE.replace("max_words }}", fixed + " }}")
+        assert diagnostics(text, ("maybe-unset",), file="t.yaml", others={"f.yaml": FORM}) == []
+
+
+def test_foreach_path_through_an_optional_property_is_maybe_unset():
+    text = """\
+    format_version: 1
+    process: p
+    initial: each
+    context:
+      schema:
+        type: object
+        properties:
+          order:
+            type: object
+            properties: {lines: {type: array, items: {type: string}}, id: {type: string}}
+            required: [REQUIRED]
+        required: [order]
+    nodes:
+      each:
+        type: foreach
+        foreach: order.lines
+        as: line
+        node: {type: tool, tool: think, input: {thought: "{{ line }}"}}
+        transitions: [{to: done}]
+      done: {type: final}
+    """
+    (d,) = diags(text.replace("REQUIRED", "id"), "maybe-unset")
+    assert d.path == "nodes.each.foreach" and "`order.lines` may be unset" in d.message
+    assert diags(text.replace("REQUIRED", "id, lines"), "maybe-unset") == []
+
+
+def test_truth_tests_guard_an_optional_nested_property_and_render_without_it():
+    from jinja2.exceptions import UndefinedError
+
+    from compiler.templates import render
+
+    accepted = [
+        "{% if doc.max_words %}at most {{ doc.max_words }} words{% endif %}",
+        "{{ doc.max_words or 200 }}",
+        "{% if not doc.max_words %}no limit{% endif %}",
+        "{{ doc.max_words if doc.max_words else 200 }}",
+        "{% if doc.meta and doc.meta.author %}{{ doc.meta.author }}{% endif %}",
+    ]
+    for prompt in accepted:
+        assert _nested(prompt + "{{ doc.text }}") == [], prompt
+        render(prompt, {"doc": {"text": "t"}})  # runs as written on a doc without the field
+    refused = ["{{ doc.max_words and 1 }}", "{{ doc.text or doc.max_words }}", "{% if doc.max_words > 3 %}x{% endif %}"]
+    for prompt in refused:
+        assert [d.code for d in _nested(prompt)] == ["maybe-unset"], prompt
+        with pytest.raises(UndefinedError):
+            render(prompt, {"doc": {"text": ""}})
+    with pytest.raises(UndefinedError):  # a missing top-level field still fails a truth test
+        render("{% if nothing %}x{% endif %}", {})

@@ -161,3 +161,76 @@ nodes:
 @pytest.mark.parametrize("guard", ["[1, 2]", "3", "{a: 1, b: 2}"])
 def test_odd_guards_never_raise(guard):
     assert diags(process(guard=guard), "guard-invalid")
+
+
+# --------------------------------------------------------------------------------------------
+# the `artifact_exists` extension
+
+def test_artifact_exists_is_accepted_and_reads_no_context_field():
+    from compiler import guards as g
+
+    rule = {"and": [{"artifact_exists": {"var": "out/report.md"}}, {"==": [{"var": "x"}, 1]}]}
+    assert g.check_rule(rule) == []
+    assert g.rule_reads(rule) == {"x"} and g.rule_required_reads(rule) == {"x"}
+    assert g.check_rule({"artifact_exists": "report"}) == []
+    (problem,) = g.check_rule({"artifact_exists": 3})
+    assert problem[0] == "/artifact_exists" and "artifact key" in problem[2]
+
+
+def test_artifact_exists_evaluates_against_the_keys_it_is_given():
+    from compiler import guards as g
+
+    rule = {"artifact_exists": {"var": "out/report.md"}}
+    assert g.evaluate(rule, {}, lambda: ["out/report.md", "plan"]) is True
+    assert g.evaluate(rule, {}, lambda: ["plan"]) is False
+    assert g.evaluate(rule, {}) is False  # no artifacts given: none exist
+    asked: list[int] = []
+    assert g.evaluate({"==": [{"var": "x"}, 1]}, {"x": 1}, lambda: asked.append(1) or []) is True
+    assert asked == []  # a rule without the extension never asks for the keys
+
+
+def test_artifact_exists_guard_checks_clean_in_a_process():
+    text = """\
+    format_version: 1
+    process: p
+    initial: start
+    context:
+      schema: {type: object, properties: {x: {type: integer}}}
+    nodes:
+      start:
+        type: tool
+        tool: write_artifact
+        input: {key: report.md, content: hi}
+        transitions:
+          - {to: done, guard: {artifact_exists: {var: report.md}}}
+          - {to: other}
+      other: {type: final}
+      done: {type: final}
+    """
+    from checking import diagnostics
+
+    assert diagnostics(text) == []
+
+
+def test_artifact_exists_with_a_computed_argument_is_guard_invalid_with_a_hint():
+    text = """\
+    format_version: 1
+    process: p
+    initial: start
+    nodes:
+      start:
+        type: tool
+        tool: think
+        input: {thought: hi}
+        transitions:
+          - {to: done, guard: {artifact_exists: {var: 3}}}
+          - {to: done}
+      done: {type: final}
+    """
+    from checking import diagnostics
+
+    (d,) = diagnostics(text, ("guard-invalid",))
+    assert d.path == "nodes.start.transitions[0].guard.artifact_exists"
+    assert '{"artifact_exists": {"var": "out/report.md"}}' in d.hint
+    (typo,) = diagnostics(text.replace("{artifact_exists: {var: 3}}", '{artifact_exist: {var: "r"}}'), ("guard-invalid",))
+    assert typo.hint == "did you mean `artifact_exists`?"
