@@ -54,6 +54,8 @@ CODES: dict[str, str] = {
     "undeclared-write": "a node writes context but does not declare the field in `writes`",
     "write-not-in-schema": "a `writes` entry is not a property of `context.schema`",
     "role-assignee": "a human task `assignee` is not `group:<name>` or a user id",
+    "assignee-without-choice": "a node sets `assignee` but has no `trigger: user` transition to ask about",
+    "mixed-triggers": "a node's exits are picked both by an agent (`trigger: agent`) and a person (`trigger: user`)",
     "fanout-child": "a foreach/branch child is not a leaf body, or carries routing",
     "foreach-limit": "a foreach limit is out of range",
     "set-context-envelope": "a `set_context` tool node does not pass `{updates: {...}}`",

@@ -113,6 +113,10 @@ class NodeBase(IRModel):
     when: JsonLogic | None = Field(None, description="Pipeline only: JSON Logic rule; when false the node and everything needing it is skipped.")
     retry: RetryPolicy | None = Field(None, description="Retry policy for a failing visit.")
     skippable: bool = Field(False, description="A supervisor may skip this node (`skip_node`).")
+    assignee: str | None = Field(
+        None, description="Process only: who picks among the node's `trigger: user` transitions (`group:<name>` or a "
+        "user id; unset = the person who started the run).",
+    )
 
 
 class ToolConfig(IRModel):

@@ -14,7 +14,8 @@ again, so everything derived is computed here once —
   ``default`` (so ``publish: false`` is an optional input, as Prefect's form shows it);
 * per node: the derived ``result_schema`` of interaction and agent nodes, the ``_next_node``
   enum, the resolved agent tool list, the retry policy (default: no retries), ``halt`` for
-  human tasks, fan-out leaves compiled as child nodes (``children``), and inline
+  human tasks and for nodes with ``trigger: user`` exits (``user_choice``: a person picks the
+  exit, see :mod:`flows.runtime.routing`), fan-out leaves compiled as child nodes (``children``), and inline
   ``process_definition`` children compiled to nested Plans (``child_plan``) so that the runtime
   never calls the compiler.
 
@@ -123,7 +124,10 @@ class PlanNode(PlanModel):
     order: float | None = None
     title: str | None = None
     human_description: str | None = None
-    halt: bool = Field(False, description="The run pauses here for a person (human_task).")
+    halt: bool = Field(False, description="The run pauses here for a person (human_task, or `user_choice`).")
+    user_choice: bool = Field(
+        False, description="The node has `trigger: user` exits: after its body, a person picks one (`_next_node`)."
+    )
     extras: dict[str, Any] = Field(default_factory=dict, description="Lowering extras (see the module docstring).")
     children: dict[str, PlanNode] = Field(
         default_factory=dict, description="Fan-out leaves: `node` of a foreach, branch id → body of a branch."
@@ -293,11 +297,16 @@ def _plan_node(nid: str, node, context_schema: dict[str, Any], agent_targets: li
         order=meta.order if meta else None,
         title=node.title,
         human_description=node.human_description,
-        halt=isinstance(node, HumanTaskNode),
+        halt=isinstance(node, HumanTaskNode) or _user_choice(node),
+        user_choice=_user_choice(node),
         extras=extras,
         children=children,
         child_plan=child_plan,
     )
+
+
+def _user_choice(node: NodeBase) -> bool:
+    return any(t.trigger == "user" for t in node.transitions)
 
 
 def _edge(e: Edge) -> PlanEdge:
@@ -331,7 +340,7 @@ def _plan_from(defn: ProcessDef | PipelineDef, *, kind: str, version: str, sourc
         nodes=nodes,
         edges=edges,
         finals=[nid for nid, n in defn.nodes.items() if n.type == "final"],
-        halt_points=[nid for nid, n in defn.nodes.items() if n.type == "human_task"],
+        halt_points=[nid for nid, n in defn.nodes.items() if n.type == "human_task" or _user_choice(n)],
         triggers=[t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in defn.triggers],
         environment=defn.environment,
         budget=defn.budget.model_dump(exclude_none=True) if defn.budget else None,

@@ -177,7 +177,7 @@ def normalize_fields(fields: Iterable[Any] | None) -> list[dict[str, Any]]:
         d = f.model_dump() if hasattr(f, "model_dump") else dict(f)
         result.append({"name": d["name"], "type": d.get("type") or "string", "required": bool(d.get("required")),
                        "options": d.get("options"), "label": d.get("label"), "description": d.get("description"),
-                       "default": d.get("default")})
+                       "default": d.get("default"), "option_labels": d.get("option_labels")})
     return result
 
 

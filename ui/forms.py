@@ -32,8 +32,9 @@ def task_fields(fields: Any, key: str) -> dict[str, Any]:
         if kind == "select":
             options = list(f["options"] or [])
             index = options.index(default) if default in options else None
+            shown = f["option_labels"] or {}  # value → label (a `trigger: user` exit's label)
             values[name] = st.selectbox(label, options, index=index, key=wkey, help=help_, placeholder="Choose…",
-                                        format_func=str)
+                                        format_func=lambda o, shown=shown: str(shown.get(str(o), o)))
         elif kind == "text":
             values[name] = st.text_area(label, value=default or "", key=wkey, help=help_)
         elif kind == "boolean":

@@ -13,6 +13,9 @@ catch first-time authors. Those a compiler can see without running anything are 
 * rule 13 ``skip-not-skippable`` — a skip override on a node that is not ``skippable``;
 * rule 15 ``set-context-envelope`` — ``set_context`` takes ``{updates: {...}}``;
 * assignees ``role-assignee`` — ``group:<name>`` or a user id, never ``role:``;
+* ``trigger: user`` exits: a node's ``assignee`` names who picks among them, so it is refused on
+  a node without any (``assignee-without-choice``); a node cannot let both an agent and a person
+  pick its exit (``mixed-triggers``);
 * ``foreach-limit`` — a foreach runs at most 1000 items, at most 1000 at a time;
 * ``bad-schema`` — every JSON Schema in a definition is itself valid (Draft 2020-12).
 
@@ -229,6 +232,22 @@ def _assignees(site: NodeSite) -> Iterator[Finding]:
         yield from _assignee(node.task.assignee, (*site.path, "task", "assignee"))
     elif isinstance(node, AgentNode):
         yield from _assignee(node.ask_user, (*site.path, "ask_user"))
+    triggers = {t.trigger for t in node.transitions}
+    if node.assignee is not None:
+        yield from _assignee(node.assignee, (*site.path, "assignee"))
+        if "user" not in triggers:
+            where = "`task.assignee`" if isinstance(node, HumanTaskNode) else "`ask_user`" if isinstance(node, AgentNode) \
+                else None
+            yield Finding("assignee-without-choice", (*site.path, "assignee"),
+                          f"`assignee` on `{site.id}`, which has no `trigger: user` transition: nobody is asked anything",
+                          hint="`assignee` names who picks among the node's `trigger: user` exits; add such exits or "
+                          "remove it" + (f" (the task's own assignee is {where})" if where else ""), at_key=True)
+    if {"agent", "user"} <= triggers:
+        i = next(i for i, t in enumerate(node.transitions) if t.trigger == "user")
+        yield Finding("mixed-triggers", (*site.path, "transitions", i, "trigger"),
+                      f"`{site.id}` has both `trigger: agent` and `trigger: user` exits: only one of them can pick",
+                      hint="let the agent pick (`trigger: agent`, `_next_node`) or a person (`trigger: user`), or route "
+                      "the agent's choice to a node whose exits a person picks")
 
 
 def _assignee(value: str | None, path: tuple) -> Iterator[Finding]:

@@ -144,6 +144,9 @@ def run_input_model(fields: Iterable[Any] | None, name: str, *, description: str
     for i, f in enumerate(humans.normalize_fields(fields)):
         py_type = _python_type(f)
         text = " — ".join(t for t in (f.get("label"), f.get("description")) if t) or None
+        if f.get("option_labels"):  # Prefect's enum shows values only: name each one in the help text
+            named = "; ".join(f"{value} = {label}" for value, label in f["option_labels"].items())
+            text = f"{text} ({named})" if text else named
         attr, alias = f["name"], None
         if not attr.isidentifier() or attr.startswith(("_", "model_")) or attr in reserved \
                 or attr in ("metadata", "keyset_from_type"):

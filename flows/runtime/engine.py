@@ -3,7 +3,7 @@
 Two control styles share one visit routine:
 
 * **state machine** (processes): one node at a time from ``initial``; after each visit the
-  routing rules pick the next node; a ``final`` node ends the run with its id as the outcome.
+  routing rules pick the next node (a person picks it among ``trigger: user`` exits); a ``final`` node ends the run with its id as the outcome.
 * **DAG** (pipelines, lowered templates/workflows): every node whose needs are done starts at
   once; ``when`` false skips a node and (unless the lowering says otherwise) what needs it; a
   failure stops new starts, lets the nodes in flight finish, then fails the run.
@@ -28,7 +28,7 @@ import json
 import re
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 from compiler.guards import evaluate
@@ -40,7 +40,7 @@ from flows.runtime.context import apply_update, get_path
 from flows.runtime.effects import Effect, Listener, Services, no_listener
 from flows.runtime.errors import NodeFailed, RunCancelled
 from flows.runtime.parallel import mark_parallel
-from flows.runtime.routing import next_node, run_artifact_keys
+from flows.runtime.routing import ask_user_exit, next_node, run_artifact_keys
 
 MAX_FOREACH_ITEMS = 1000
 
@@ -179,10 +179,22 @@ class Engine:
         self.listener("started", node.id, {"attempt": attempt})
         try:
             effect = await leaf_effect(node, self.context, self.services, vid)
+            effect = await self._user_choice(node, vid, effect)
             return self._complete(node, vid, effect, started)
         except BaseException as exc:
             self._fail(node, vid, exc)
             raise
+
+    async def _user_choice(self, node: PlanNode, vid: str, effect: Effect) -> Effect:
+        """A node with `trigger: user` exits: a person picks the exit, over the context as the
+        effect leaves it (see :mod:`flows.runtime.routing`); the effect then routes there."""
+        if not node.user_choice or effect.route_to is not None or self.plan.control != "state_machine":
+            return effect
+        preview = apply_update(self.context, effect.update, writes=node.writes, schema=self.plan.context_schema,
+                               node_id=node.id)
+        chosen = await ask_user_exit(node, self._exits.get(node.id, []), preview, self.services, vid,
+                                     run_artifact_keys(self.services.run_id))
+        return effect if chosen is None else replace(effect, route_to=chosen)
 
     def _complete(self, node: PlanNode, vid: str, effect: Effect, started: float) -> str | None:
         """Validate and apply the effect, route, checkpoint — synchronously, so no other visit
@@ -273,6 +285,7 @@ class Engine:
                 key, res = failures[0]
                 raise NodeFailed(f"{node.type} `{node.id}`: item `{key}` failed: {res['error']}")
             effect = self._collect(node, items, results)
+            effect = await self._user_choice(node, parent_vid, effect)
             return self._complete(node, parent_vid, effect, started)
         except BaseException as exc:
             self._fail(node, parent_vid, exc)
