@@ -340,3 +340,23 @@ def test_definitions_diagnostics_graph_and_start_form(make_app, ui_defs, people)
     assert f"Run {started.id} started." in _texts(at)
     assert _wait_ended(started.id) == "completed"
     assert run_store.get_run(started.id).context["results"][1]["output"] == {"doubled": 12}
+
+
+def test_inbox_shows_the_labels_of_a_user_transition_choice(make_app, people):
+    from flows.runtime.routing import choice_field
+    from compiler.plan import PlanEdge
+
+    run = run_store.create_run("review", content={}, context={}, started_by="alice")
+    run_store.set_run_status(run.id, "paused")
+    exits = [PlanEdge(source="draft", target="publish", kind="transition", trigger="user", label="Publish it"),
+             PlanEdge(source="draft", target="archive", kind="transition", trigger="user")]
+    task = task_store.create_task(run.id, "draft", "Route the draft", assignee="alice", fields=[choice_field(exits)])
+    at = make_app("alice")
+    at.run()
+    at.switch_page("pages/inbox.py").run()
+    assert not at.exception
+    box = at.selectbox(key=f"field:{task.id}:_next_node")
+    assert list(box.options) == ["Publish it", "archive"], "each exit shows its transition's label"
+    box.set_value("publish")
+    _button(at, "Submit answer").click().run()
+    assert task_store.get_task(task.id).answer == {"_next_node": "publish"}, "the answer is the target id"
