@@ -64,7 +64,9 @@ CODES: dict[str, str] = {
     "context-too-large": "`context.initial` is over the 64 KB cap",
     "bad-schema": "a JSON Schema in the definition is itself invalid",
     # references
-    "unknown-interaction": "an interaction name that is not defined",
+    "unknown-interaction": "an interaction name that is not defined (nor a built-in `sys:` interaction)",
+    "agent-only-interaction": "an interaction node names `sys:ProcessAgentNode`, the agent nodes' contract",
+    "unused-agent-input": "an agent node sets `input` but uses the default interaction, which reads none",
     "unsupported-template": "a prompt template language or syntax Ergon does not render (it would reach the model as written)",
     "unknown-tool": "a tool name that is not registered",
     "unknown-process": "a sub-process name that is not defined",

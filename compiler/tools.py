@@ -18,6 +18,8 @@ from pathlib import Path
 
 import yaml
 
+from compiler.builtin_interactions import BUILTIN
+
 #: Tools every run has. Agent nodes get DEFAULT_AGENT_TOOLS unless `tools:` says otherwise.
 BUILTIN_TOOLS: dict[str, str] = {
     "think": "Write down reasoning; no side effect.",
@@ -46,8 +48,8 @@ PROCESS_CONTROL_TOOLS: frozenset[str] = frozenset(
     {"set_context", "transition_to", "skip_node", "continue_process", "retry_node", "fail_process"}
 )
 
-#: Built-in interactions (the seed's `sys:*` names).
-BUILTIN_INTERACTIONS: frozenset[str] = frozenset({"sys:ProcessAgentNode", "sys:GeneralAgent"})
+#: Built-in interactions (the seed's `sys:*` names Ergon ships: :mod:`compiler.builtin_interactions`).
+BUILTIN_INTERACTIONS: frozenset[str] = frozenset(BUILTIN)
 
 
 @dataclass

@@ -106,8 +106,11 @@ class Catalog:
         return Compiled(plan=plan, content=unit.data or {}, unit=unit)
 
     def interaction(self, name: str) -> Any:
-        """An interaction definition by name (process and agent nodes call these)."""
-        defn = self.ws.get(name, "interaction")
+        """An interaction definition by name (process and agent nodes call these): the folder's,
+        or a built-in ``sys:`` one (:mod:`compiler.builtin_interactions`)."""
+        from compiler.builtin_interactions import BUILTIN
+
+        defn = self.ws.get(name, "interaction") or BUILTIN.get(name)
         if defn is None:
             raise DefinitionNotFound(f"no interaction named `{name}`")
         return defn

@@ -5,7 +5,10 @@ context when single files are checked) and the tool catalogue (built-ins, ``tool
 tool manifest). A wrong name gets a "did you mean" hint, or the list of what exists:
 
 * ``unknown-interaction`` — interaction and agent nodes' ``interaction``: an ``interaction``
-  definition or a built-in ``sys:*`` interaction;
+  definition or one of the built-in ``sys:`` interactions (:mod:`compiler.builtin_interactions`;
+  an unknown ``sys:`` name gets the list of those);
+* ``agent-only-interaction`` — ``sys:ProcessAgentNode`` (the agent contract) on an interaction node;
+* ``unused-agent-input`` — an agent's ``input`` without a custom ``interaction`` to feed;
 * ``unknown-tool`` — tool nodes' ``tool`` and agent ``tools`` (``+``/``-`` stripped);
 * ``unknown-process`` — process nodes' ``process``: any runnable definition (process, pipeline,
   and the kinds lowered to pipelines, template and workflow), unless the child is inline;
@@ -19,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from compiler.builtin_interactions import AGENT_ONLY, PROCESS_AGENT_NODE
 from compiler.errors import Finding, did_you_mean
 from compiler.ir import AgentNode, InteractionDef, InteractionNode, PipelineDef, ProcessDef, ProcessNode, ToolNode
 from compiler.tools import BUILTIN_INTERACTIONS, PROCESS_CONTROL_TOOLS, ToolCatalogue
@@ -64,7 +68,17 @@ def _node(site: NodeSite, names: _Names) -> Iterator[Finding]:
         yield from _environment(node.environment, (*path, "environment"), names.environments)
         if node.interaction is not None and node.interaction not in names.interactions:
             yield Finding("unknown-interaction", (*path, "interaction"), f"no interaction is named `{node.interaction}`",
-                          hint=_hint(node.interaction, names.interactions, what="interactions"))
+                          hint=_interaction_hint(node.interaction, names.interactions))
+        elif isinstance(node, InteractionNode) and node.interaction in AGENT_ONLY:
+            yield Finding("agent-only-interaction", (*path, "interaction"),
+                          f"`{node.interaction}` is the agent nodes' contract; an interaction node cannot call it",
+                          hint="make the node `type: agent`, or use `sys:GeneralAgent` (with `input: {prompt: ...}`) "
+                          "or an interaction definition of your own")
+    if isinstance(node, AgentNode) and node.input and node.interaction in (None, PROCESS_AGENT_NODE):
+        yield Finding("unused-agent-input", (*path, "input"),
+                      f"`input` on agent `{site.id}`, which uses the default `{PROCESS_AGENT_NODE}`: nothing reads it",
+                      hint="the agent gets the whole context already; put what it needs in `prompt`, or name the "
+                      "`interaction` whose prompts read this input", at_key=True)
     if isinstance(node, ToolNode) and node.tool is not None:
         yield from _tool(node.tool, (*path, "tool"), names.tools)
     if isinstance(node, AgentNode):
@@ -75,6 +89,18 @@ def _node(site: NodeSite, names: _Names) -> Iterator[Finding]:
             yield from _tool(name, (*path, "tools", i), names.tools)
     if isinstance(node, ProcessNode):
         yield from _process(node, path, names.processes)
+
+
+def _interaction_hint(name: str, known: set[str]) -> str:
+    if not name.startswith("sys:"):
+        return _hint(name, known, what="interactions")
+    builtins = sorted(n for n in known if n.startswith("sys:"))
+    close = did_you_mean(name, builtins)
+    if close:
+        return close
+    shown = ", ".join(f"`{n}`" + (" (agent nodes)" if n in AGENT_ONLY else "") for n in builtins)
+    return (f"the built-in interactions are {shown}; other `sys:` interactions belong to the Vertesia platform: "
+            "write an `interaction` definition of your own")
 
 
 def _tool(name: str, path: tuple, tools: ToolCatalogue) -> Iterator[Finding]:

@@ -12,6 +12,9 @@ The contract of the seed's agent-nodes page, enforced here:
   node fails and writes nothing;
 * it stops after ``max_iterations`` model turns, and when the model repeats an identical tool
   call for the third time (a loop with no progress);
+* an agent node naming its own ``interaction`` gets that interaction's prompt segments, rendered
+  over the context, its ``input`` and ``prompt``, between the contract's system message and its
+  user message (context, writes, result schema), which stay as they are;
 * the context enters the prompt between explicit ``BEGIN CONTEXT`` / ``END CONTEXT`` markers and
   the model is told that it is data, never instructions (prompt-injection hygiene).
 """
@@ -49,6 +52,10 @@ class AgentTask:
     visit_id: str | None = None
     #: called before every model call; raises to stop (budgets)
     guard: Any = None
+    #: the rendered segments of the node's own `interaction` (between the contract's two messages)
+    interaction_messages: list[dict[str, Any]] = field(default_factory=list)
+    #: model parameters of that interaction (temperature, max_tokens...)
+    parameters: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -125,6 +132,7 @@ async def run_agent(task: AgentTask, *, environments: Any = None) -> AgentResult
     allowed = {t["function"]["name"] for t in tools}
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": system_prompt(task)},
+        *task.interaction_messages,
         {"role": "user", "content": user_prompt(task)},
     ]
     responses: list[LlmResponse] = []
@@ -134,7 +142,7 @@ async def run_agent(task: AgentTask, *, environments: Any = None) -> AgentResult
     for _ in range(task.max_iterations):
         if task.guard is not None:
             task.guard()
-        req = LlmRequest(messages=list(messages), model=task.model, tools=tools or None,
+        req = LlmRequest(messages=list(messages), model=task.model, tools=tools or None, parameters=dict(task.parameters),
                          response_schema=task.result_schema, run_id=task.run_id, visit_id=task.visit_id,
                          repair=repairs > 0)
         resp = await complete(req, environments=environments)

@@ -203,3 +203,43 @@ def test_nested_children_and_inline_definitions_are_resolved():
     assert brief(diags) == [("unknown-interaction", 8, 44), ("unknown-tool", 21, 40)]
     assert diags[0].path == "nodes.start.node.interaction"
     assert diags[1].path == "nodes.fan.branches[0].node.process_definition.nodes.call.tool"
+
+
+def test_sys_interactions_the_checker_knows_and_the_ones_it_refuses():
+    text = HEAD + """\
+  start:
+    type: interaction
+    interaction: sys:GeneralAgent
+    input: {prompt: Hello.}
+    transitions: [{to: agent}]
+  agent:
+    type: agent
+    interaction: sys:GeneralAgent
+    input: {focus: dates}
+    transitions: [{to: explain}]
+  explain:
+    type: interaction
+    interaction: sys:ExplainProcess
+    transitions: [{to: contract}]
+  contract:
+    type: interaction
+    interaction: sys:ProcessAgentNode
+    transitions: [{to: plain}]
+  plain:
+    type: agent
+    input: {focus: dates}
+    transitions: [{to: done}]
+  done: {type: final}
+"""
+    diags = diagnostics(text, REFERENCE_CODES | {"agent-only-interaction", "unused-agent-input"}, others=LIBRARY)
+    assert brief(diags) == [("unknown-interaction", 17, 18), ("agent-only-interaction", 21, 18),
+                            ("unused-agent-input", 25, 5)]
+    assert "`sys:GeneralAgent`, `sys:ProcessAgentNode` (agent nodes)" in diags[0].hint
+
+
+def test_every_builtin_interaction_is_a_valid_definition():
+    from compiler.builtin_interactions import BUILTIN
+    from compiler.tools import BUILTIN_INTERACTIONS
+
+    assert set(BUILTIN) == BUILTIN_INTERACTIONS
+    assert all(name == defn.name and name.startswith("sys:") for name, defn in BUILTIN.items())

@@ -1,5 +1,8 @@
 """The `agent` node: a model in a tool loop (:func:`flows.llm.agent.run_agent`) until it answers.
 
+An ``interaction:`` other than the default ``sys:ProcessAgentNode`` adds that interaction's
+prompt segments to the engine's contract (:func:`interaction_messages`).
+
 The agent's tools run with this visit as their tool context; its ``ask_user`` tool asks a person
 through the same human-task path as a `human_task` node (:func:`flows.runtime.bodies.human_task.ask_person`).
 """
@@ -9,10 +12,12 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from compiler.builtin_interactions import PROCESS_AGENT_NODE
 from compiler.ir import AgentNode
 from compiler.plan import PlanNode
-from compiler.templates import render
+from compiler.templates import render, render_value
 from flows.llm.agent import AgentTask, run_agent
+from flows.llm.interactions import render_messages, validate_input
 from flows.llm.types import LlmError
 from flows.runtime.bodies.human_task import ask_person
 from flows.runtime.bodies.llm import budget_guard, model_of, update_from
@@ -21,15 +26,45 @@ from flows.runtime.errors import NodeFailed
 from flows.tools.context import CURRENT, ToolContext
 
 
+def interaction_messages(node: PlanNode, prompt: str, context: dict[str, Any],
+                         services: Services) -> tuple[list[dict[str, Any]], Any]:
+    """The node's own interaction (``interaction:``, when not the default ``sys:ProcessAgentNode``):
+    its prompt segments rendered over the context, the rendered ``input`` and ``prompt`` (the
+    input is validated against the interaction's ``input_schema`` first), and the interaction
+    itself (its model or environment when the node names none, its parameters and repair turns;
+    its ``result_schema`` is not used: the agent's is derived from ``writes``, as for interaction
+    nodes)."""
+    body = node.body_as(AgentNode)
+    if body.interaction in (None, PROCESS_AGENT_NODE):
+        return [], None
+    if services.resolve_interaction is None:
+        raise NodeFailed(f"agent `{node.id}`: this run cannot resolve interactions")
+    interaction = services.resolve_interaction(body.interaction)
+    data = {"prompt": prompt, **render_value(body.input or {}, context)}
+    try:
+        validate_input(interaction, data)
+        messages = render_messages(interaction, {**context, **data})
+    except LlmError as exc:
+        raise NodeFailed(f"agent `{node.id}`: {exc}") from exc
+    return messages, interaction
+
+
 async def run(node: PlanNode, context: dict[str, Any], services: Services, visit_id: str | None) -> Effect:
     body = node.body_as(AgentNode)
+    prompt = render(body.prompt or "", context)
+    extra, interaction = interaction_messages(node, prompt, context, services)
+    own = {"repair_turns": interaction.repair_turns,
+           "parameters": interaction.parameters.model_dump(exclude_none=True) if interaction.parameters else {}} \
+        if interaction is not None else {}
     task = AgentTask(
-        node_id=node.id, prompt=render(body.prompt or "", context), process_name=services.process_name,
+        node_id=node.id, prompt=prompt, process_name=services.process_name,
         process_description=services.process_description, writes=list(node.writes),
         result_schema=node.result_schema or {"type": "object"}, context=context,
         tools=list(node.agent_tools or []), next_nodes=list(node.next_node_enum or []),
-        max_iterations=body.max_iterations, model=model_of(node, services),
+        max_iterations=body.max_iterations,
+        model=model_of(node, services, interaction and (interaction.model or interaction.environment)),
         run_id=services.run_id, visit_id=visit_id, guard=budget_guard(node, services, visit_id),
+        interaction_messages=extra, **own,
     )
     token = CURRENT.set(ToolContext(run_id=services.run_id, visit_id=visit_id, node_id=node.id,
                                     started_by=services.started_by, assignee=body.ask_user,
