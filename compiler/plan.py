@@ -29,7 +29,7 @@ alias, None values left out.
 Nodes of a lowered workflow may carry ``skip_propagates = False``: when one of their needs was
 skipped (its ``when`` was false) they still run — the workflow DSL's condition concerns its own
 step only. ``extras`` holds what the lowering could not express in IR: ``projection`` and
-``fetch`` of a workflow step, ``when_regexp`` (``[{var, pattern}]``: the node runs only if
+``fetch`` of a workflow step (applied by the ``tool`` body: ``flows.runtime.dsl``), ``when_regexp`` (``[{var, pattern}]``: the node runs only if
 ``re.search(pattern, str(value))`` matches for each, in addition to ``when``), ``import``, and
 ``source_step`` (index or key of the step the node came from). Everything else a lowered node
 says is in its body: the lowerings build IR nodes (``AgentNode``, ``ToolNode``, ``ProcessNode``),

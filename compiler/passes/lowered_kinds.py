@@ -12,8 +12,12 @@ on the *original* document, so that diagnostics point at what the author wrote:
 * workflow — every ``${var}`` names a var, an input property or the output of an earlier,
   awaited step (``maybe-unset``), condition operators are known (``guard-invalid``) and their
   operands valid (``bad-value``: ``$regexp`` compiles, ``$in``/``$nin`` take a list), explicit
-  step ids are unique (``bad-value``), activities are registered tools (``unknown-tool``), child
-  workflows are workflow definitions (``unknown-process``);
+  step ids are unique (``bad-value``), activities are registered tools (``unknown-tool``) and not
+  one of the documented activities Ergon does not run yet (``dsl-unsupported``), child
+  workflows are workflow definitions (``unknown-process``), ``fetch`` has the shape
+  :mod:`flows.runtime.dsl` runs (``bad-value``; another type or a ``source`` is
+  ``dsl-unsupported``) and ``projection`` lists paths under ``$include`` / ``$exclude``
+  (``bad-value``); ``${fetched}`` is visible in the params of a step with a ``fetch``;
 * form — group names and field names within a group are unique, a ``select`` has options
   (``bad-value``);
 * interaction — it has prompt segments and its ``test_data`` matches its ``input_schema``
@@ -148,15 +152,23 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
             explicit_ids.setdefault(step.id, i)
         visible = known | set(outputs)
         for section, value in (("params", step.params), ("fetch", step.fetch or {})):
+            seen = visible | {"fetched"} if section == "params" and step.fetch else visible
             for where, expr in iter_refs(value):
-                yield from _ref(expr, (*base, section, *where), visible, outputs, async_outputs, step.condition)
+                yield from _ref(expr, (*base, section, *where), seen, outputs, async_outputs, step.condition)
+        if step.fetch is not None:
+            yield from _fetch(step.fetch, (*base, "fetch"), step.type)
+        if step.projection is not None:
+            yield from _projection(step.projection, (*base, "projection"), step.type)
         for j, name in enumerate(step.import_):
             if name not in defn.vars:
                 yield Finding("maybe-unset", (*base, "import", j), f"`{name}` is not a workflow var",
                               hint=choices_hint(name, defn.vars, what="vars"))
         if step.condition:
             yield from _condition(step.condition, (*base, "condition"), visible, outputs, async_outputs)
-        if step.type == "activity" and step.name not in ws.tools:
+        if step.type == "activity" and step.name in UNAVAILABLE_ACTIVITIES and step.name not in ws.tools:
+            yield Finding("dsl-unsupported", (*base, "name"), f"activity `{step.name}` is not available yet",
+                          hint=UNAVAILABLE_ACTIVITIES[step.name])
+        elif step.type == "activity" and step.name not in ws.tools:
             yield Finding("unknown-tool", (*base, "name"), f"no tool is named `{step.name}` (activities are registered tools)",
                           hint=choices_hint(step.name, ws.tools.names(), what="registered tools"))
         if step.type == "workflow" and step.name not in child_workflows:
@@ -168,6 +180,64 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
             else:
                 outputs[step.output] = step.condition
                 async_outputs.discard(step.output)
+
+
+#: Activities of the DSL page that Ergon does not run yet, with what to use instead.
+UNAVAILABLE_ACTIVITIES: dict[str, str] = {
+    "generateEmbeddings": "Ergon has no embedding store yet; search documents by words with the `search_documents` tool",
+    "searchEmbeddings": "Ergon has no embedding store yet; use the `search_documents` tool (word search over the document store)",
+    "runJavascriptCode": "Ergon runs no JavaScript; write the code as a Python `@tool` function in definitions/tools/",
+}
+
+FETCH_KEYS = ("type", "source", "query", "select", "limit", "on_not_found")
+
+
+def _fetch(spec: dict[str, Any], path: tuple, step_type: str) -> Iterator[Finding]:
+    """The shape :func:`flows.runtime.dsl.fetch` runs."""
+    if step_type == "workflow":
+        yield Finding("dsl-unsupported", path, "`fetch` on a child workflow step is not supported",
+                      hint="fetch in an activity step before it and pass the result in `params`")
+        return
+    for key in spec:
+        if key not in FETCH_KEYS:
+            yield Finding("bad-value", (*path, key), f"`{key}` is not a fetch property", hint=choices_hint(key, FETCH_KEYS, what="fetch properties"), at_key=True)
+    kind = spec.get("type", "document")
+    if kind != "document":
+        yield Finding("dsl-unsupported", (*path, "type"), f"fetch type `{kind}` is not supported",
+                      hint="only `type: document` (the local document store) is supported; call a tool for other data")
+    if "source" in spec:
+        yield Finding("dsl-unsupported", (*path, "source"), "fetch `source` is not supported",
+                      hint="remove it: documents are fetched from the local document store")
+    query = spec.get("query")
+    if not isinstance(query, dict) or not query:
+        yield Finding("bad-value", (*path, "query") if "query" in spec else path, "fetch needs a `query` mapping",
+                      hint="e.g. `query: {id: \"${documentId}\"}` or `{name: ...}` or `{text: words to search}`")
+    select = spec.get("select")
+    if select is not None and (not isinstance(select, list) or not all(isinstance(s, str) and s for s in select)):
+        yield Finding("bad-value", (*path, "select"), "fetch `select` is a list of field names", hint="e.g. `select: [id, name, content]`")
+    limit = spec.get("limit")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        yield Finding("bad-value", (*path, "limit"), "fetch `limit` is a whole number of at least 1")
+    on_nf = spec.get("on_not_found")
+    if on_nf is not None and on_nf not in ("throw", "ignore"):
+        yield Finding("bad-value", (*path, "on_not_found"), f"`on_not_found` is `throw` or `ignore`, not `{on_nf}`")
+
+
+def _projection(proj: dict[str, list[str]], path: tuple, step_type: str) -> Iterator[Finding]:
+    if step_type == "workflow":
+        yield Finding("dsl-unsupported", path, "`projection` on a child workflow step is not supported",
+                      hint="project in the child workflow's last step, or in an activity step after it")
+        return
+    if not proj:
+        yield Finding("bad-value", path, "a projection needs `$include` or `$exclude`")
+    for op, fields in proj.items():
+        if op not in ("$include", "$exclude"):
+            yield Finding("bad-value", (*path, op), f"`{op}` is not a projection operator",
+                          hint="use `$include: [fields]` or `$exclude: [fields]`", at_key=True)
+            continue
+        for j, field in enumerate(fields):
+            if not field or any(not part for part in field.split(".")):
+                yield Finding("bad-value", (*path, op, j), f"`{field}` is not a field path", hint="write `name` or `owner.email`")
 
 
 def _ref(expr: str, path: tuple, visible: set[str], outputs: dict[str, dict | None], async_outputs: set[str],

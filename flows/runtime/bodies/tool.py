@@ -2,6 +2,10 @@
 
 Also the two envelopes that are not tool calls: a fixed ``config.context_update`` (rendered over
 the context) and ``set_context`` (the engine applies its ``updates`` as the node's writes).
+
+Lowered workflow-DSL steps may carry ``fetch`` and ``projection`` extras: the fetch runs first
+and is bound as ``fetched`` for the step's params, the projection is applied to the tool's result
+before ``output`` receives it (:mod:`flows.runtime.dsl`).
 """
 
 from __future__ import annotations
@@ -52,6 +56,11 @@ async def run(node: PlanNode, context: dict[str, Any], services: Services | None
     if fixed is not None and not tool:
         update = render_value(fixed, context)
         return Effect(update=update, output=update)
+    fetch_spec = node.extras.get("fetch")
+    if fetch_spec:
+        from flows.runtime import dsl
+
+        context = {**context, "fetched": dsl.fetch(render_value(fetch_spec, context), node.id)}
     args = render_value(body.input or {}, context)
     if tool == "set_context":
         updates = args.get("updates") if isinstance(args, dict) else None
@@ -61,6 +70,11 @@ async def run(node: PlanNode, context: dict[str, Any], services: Services | None
     if not tool:
         return Effect(input=args)
     result = await call_tool(tool, args, services, node, visit_id)
+    projection = node.extras.get("projection")
+    if projection:
+        from flows.runtime import dsl
+
+        result = dsl.project(result, projection, node.id)
     update = _project(result, node)
     if fixed:
         update = {**render_value(fixed, context), **update}

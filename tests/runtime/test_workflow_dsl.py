@@ -1,0 +1,82 @@
+"""The workflow DSL's run-time features (seed 002): fetch, projection, sleep, log, child steps."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+pytestmark = pytest.mark.prefect
+
+
+@pytest.fixture
+def doc():
+    from flows import documents
+
+    name = f"brief-{uuid.uuid4().hex[:8]}.md"
+    return documents.create(name, "The quarterly brief: revenue grew.")
+
+
+def test_projection_include_exclude_and_nested_paths(run_def):
+    text = """
+kind: workflow
+name: wf_projection
+steps:
+  - name: echo
+    params:
+      value: {name: n, description: d, secret: s, owner: {email: e, phone: p}}
+    projection: {$include: [name, description, owner.email]}
+    output: kept
+  - name: echo
+    params: {value: "${kept}"}
+    projection: {$exclude: [description, owner.email]}
+    output: dropped
+"""
+    result = run_def({"wf.yaml": text}, "wf_projection")
+    assert result["status"] == "completed", result
+    assert result["context"]["kept"] == {"name": "n", "description": "d", "owner": {"email": "e"}}
+    assert result["context"]["dropped"] == {"name": "n", "owner": {}}
+
+
+def test_fetch_binds_the_document_for_the_step_and_select_limit_apply(run_def, doc):
+    text = """
+kind: workflow
+name: wf_fetch
+input_schema: {type: object, properties: {documentId: {type: string}, docName: {type: string}}}
+steps:
+  - name: echo
+    fetch:
+      type: document
+      query: {id: "${documentId}"}
+      select: [id, name, content]
+    params: {value: "${fetched}"}
+    output: document
+  - name: echo
+    fetch: {type: document, query: {name: "${docName}"}, select: [id], limit: 1}
+    params: {value: "${fetched}"}
+    output: byName
+  - name: echo
+    fetch: {type: document, query: {id: no-such-document}, on_not_found: ignore}
+    params: {value: "${fetched}"}
+    output: missing
+"""
+    result = run_def({"wf.yaml": text}, "wf_fetch", {"documentId": doc["id"], "docName": doc["name"]})
+    assert result["status"] == "completed", result
+    ctx = result["context"]
+    assert ctx["document"] == {"id": doc["id"], "name": doc["name"], "content": "The quarterly brief: revenue grew."}
+    assert ctx["byName"] == [{"id": doc["id"]}]
+    assert ctx["missing"] is None
+
+
+def test_fetch_not_found_fails_the_step_by_default(run_def):
+    text = """
+kind: workflow
+name: wf_fetch_missing
+steps:
+  - name: echo
+    fetch: {type: document, query: {id: no-such-document}}
+    params: {value: "${fetched}"}
+"""
+    result = run_def({"wf.yaml": text}, "wf_fetch_missing")
+    assert result["status"] == "failed"
+    assert "fetch found nothing" in result["error"] or "no-such-document" in str(result), result
