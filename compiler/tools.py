@@ -34,7 +34,7 @@ BUILTIN_TOOLS: dict[str, str] = {
     "set_context": "Tool nodes only: apply `{updates: {...}}` to the context.",
     "noop": "Do nothing and return an empty result (useful in tests and benchmarks).",
     "log": "Log a message into the run record.",
-    "sleep": "Wait a number of seconds.",
+    "sleep": "Wait `duration` seconds.",
 }
 
 DEFAULT_AGENT_TOOLS: tuple[str, ...] = (

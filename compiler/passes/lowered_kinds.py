@@ -13,8 +13,8 @@ on the *original* document, so that diagnostics point at what the author wrote:
   awaited step (``maybe-unset``), condition operators are known (``guard-invalid``) and their
   operands valid (``bad-value``: ``$regexp`` compiles, ``$in``/``$nin`` take a list), explicit
   step ids are unique (``bad-value``), activities are registered tools (``unknown-tool``) and not
-  one of the documented activities Ergon does not run yet (``dsl-unsupported``), child
-  workflows are workflow definitions (``unknown-process``), ``fetch`` has the shape
+  one of the documented activities Ergon does not run yet (``dsl-unsupported``), child steps name
+  a workflow, process or pipeline (``unknown-process``), ``fetch`` has the shape
   :mod:`flows.runtime.dsl` runs (``bad-value``; another type or a ``source`` is
   ``dsl-unsupported``) and ``projection`` lists paths under ``$include`` / ``$exclude``
   (``bad-value``); ``${fetched}`` is visible in the params of a step with a ``fetch``;
@@ -142,7 +142,7 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
     outputs: dict[str, dict | None] = {}  # output → condition of the step that sets it
     async_outputs: set[str] = set()
     explicit_ids: dict[str, int] = {}
-    child_workflows = ws.named("workflow")
+    child_workflows = ws.named("workflow", "process", "pipeline")
     for i, step in enumerate(defn.steps):
         base = ("steps", i)
         if step.id is not None:
@@ -172,8 +172,8 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
             yield Finding("unknown-tool", (*base, "name"), f"no tool is named `{step.name}` (activities are registered tools)",
                           hint=choices_hint(step.name, ws.tools.names(), what="registered tools"))
         if step.type == "workflow" and step.name not in child_workflows:
-            yield Finding("unknown-process", (*base, "name"), f"no workflow named `{step.name}`",
-                          hint=choices_hint(step.name, [n for n in child_workflows if n != defn.name], what="defined workflows"))
+            yield Finding("unknown-process", (*base, "name"), f"no workflow, process or pipeline named `{step.name}`",
+                          hint=choices_hint(step.name, [n for n in child_workflows if n != defn.name], what="defined workflows and processes"))
         if step.output:
             if step.type == "workflow" and step.async_:
                 async_outputs.add(step.output)

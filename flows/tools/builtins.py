@@ -14,6 +14,7 @@ import asyncio
 import logging
 
 from flows.tools import tool
+from flows.tools.errors import ToolError
 
 log = logging.getLogger("ergon.tools")
 
@@ -32,10 +33,18 @@ async def log_message(message: str, level: str = "info") -> dict:
 
 
 @tool(name="sleep")
-async def sleep(seconds: float = 1.0) -> dict:
-    """Wait a number of seconds (at most an hour)."""
-    await asyncio.sleep(max(0.0, min(float(seconds), 3600.0)))
-    return {"slept": seconds}
+async def sleep(duration: float | None = None, seconds: float | None = None) -> dict:
+    """Wait a number of seconds (at most an hour).
+
+    Args:
+        duration: seconds to wait (the workflow DSL's parameter); default 1
+        seconds: the same, under its older name (give one of the two)
+    """
+    if duration is not None and seconds is not None:
+        raise ToolError("sleep", "give `duration` or `seconds`, not both")
+    wait = duration if duration is not None else seconds if seconds is not None else 1.0
+    await asyncio.sleep(max(0.0, min(float(wait), 3600.0)))
+    return {"slept": wait}
 
 
 # Registered on import (kept at the end: they import `tool` from the package, like this module).

@@ -80,3 +80,59 @@ steps:
     result = run_def({"wf.yaml": text}, "wf_fetch_missing")
     assert result["status"] == "failed"
     assert "fetch found nothing" in result["error"] or "no-such-document" in str(result), result
+
+
+def test_sleep_takes_the_documented_duration_and_log_logs_the_message(run_def):
+    text = """
+kind: workflow
+name: wf_sleep_log
+vars: {myVariable: Hello World!}
+steps:
+  - name: sleep
+    params: {duration: 0.2}
+    output: slept
+  - type: activity
+    name: log
+    params: {message: "The value of myVariable is: ${myVariable}"}
+    output: logged
+"""
+    result = run_def({"wf.yaml": text}, "wf_sleep_log")
+    assert result["status"] == "completed", result
+    assert result["context"]["slept"] == {"slept": 0.2}
+    assert result["context"]["logged"] == {"logged": "The value of myVariable is: Hello World!"}
+
+
+def test_a_child_step_runs_a_process_or_a_workflow_as_a_sub_process(run_def):
+    files = {
+        "child_process.yaml": """
+kind: process
+format_version: 1
+process: child_process
+context:
+  schema:
+    type: object
+    properties: {value: {type: integer}, counter: {type: integer}}
+initial: inc
+nodes:
+  inc: {type: tool, tool: increment, input: {value: "{{value}}"}, writes: [counter], transitions: [{to: done}]}
+  done: {type: final}
+""",
+        "child_wf.yaml": """
+kind: workflow
+name: child_wf
+input_schema: {type: object, properties: {value: {type: integer}}}
+steps:
+  - {name: increment, params: {value: "${value}"}, output: bumped}
+""",
+        "parent.yaml": """
+kind: workflow
+name: parent_wf
+steps:
+  - {type: workflow, name: child_process, params: {value: 1}, output: fromProcess}
+  - {type: workflow, name: child_wf, params: {value: 5}, output: fromWorkflow}
+""",
+    }
+    result = run_def(files, "parent_wf")
+    assert result["status"] == "completed", result
+    assert result["context"]["fromProcess"]["counter"] == 2
+    assert result["context"]["fromWorkflow"]["bumped"] == {"counter": 6}
