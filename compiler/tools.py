@@ -35,6 +35,19 @@ BUILTIN_TOOLS: dict[str, str] = {
     "noop": "Do nothing and return an empty result (useful in tests and benchmarks).",
     "log": "Log a message into the run record.",
     "sleep": "Wait `duration` seconds.",
+    "createDocument": "Workflow DSL: create a document (type, properties) in the local document store.",
+    "updateDocument": "Workflow DSL: update a document's properties (or text) in the local document store.",
+    "deleteDocument": "Workflow DSL: delete a document from the local document store.",
+}
+
+#: Parameters of built-in tools the checker holds workflow-step ``params`` to:
+#: name → (required, optional). ``tests/tools`` asserts these equal the registered tools' schemas.
+BUILTIN_TOOL_PARAMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "log": (("message",), ("level",)),
+    "sleep": ((), ("duration", "seconds")),
+    "createDocument": (("type",), ("properties", "content")),
+    "updateDocument": (("document",), ("properties", "content")),
+    "deleteDocument": (("document",), ()),
 }
 
 DEFAULT_AGENT_TOOLS: tuple[str, ...] = (
@@ -55,6 +68,10 @@ class ToolCatalogue:
     """Tool names known to the compiler, with where each came from."""
 
     tools: dict[str, str] = field(default_factory=lambda: {n: "builtin" for n in BUILTIN_TOOLS})
+
+    def builtin_params(self, name: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+        """(required, optional) parameters of a built-in tool the checker knows, else None."""
+        return BUILTIN_TOOL_PARAMS.get(name) if self.tools.get(name) == "builtin" else None
 
     def __contains__(self, name: str) -> bool:
         return name in self.tools

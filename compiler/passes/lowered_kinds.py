@@ -12,7 +12,8 @@ on the *original* document, so that diagnostics point at what the author wrote:
 * workflow — every ``${var}`` names a var, an input property or the output of an earlier,
   awaited step (``maybe-unset``), condition operators are known (``guard-invalid``) and their
   operands valid (``bad-value``: ``$regexp`` compiles, ``$in``/``$nin`` take a list), explicit
-  step ids are unique (``bad-value``), activities are registered tools (``unknown-tool``) and not
+  step ids are unique (``bad-value``), activities are registered tools (``unknown-tool``) called with the
+  parameters the built-in ones take (``tool-params``, ``compiler.tools.BUILTIN_TOOL_PARAMS``), and not
   one of the documented activities Ergon does not run yet (``dsl-unsupported``), child steps name
   a workflow, process or pipeline (``unknown-process``), ``fetch`` has the shape
   :mod:`flows.runtime.dsl` runs (``bad-value``; another type or a ``source`` is
@@ -168,6 +169,8 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
         if step.type == "activity" and step.name in UNAVAILABLE_ACTIVITIES and step.name not in ws.tools:
             yield Finding("dsl-unsupported", (*base, "name"), f"activity `{step.name}` is not available yet",
                           hint=UNAVAILABLE_ACTIVITIES[step.name])
+        elif step.type == "activity" and (known_params := ws.tools.builtin_params(step.name)) is not None:
+            yield from _tool_params(step.name, step.params, known_params, base)
         elif step.type == "activity" and step.name not in ws.tools:
             yield Finding("unknown-tool", (*base, "name"), f"no tool is named `{step.name}` (activities are registered tools)",
                           hint=choices_hint(step.name, ws.tools.names(), what="registered tools"))
@@ -188,6 +191,19 @@ UNAVAILABLE_ACTIVITIES: dict[str, str] = {
     "searchEmbeddings": "Ergon has no embedding store yet; use the `search_documents` tool (word search over the document store)",
     "runJavascriptCode": "Ergon runs no JavaScript; write the code as a Python `@tool` function in definitions/tools/",
 }
+
+def _tool_params(name: str, params: dict[str, Any], known: tuple[tuple[str, ...], tuple[str, ...]],
+                 base: tuple) -> Iterator[Finding]:
+    required, optional = known
+    for key in params:
+        if key not in required and key not in optional:
+            yield Finding("tool-params", (*base, "params", key), f"activity `{name}` has no parameter `{key}`",
+                          hint=choices_hint(key, [*required, *optional], what=f"parameters of `{name}`"), at_key=True)
+    for key in required:
+        if key not in params:
+            yield Finding("tool-params", (*base, "params") if params else (*base, "name"),
+                          f"activity `{name}` needs the parameter `{key}`", hint=f"add `params: {{{key}: ...}}`")
+
 
 FETCH_KEYS = ("type", "source", "query", "select", "limit", "on_not_found")
 
