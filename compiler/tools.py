@@ -38,6 +38,14 @@ BUILTIN_TOOLS: dict[str, str] = {
     "createDocument": "Workflow DSL: create a document (type, properties) in the local document store.",
     "updateDocument": "Workflow DSL: update a document's properties (or text) in the local document store.",
     "deleteDocument": "Workflow DSL: delete a document from the local document store.",
+    "executeInteraction": "Workflow DSL: run a named interaction on `data`.",
+    "extractText": "Workflow DSL: the text of a document of the local document store.",
+    "generateText": "Workflow DSL: generate text from a prompt template (model call).",
+    "translateText": "Workflow DSL: translate a text (model call).",
+    "summarizeText": "Workflow DSL: summarize a text (model call).",
+    "analyzeSentiment": "Workflow DSL: the sentiment of a text (model call).",
+    "classifyText": "Workflow DSL: classify a text into given categories (model call).",
+    "extractEntities": "Workflow DSL: the named entities of a text (model call).",
 }
 
 #: Parameters of built-in tools the checker holds workflow-step ``params`` to:
@@ -48,6 +56,14 @@ BUILTIN_TOOL_PARAMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "createDocument": (("type",), ("properties", "content")),
     "updateDocument": (("document",), ("properties", "content")),
     "deleteDocument": (("document",), ()),
+    "executeInteraction": (("interaction",), ("data",)),
+    "extractText": (("document",), ()),
+    "generateText": (("prompt",), ("data",)),
+    "translateText": (("text", "targetLanguage"), ()),
+    "summarizeText": (("text",), ()),
+    "analyzeSentiment": (("text",), ()),
+    "classifyText": (("text", "categories"), ()),
+    "extractEntities": (("text",), ()),
 }
 
 DEFAULT_AGENT_TOOLS: tuple[str, ...] = (
@@ -85,7 +101,9 @@ class ToolCatalogue:
             return
         for py in sorted(folder.glob("*.py")):
             for name in python_tool_names(py):
-                self.tools.setdefault(name, str(py))
+                # a Python tool named like a built-in replaces it, as it does at run time
+                if self.tools.get(name, "builtin") == "builtin":
+                    self.tools[name] = str(py)
         manifest = folder / "manifest.yaml"
         if manifest.is_file():
             data = yaml.safe_load(manifest.read_text(encoding="utf-8")) or {}

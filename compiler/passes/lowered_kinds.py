@@ -171,6 +171,11 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
                           hint=UNAVAILABLE_ACTIVITIES[step.name])
         elif step.type == "activity" and (known_params := ws.tools.builtin_params(step.name)) is not None:
             yield from _tool_params(step.name, step.params, known_params, base)
+            named = step.params.get("interaction") if step.name == "executeInteraction" else None
+            interactions = ws.named("interaction")
+            if isinstance(named, str) and not has_refs(named) and named not in interactions:
+                yield Finding("unknown-interaction", (*base, "params", "interaction"), f"no interaction named `{named}`",
+                              hint=choices_hint(named, interactions, what="defined interactions"))
         elif step.type == "activity" and step.name not in ws.tools:
             yield Finding("unknown-tool", (*base, "name"), f"no tool is named `{step.name}` (activities are registered tools)",
                           hint=choices_hint(step.name, ws.tools.names(), what="registered tools"))

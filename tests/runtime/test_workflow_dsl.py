@@ -136,3 +136,37 @@ steps:
     assert result["status"] == "completed", result
     assert result["context"]["fromProcess"]["counter"] == 2
     assert result["context"]["fromWorkflow"]["bumped"] == {"counter": 6}
+
+
+def test_execute_interaction_and_text_activities_run_in_a_workflow(run_def, doc, monkeypatch):
+    monkeypatch.delenv("ERGON_MODEL", raising=False)
+    files = {
+        "shout.yaml": """
+kind: interaction
+name: shout
+input_schema: {type: object, properties: {text: {type: string}}, required: [text]}
+result_schema: {type: object, properties: {loud: {type: string}}, required: [loud]}
+prompts:
+  - {role: user, template: "Say this loudly: {{ text }}"}
+""",
+        "wf.yaml": """
+kind: workflow
+name: wf_activities
+input_schema: {type: object, properties: {documentId: {type: string}}, required: [documentId]}
+steps:
+  - {name: extractText, params: {document: "${documentId}"}, output: extracted}
+  - {name: executeInteraction, params: {interaction: shout, data: {text: "${extracted.text}"}}, output: shouted}
+  - {name: analyzeSentiment, params: {text: "${extracted.text}"}, output: mood}
+  - {name: translateText, params: {text: "${extracted.text}", targetLanguage: French}, output: french}
+  - {name: createDocument, params: {type: Note, properties: {name: "note-${documentId}", mood: "${mood.sentiment}"}}, output: created}
+  - {name: deleteDocument, params: {document: "${created.document}"}}
+""",
+    }
+    result = run_def(files, "wf_activities", {"documentId": doc["id"]})
+    assert result["status"] == "completed", result
+    ctx = result["context"]
+    assert ctx["extracted"] == {"text": "The quarterly brief: revenue grew.", "hasText": True}
+    assert isinstance(ctx["shouted"]["result"]["loud"], str)
+    assert ctx["mood"]["sentiment"] in {"positive", "negative", "neutral", "mixed"}
+    assert isinstance(ctx["french"]["translatedText"], str)
+    assert ctx["created"]["document"]["properties"]["mood"] == ctx["mood"]["sentiment"]

@@ -45,3 +45,31 @@ def test_create_update_delete_document(run_ctx, home):
         documents.get(doc["id"])
     with pytest.raises(ToolError, match="no document"):
         call("deleteDocument", {"document": doc["id"]})
+
+
+def test_text_activities_return_their_documented_fields_on_the_offline_model(run_ctx, monkeypatch):
+    monkeypatch.delenv("ERGON_MODEL", raising=False)
+    text = "Acme Corp signed the contract in Paris on 3 May; everyone was pleased."
+    assert isinstance(call("generateText", {"prompt": "A title for {{ topic }}", "data": {"topic": "ships"}})["text"], str)
+    assert isinstance(call("translateText", {"text": text, "targetLanguage": "French"})["translatedText"], str)
+    assert isinstance(call("summarizeText", {"text": text})["summary"], str)
+    assert call("analyzeSentiment", {"text": text})["sentiment"] in {"positive", "negative", "neutral", "mixed"}
+    assert call("classifyText", {"text": text, "categories": ["contract", "invoice"]})["category"] in {"contract", "invoice"}
+    entities = call("extractEntities", {"text": text})["entities"]
+    assert isinstance(entities, list) and all(set(e) == {"text", "type"} for e in entities)
+
+
+def test_extract_text_reads_the_document_store(run_ctx, home):
+    from flows import documents
+
+    doc = documents.create("note.txt", "Some text.")
+    assert call("extractText", {"document": doc["id"]}) == {"text": "Some text.", "hasText": True}
+    empty = documents.create("empty.txt", "  ")
+    assert call("extractText", {"document": empty})["hasText"] is False
+    with pytest.raises(ToolError, match="no document"):
+        call("extractText", {"document": "missing-doc"})
+
+
+def test_execute_interaction_needs_a_run(run_ctx):
+    with pytest.raises(ToolError, match="inside a run"):
+        call("executeInteraction", {"interaction": "summarize_text", "data": {}})

@@ -39,7 +39,9 @@ async def call_tool(name: str, args: dict[str, Any], services: Services | None =
 
     token = CURRENT.set(ToolContext(run_id=services.run_id if services else None, visit_id=visit_id,
                                     node_id=node.id if node else None,
-                                    started_by=services.started_by if services else None, record_calls=False))
+                                    started_by=services.started_by if services else None, record_calls=False,
+                                    resolve_interaction=services.resolve_interaction if services else None,
+                                    environments=services.environments if services else None))
     try:
         return await invoke(name, args)
     except (UnknownTool, ToolArgumentError) as exc:  # not the tool's own failure: never retried
