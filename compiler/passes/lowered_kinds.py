@@ -179,7 +179,10 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
         elif step.type == "activity" and step.name not in ws.tools:
             yield Finding("unknown-tool", (*base, "name"), f"no tool is named `{step.name}` (activities are registered tools)",
                           hint=choices_hint(step.name, ws.tools.names(), what="registered tools"))
-        if step.type == "workflow" and step.name not in child_workflows:
+        if step.type == "workflow" and step.name in UNAVAILABLE_WORKFLOWS and step.name not in child_workflows:
+            yield Finding("dsl-unsupported", (*base, "name"), f"child workflow `{step.name}` is not available yet",
+                          hint=UNAVAILABLE_WORKFLOWS[step.name])
+        elif step.type == "workflow" and step.name not in child_workflows:
             yield Finding("unknown-process", (*base, "name"), f"no workflow, process or pipeline named `{step.name}`",
                           hint=choices_hint(step.name, [n for n in child_workflows if n != defn.name], what="defined workflows and processes"))
         if step.output:
@@ -195,6 +198,16 @@ UNAVAILABLE_ACTIVITIES: dict[str, str] = {
     "generateEmbeddings": "Ergon has no embedding store yet; search documents by words with the `search_documents` tool",
     "searchEmbeddings": "Ergon has no embedding store yet; use the `search_documents` tool (word search over the document store)",
     "runJavascriptCode": "Ergon runs no JavaScript; write the code as a Python `@tool` function in definitions/tools/",
+    # activities of the Vertesia platform's intake workflow (not on the DSL page's list)
+    "setDocumentStatus": "Ergon has no current-document status; use `updateDocument` with `properties: {status: ...}`",
+    "generateOrAssignContentType": "use `classifyText` with your types as `categories`, or `executeInteraction`",
+    "generateDocumentProperties": "use `executeInteraction` with an interaction whose result schema holds the properties",
+    "chunkDocument": "Ergon does not split documents into parts; write a Python `@tool` function for it",
+}
+
+#: Child workflows of the Vertesia platform that Ergon does not ship, with what to use instead.
+UNAVAILABLE_WORKFLOWS: dict[str, str] = {
+    "generateObjectText": "use the `extractText` activity (documents in Ergon's store are text)",
 }
 
 def _tool_params(name: str, params: dict[str, Any], known: tuple[tuple[str, ...], tuple[str, ...]],

@@ -170,3 +170,16 @@ steps:
     assert ctx["mood"]["sentiment"] in {"positive", "negative", "neutral", "mixed"}
     assert isinstance(ctx["french"]["translatedText"], str)
     assert ctx["created"]["document"]["properties"]["mood"] == ctx["mood"]["sentiment"]
+
+
+def test_the_dsl_page_example_runs_verbatim_with_its_async_child(run_def):
+    from pathlib import Path
+
+    seed = Path(__file__).parents[1] / "fixtures" / "seed_examples" / "dsl_example_workflow.json"
+    files = {
+        "my_workflow.json": seed.read_text(encoding="utf-8"),
+        "child.yaml": "kind: workflow\nname: My Child Workflow\nsteps:\n  - {name: log, params: {message: child}, output: said}\n",
+    }
+    result = run_def(files, "My Workflow")
+    assert result["status"] == "completed", result
+    assert result["context"]["childWorkflowResult"]["said"] == {"logged": "child"}
