@@ -139,23 +139,7 @@ steps:
 
 
 def test_execute_interaction_and_text_activities_run_in_a_workflow(run_def, doc, monkeypatch):
-    import importlib
-
-    import flows.tools.builtins_activities
-
     monkeypatch.delenv("ERGON_MODEL", raising=False)
-    # The tool registry is per process: definitions/tools/examples.py (loaded by an earlier test
-    # of the session) replaces the built-in extractText; register the built-ins again for this
-    # test only (monkeypatch puts the previous entries back).
-    from flows.tools import REGISTRY
-
-    saved = dict(REGISTRY)
-    importlib.reload(flows.tools.builtins_activities)
-    fresh = dict(REGISTRY)
-    REGISTRY.clear()
-    REGISTRY.update(saved)
-    for name, spec in fresh.items():
-        monkeypatch.setitem(REGISTRY, name, spec)
     files = {
         "shout.yaml": """
 kind: interaction
