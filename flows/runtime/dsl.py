@@ -27,12 +27,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from compiler.plan import FetchSpec, Projection
 from flows.runtime.errors import NodeFailed
 
 DEFAULT_FETCH_LIMIT = 10
 
 
-def fetch(spec: dict[str, Any], step: str) -> Any:
+def fetch(spec: FetchSpec, step: str) -> Any:
     """Run a rendered ``fetch`` spec against the document store."""
     from flows import documents
 
@@ -93,7 +94,7 @@ def _keep(value: dict[str, Any], paths: list[list[str]]) -> dict[str, Any]:
     return out
 
 
-def project(result: Any, projection: dict[str, list[str]], step: str) -> Any:
+def project(result: Any, projection: Projection, step: str) -> Any:
     """``result`` with ``$include`` / ``$exclude`` applied (see the module docstring)."""
     if isinstance(result, list):
         return [project(item, projection, step) for item in result]

@@ -58,7 +58,7 @@ async def run(node: PlanNode, context: dict[str, Any], services: Services | None
     if fixed is not None and not tool:
         update = render_value(fixed, context)
         return Effect(update=update, output=update)
-    fetch_spec = node.extras.get("fetch")
+    fetch_spec = node.fetch_spec()
     if fetch_spec:
         from flows.runtime import dsl
 
@@ -72,7 +72,7 @@ async def run(node: PlanNode, context: dict[str, Any], services: Services | None
     if not tool:
         return Effect(input=args)
     result = await call_tool(tool, args, services, node, visit_id)
-    projection = node.extras.get("projection")
+    projection = node.projection()
     if projection:
         from flows.runtime import dsl
 
