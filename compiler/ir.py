@@ -468,7 +468,7 @@ class WorkflowStep(IRModel):
 class WorkflowDef(IRModel):
     """The Vertesia workflow DSL; lowered to a pipeline."""
 
-    kind: Literal["workflow"] = Field(description="Definition kind `workflow`.")
+    kind: Literal["workflow"] = Field("workflow", description="Definition kind `workflow` (optional: a document with `steps` and no `input_form` is a workflow).")
     name: str = Field(description="Workflow name.")
     description: str | None = Field(None, description="What it does.")
     vars: dict[str, Any] = Field(default_factory=dict, description="Variables (literal values; `${}` references allowed).")

@@ -22,11 +22,14 @@ _TAGGED_UNIONS: dict[str, tuple[str, ...]] = {"type": NODE_TYPES}
 
 
 def detect_kind(data: dict) -> tuple[str | None, Finding | None]:
-    """The definition kind: ``kind:``, or a Vertesia process document by its ``format_version``."""
+    """The definition kind: ``kind:``, a Vertesia process document by its ``format_version``, or
+    a Vertesia workflow-DSL document by its ``steps`` (and no template ``input_form``)."""
     kind = data.get("kind")
     if kind is None:
         if "format_version" in data or "process" in data:
             return "process", None
+        if isinstance(data.get("steps"), list) and "input_form" not in data:
+            return "workflow", None  # a Vertesia workflow-DSL document, as the seed writes them
         return None, Finding(
             "unknown-kind", (), "the document has no `kind`",
             hint=f"add `kind:` with one of {', '.join(f'`{k}`' for k in KINDS)} "

@@ -30,7 +30,7 @@ alias, None values left out.
 Nodes of a lowered workflow may carry ``skip_propagates = False``: when one of their needs was
 skipped (its ``when`` was false) they still run — the workflow DSL's condition concerns its own
 step only. ``extras`` holds what the lowering could not express in IR: ``projection`` and
-``fetch`` of a workflow step, ``when_regexp`` (``[{var, pattern}]``: the node runs only if
+``fetch`` of a workflow step (applied by the ``tool`` body: ``flows.runtime.dsl``), ``when_regexp`` (``[{var, pattern}]``: the node runs only if
 ``re.search(pattern, str(value))`` matches for each, in addition to ``when``), ``import``, and
 ``source_step`` (index or key of the step the node came from). Everything else a lowered node
 says is in its body: the lowerings build IR nodes (``AgentNode``, ``ToolNode``, ``ProcessNode``),
@@ -42,7 +42,7 @@ from __future__ import annotations
 import builtins
 import hashlib
 import json
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypedDict, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
 
@@ -102,6 +102,21 @@ def ir_json(model: BaseModel) -> dict[str, Any]:
     return model.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
+class FetchSpec(TypedDict, total=False):
+    """``extras["fetch"]`` of a lowered workflow step (checked by ``compiler.passes.lowered_kinds``,
+    run by ``flows.runtime.dsl.fetch``); string values may hold Jinja rendered over the context."""
+
+    type: Literal["document"]
+    query: dict[str, Any]
+    select: list[str]
+    limit: int
+    on_not_found: Literal["throw", "ignore"]
+
+
+#: ``extras["projection"]``: ``$include`` / ``$exclude`` → field paths (``flows.runtime.dsl.project``).
+Projection = dict[Literal["$include", "$exclude"], list[str]]
+
+
 class PlanNode(PlanModel):
     """One node, with everything the runtime derives from the definition precomputed."""
 
@@ -147,6 +162,14 @@ class PlanNode(PlanModel):
     def body_json(self) -> dict[str, Any]:
         """The body as the Plan's JSON holds it (see :func:`ir_json`)."""
         return ir_json(self.body)
+
+    def fetch_spec(self) -> FetchSpec | None:
+        """The workflow step's ``fetch`` (extras), if any."""
+        return self.extras.get("fetch") or None
+
+    def projection(self) -> Projection | None:
+        """The workflow step's ``projection`` (extras), if any."""
+        return self.extras.get("projection") or None
 
     def body_as(self, cls: builtins.type[N]) -> N:  # `type` is a field here
         """The body, typed as the IR node class ``cls``; ``TypeError`` when it is another one."""

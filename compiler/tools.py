@@ -36,7 +36,36 @@ BUILTIN_TOOLS: dict[str, str] = {
     "set_context": "Tool nodes only: apply `{updates: {...}}` to the context.",
     "noop": "Do nothing and return an empty result (useful in tests and benchmarks).",
     "log": "Log a message into the run record.",
-    "sleep": "Wait a number of seconds.",
+    "sleep": "Wait `duration` seconds.",
+    "createDocument": "Workflow DSL: create a document (type, properties) in the local document store.",
+    "updateDocument": "Workflow DSL: update a document's properties (or text) in the local document store.",
+    "deleteDocument": "Workflow DSL: delete a document from the local document store.",
+    "executeInteraction": "Workflow DSL: run a named interaction on `data`.",
+    "extractText": "Workflow DSL: the text of a document of the local document store.",
+    "generateText": "Workflow DSL: generate text from a prompt template (model call).",
+    "translateText": "Workflow DSL: translate a text (model call).",
+    "summarizeText": "Workflow DSL: summarize a text (model call).",
+    "analyzeSentiment": "Workflow DSL: the sentiment of a text (model call).",
+    "classifyText": "Workflow DSL: classify a text into given categories (model call).",
+    "extractEntities": "Workflow DSL: the named entities of a text (model call).",
+}
+
+#: Parameters of built-in tools the checker holds workflow-step ``params`` to:
+#: name → (required, optional). ``tests/tools`` asserts these equal the registered tools' schemas.
+BUILTIN_TOOL_PARAMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "log": (("message",), ("level",)),
+    "sleep": ((), ("duration", "seconds")),
+    "createDocument": (("type",), ("properties", "content")),
+    "updateDocument": (("document",), ("properties", "content")),
+    "deleteDocument": (("document",), ()),
+    "executeInteraction": (("interaction",), ("data",)),
+    "extractText": (("document",), ()),
+    "generateText": (("prompt",), ("data",)),
+    "translateText": (("text", "targetLanguage"), ()),
+    "summarizeText": (("text",), ()),
+    "analyzeSentiment": (("text",), ()),
+    "classifyText": (("text", "categories"), ()),
+    "extractEntities": (("text",), ()),
 }
 
 DEFAULT_AGENT_TOOLS: tuple[str, ...] = (
@@ -58,6 +87,10 @@ class ToolCatalogue:
 
     tools: dict[str, str] = field(default_factory=lambda: {n: "builtin" for n in BUILTIN_TOOLS})
 
+    def builtin_params(self, name: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+        """(required, optional) parameters of a built-in tool the checker knows, else None."""
+        return BUILTIN_TOOL_PARAMS.get(name) if self.tools.get(name) == "builtin" else None
+
     def __contains__(self, name: str) -> bool:
         return name in self.tools
 
@@ -70,7 +103,9 @@ class ToolCatalogue:
             return
         for py in sorted(folder.glob("*.py")):
             for name in python_tool_names(py):
-                self.tools.setdefault(name, str(py))
+                # a Python tool named like a built-in replaces it, as it does at run time
+                if self.tools.get(name, "builtin") == "builtin":
+                    self.tools[name] = str(py)
         manifest = folder / "manifest.yaml"
         if manifest.is_file():
             data = yaml.safe_load(manifest.read_text(encoding="utf-8")) or {}

@@ -134,5 +134,5 @@ def workspace_from_texts(texts: dict[str, str], *, tools: Iterable[str] = ()) ->
     for file, text in texts.items():
         ws.units.append(make_unit(load_text(text, file)))
     for name in tools:
-        ws.tools.tools.setdefault(name, "given")
+        ws.tools.tools[name] = "given"  # like a Python tool, a given name replaces a built-in
     return ws

@@ -104,13 +104,14 @@ def _check_size(name: str, data: bytes) -> None:
         raise DocumentError(f"`{name}` is {len(data)} bytes; documents are limited to {MAX_DOCUMENT_BYTES}")
 
 
-def _save(doc_id: str, name: str, text: str, content_type: str, source: str | None) -> dict[str, Any]:
+def _save(doc_id: str, name: str, text: str, content_type: str, source: str | None,
+          extra: dict[str, Any] | None = None) -> dict[str, Any]:
     data = text.encode("utf-8")
     root = _root()
     meta = {
         "id": doc_id, "name": name, "size": len(data), "content_type": content_type,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "sha256": sha256(data).hexdigest(), "source": source,
+        "sha256": sha256(data).hexdigest(), "source": source, **(extra or {}),
     }
     _write_atomic(root / f"{doc_id}.txt", text)
     _write_atomic(root / f"{doc_id}.json", json.dumps(meta, indent=2, ensure_ascii=False))
@@ -135,12 +136,44 @@ def add(path: str | Path, id: str | None = None, *, replace: bool = False) -> di
 
 
 def create(name: str, content: str, *, id: str | None = None, source: str | None = None,
-           content_type: str | None = None) -> dict[str, Any]:
-    """Store ``content`` as a new document named ``name``; returns its metadata."""
+           content_type: str | None = None, type: str | None = None,
+           properties: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Store ``content`` as a new document named ``name``; returns its metadata.
+
+    ``type`` and ``properties`` (the workflow DSL's document type and properties) are kept in
+    the metadata when given.
+    """
     _check_size(name, content.encode("utf-8"))
     doc_id = _claim(_root(), id, name, False)
     ctype = content_type or mimetypes.guess_type(name)[0] or "text/markdown"
-    return _save(doc_id, name, content, ctype, source)
+    extra: dict[str, Any] = {}
+    if type is not None:
+        extra["type"] = type
+    if properties is not None:
+        extra["properties"] = dict(properties)
+    return _save(doc_id, name, content, ctype, source, extra)
+
+
+def update(doc_id: str, *, properties: dict[str, Any] | None = None, content: str | None = None) -> dict[str, Any]:
+    """Merge ``properties`` into a document's properties and/or replace its text; returns the metadata."""
+    meta = metadata(doc_id)
+    text = content if content is not None else (_root() / f"{doc_id}.txt").read_text(encoding="utf-8")
+    _check_size(meta["name"], text.encode("utf-8"))
+    extra = {k: v for k, v in meta.items() if k in ("type", "properties")}
+    if properties:
+        extra["properties"] = {**(meta.get("properties") or {}), **properties}
+    saved = _save(doc_id, meta["name"], text, meta["content_type"], meta.get("source"), extra)
+    saved["created_at"] = meta["created_at"]
+    saved["updated_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    _write_atomic(_root() / f"{doc_id}.json", json.dumps(saved, indent=2, ensure_ascii=False))
+    return saved
+
+
+def delete(doc_id: str) -> None:
+    """Remove a document (its text and metadata); unknown ids raise :class:`DocumentNotFound`."""
+    metadata(doc_id)
+    for suffix in (".json", ".txt"):
+        (_root() / f"{doc_id}{suffix}").unlink(missing_ok=True)
 
 
 def metadata(doc_id: str) -> dict[str, Any]:

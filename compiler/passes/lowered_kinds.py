@@ -13,8 +13,13 @@ on the *original* document, so that diagnostics point at what the author wrote:
 * workflow — every ``${var}`` names a var, an input property or the output of an earlier,
   awaited step (``maybe-unset``), condition operators are known (``guard-invalid``) and their
   operands valid (``bad-value``: ``$regexp`` compiles, ``$in``/``$nin`` take a list), explicit
-  step ids are unique (``bad-value``), activities are registered tools (``unknown-tool``), child
-  workflows are workflow definitions (``unknown-process``);
+  step ids are unique (``bad-value``), activities are registered tools (``unknown-tool``) called with the
+  parameters the built-in ones take (``tool-params``, ``compiler.tools.BUILTIN_TOOL_PARAMS``), and not
+  one of the documented activities Ergon does not run yet (``dsl-unsupported``), child steps name
+  a workflow, process or pipeline (``unknown-process``), ``fetch`` has the shape
+  :mod:`flows.runtime.dsl` runs (``bad-value``; another type or a ``source`` is
+  ``dsl-unsupported``) and ``projection`` lists paths under ``$include`` / ``$exclude``
+  (``bad-value``); ``${fetched}`` is visible in the params of a step with a ``fetch``;
 * form — group names and field names within a group are unique, a ``select`` has options
   (``bad-value``);
 * interaction — it has prompt segments and its ``test_data`` matches its ``input_schema``
@@ -160,7 +165,7 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
     outputs: dict[str, dict | None] = {}  # output → condition of the step that sets it
     async_outputs: set[str] = set()
     explicit_ids: dict[str, int] = {}
-    child_workflows = ws.named("workflow")
+    child_workflows = ws.named("workflow", "process", "pipeline")
     for i, step in enumerate(defn.steps):
         base = ("steps", i)
         if step.id is not None:
@@ -170,26 +175,125 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
             explicit_ids.setdefault(step.id, i)
         visible = known | set(outputs)
         for section, value in (("params", step.params), ("fetch", step.fetch or {})):
+            seen = visible | {"fetched"} if section == "params" and step.fetch else visible
             for where, expr in iter_refs(value):
-                yield from _ref(expr, (*base, section, *where), visible, outputs, async_outputs, step.condition)
+                yield from _ref(expr, (*base, section, *where), seen, outputs, async_outputs, step.condition)
+        if step.fetch is not None:
+            yield from _fetch(step.fetch, (*base, "fetch"), step.type)
+        if step.projection is not None:
+            yield from _projection(step.projection, (*base, "projection"), step.type)
         for j, name in enumerate(step.import_):
             if name not in defn.vars:
                 yield Finding("maybe-unset", (*base, "import", j), f"`{name}` is not a workflow var",
                               hint=choices_hint(name, defn.vars, what="vars"))
         if step.condition:
             yield from _condition(step.condition, (*base, "condition"), visible, outputs, async_outputs)
-        if step.type == "activity" and step.name not in ws.tools:
+        if step.type == "activity" and step.name in UNAVAILABLE_ACTIVITIES and step.name not in ws.tools:
+            yield Finding("dsl-unsupported", (*base, "name"), f"activity `{step.name}` is not available yet",
+                          hint=UNAVAILABLE_ACTIVITIES[step.name])
+        elif step.type == "activity" and (known_params := ws.tools.builtin_params(step.name)) is not None:
+            yield from _tool_params(step.name, step.params, known_params, base)
+            named = step.params.get("interaction") if step.name == "executeInteraction" else None
+            interactions = ws.named("interaction")
+            if isinstance(named, str) and not has_refs(named) and named not in interactions:
+                yield Finding("unknown-interaction", (*base, "params", "interaction"), f"no interaction named `{named}`",
+                              hint=choices_hint(named, interactions, what="defined interactions"))
+        elif step.type == "activity" and step.name not in ws.tools:
             yield Finding("unknown-tool", (*base, "name"), f"no tool is named `{step.name}` (activities are registered tools)",
                           hint=choices_hint(step.name, ws.tools.names(), what="registered tools"))
-        if step.type == "workflow" and step.name not in child_workflows:
-            yield Finding("unknown-process", (*base, "name"), f"no workflow named `{step.name}`",
-                          hint=choices_hint(step.name, [n for n in child_workflows if n != defn.name], what="defined workflows"))
+        if step.type == "workflow" and step.name in UNAVAILABLE_WORKFLOWS and step.name not in child_workflows:
+            yield Finding("dsl-unsupported", (*base, "name"), f"child workflow `{step.name}` is not available yet",
+                          hint=UNAVAILABLE_WORKFLOWS[step.name])
+        elif step.type == "workflow" and step.name not in child_workflows:
+            yield Finding("unknown-process", (*base, "name"), f"no workflow, process or pipeline named `{step.name}`",
+                          hint=choices_hint(step.name, [n for n in child_workflows if n != defn.name], what="defined workflows and processes"))
         if step.output:
             if step.type == "workflow" and step.async_:
                 async_outputs.add(step.output)
             else:
                 outputs[step.output] = step.condition
                 async_outputs.discard(step.output)
+
+
+#: Activities of the DSL page that Ergon does not run yet, with what to use instead.
+UNAVAILABLE_ACTIVITIES: dict[str, str] = {
+    "generateEmbeddings": "Ergon has no embedding store yet; search documents by words with the `search_documents` tool",
+    "searchEmbeddings": "Ergon has no embedding store yet; use the `search_documents` tool (word search over the document store)",
+    "runJavascriptCode": "Ergon runs no JavaScript; write the code as a Python `@tool` function in definitions/tools/",
+    # activities of the Vertesia platform's intake workflow (not on the DSL page's list)
+    "setDocumentStatus": "Ergon has no current-document status; use `updateDocument` with `properties: {status: ...}`",
+    "generateOrAssignContentType": "use `classifyText` with your types as `categories`, or `executeInteraction`",
+    "generateDocumentProperties": "use `executeInteraction` with an interaction whose result schema holds the properties",
+    "chunkDocument": "Ergon does not split documents into parts; write a Python `@tool` function for it",
+}
+
+#: Child workflows of the Vertesia platform that Ergon does not ship, with what to use instead.
+UNAVAILABLE_WORKFLOWS: dict[str, str] = {
+    "generateObjectText": "use the `extractText` activity (documents in Ergon's store are text)",
+}
+
+def _tool_params(name: str, params: dict[str, Any], known: tuple[tuple[str, ...], tuple[str, ...]],
+                 base: tuple) -> Iterator[Finding]:
+    required, optional = known
+    for key in params:
+        if key not in required and key not in optional:
+            yield Finding("tool-params", (*base, "params", key), f"activity `{name}` has no parameter `{key}`",
+                          hint=choices_hint(key, [*required, *optional], what=f"parameters of `{name}`"), at_key=True)
+    for key in required:
+        if key not in params:
+            yield Finding("tool-params", (*base, "params") if params else (*base, "name"),
+                          f"activity `{name}` needs the parameter `{key}`", hint=f"add `params: {{{key}: ...}}`")
+
+
+FETCH_KEYS = ("type", "source", "query", "select", "limit", "on_not_found")
+
+
+def _fetch(spec: dict[str, Any], path: tuple, step_type: str) -> Iterator[Finding]:
+    """The shape :func:`flows.runtime.dsl.fetch` runs."""
+    if step_type == "workflow":
+        yield Finding("dsl-unsupported", path, "`fetch` on a child workflow step is not supported",
+                      hint="fetch in an activity step before it and pass the result in `params`")
+        return
+    for key in spec:
+        if key not in FETCH_KEYS:
+            yield Finding("bad-value", (*path, key), f"`{key}` is not a fetch property", hint=choices_hint(key, FETCH_KEYS, what="fetch properties"), at_key=True)
+    kind = spec.get("type", "document")
+    if kind != "document":
+        yield Finding("dsl-unsupported", (*path, "type"), f"fetch type `{kind}` is not supported",
+                      hint="only `type: document` (the local document store) is supported; call a tool for other data")
+    if "source" in spec:
+        yield Finding("dsl-unsupported", (*path, "source"), "fetch `source` is not supported",
+                      hint="remove it: documents are fetched from the local document store")
+    query = spec.get("query")
+    if not isinstance(query, dict) or not query:
+        yield Finding("bad-value", (*path, "query") if "query" in spec else path, "fetch needs a `query` mapping",
+                      hint="e.g. `query: {id: \"${documentId}\"}` or `{name: ...}` or `{text: words to search}`")
+    select = spec.get("select")
+    if select is not None and (not isinstance(select, list) or not all(isinstance(s, str) and s for s in select)):
+        yield Finding("bad-value", (*path, "select"), "fetch `select` is a list of field names", hint="e.g. `select: [id, name, content]`")
+    limit = spec.get("limit")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        yield Finding("bad-value", (*path, "limit"), "fetch `limit` is a whole number of at least 1")
+    on_nf = spec.get("on_not_found")
+    if on_nf is not None and on_nf not in ("throw", "ignore"):
+        yield Finding("bad-value", (*path, "on_not_found"), f"`on_not_found` is `throw` or `ignore`, not `{on_nf}`")
+
+
+def _projection(proj: dict[str, list[str]], path: tuple, step_type: str) -> Iterator[Finding]:
+    if step_type == "workflow":
+        yield Finding("dsl-unsupported", path, "`projection` on a child workflow step is not supported",
+                      hint="project in the child workflow's last step, or in an activity step after it")
+        return
+    if not proj:
+        yield Finding("bad-value", path, "a projection needs `$include` or `$exclude`")
+    for op, fields in proj.items():
+        if op not in ("$include", "$exclude"):
+            yield Finding("bad-value", (*path, op), f"`{op}` is not a projection operator",
+                          hint="use `$include: [fields]` or `$exclude: [fields]`", at_key=True)
+            continue
+        for j, field in enumerate(fields):
+            if not field or any(not part for part in field.split(".")):
+                yield Finding("bad-value", (*path, op, j), f"`{field}` is not a field path", hint="write `name` or `owner.email`")
 
 
 def _ref(expr: str, path: tuple, visible: set[str], outputs: dict[str, dict | None], async_outputs: set[str],

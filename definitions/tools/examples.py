@@ -147,46 +147,6 @@ def screen_sanctions(name: str, country: str) -> dict:
 
 
 @tool
-def extractText(document: str) -> dict:  # noqa: N802 - activity names follow the workflow DSL
-    """Extract the text of a document from the local store stand-in.
-
-    Deterministic: the text is derived from the document id. Returns
-    ``{"text": str, "hasText": bool, "length": int}``; ids starting with ``empty`` have no text.
-    """
-    if document.startswith("empty"):
-        text = ""
-    else:
-        text = (
-            f"Document {document}. This agreement is made between the supplier and the customer. "
-            "The supplier delivers the services described in the annex. Payment is due within "
-            "thirty days of the invoice date."
-        )
-    return {"text": text, "hasText": bool(text), "length": len(text)}
-
-
-@tool
-def summarizeText(text: str, max_sentences: int = 2) -> dict:  # noqa: N802
-    """Extractive summary: the first ``max_sentences`` sentences. Returns ``{"summary": str}``."""
-    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if s.strip()]
-    return {"summary": " ".join(sentences[: max(max_sentences, 1)])}
-
-
-@tool
-def classifyText(text: str, categories: list[str]) -> dict:  # noqa: N802
-    """Pick the category whose name occurs most often in the text (first one on ties).
-
-    Returns ``{"category": str}``; ``"other"`` when no category is mentioned or none given.
-    """
-    lowered = text.lower()
-    best, best_count = "other", 0
-    for cat in categories:
-        count = lowered.count(cat.lower())
-        if count > best_count:
-            best, best_count = cat, count
-    return {"category": best}
-
-
-@tool
 def describeDocument(document: str) -> dict:  # noqa: N802
     """Metadata of a document from the local store stand-in (deterministic).
 

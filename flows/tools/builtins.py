@@ -1,7 +1,8 @@
 """Built-in tools every run has (the names the compiler lists in ``compiler.tools.BUILTIN_TOOLS``).
 
 This module holds the deterministic helpers and imports the other built-in modules, so that
-importing it registers every built-in: :mod:`~flows.tools.builtins_agent` (think, plan,
+importing it registers every built-in: :mod:`~flows.tools.builtins_activities` (workflow-DSL
+activities), :mod:`~flows.tools.builtins_agent` (think, plan,
 update_plan, artifacts), :mod:`~flows.tools.builtins_documents` (document store) and
 :mod:`~flows.tools.http` (http_request), :mod:`~flows.tools.builtins_human` (ask_user). ``set_context``
 is not a tool function: the engine applies its ``updates`` envelope itself
@@ -14,6 +15,7 @@ import asyncio
 import logging
 
 from flows.tools import tool
+from flows.tools.errors import ToolError
 
 log = logging.getLogger("ergon.tools")
 
@@ -32,11 +34,19 @@ async def log_message(message: str, level: str = "info") -> dict:
 
 
 @tool(name="sleep")
-async def sleep(seconds: float = 1.0) -> dict:
-    """Wait a number of seconds (at most an hour)."""
-    await asyncio.sleep(max(0.0, min(float(seconds), 3600.0)))
-    return {"slept": seconds}
+async def sleep(duration: float | None = None, seconds: float | None = None) -> dict:
+    """Wait a number of seconds (at most an hour).
+
+    Args:
+        duration: seconds to wait (the workflow DSL's parameter); default 1
+        seconds: the same, under its older name (give one of the two)
+    """
+    if duration is not None and seconds is not None:
+        raise ToolError("sleep", "give `duration` or `seconds`, not both")
+    wait = duration if duration is not None else seconds if seconds is not None else 1.0
+    await asyncio.sleep(max(0.0, min(float(wait), 3600.0)))
+    return {"slept": wait}
 
 
 # Registered on import (kept at the end: they import `tool` from the package, like this module).
-from flows.tools import builtins_agent, builtins_documents, builtins_human, http  # noqa: E402,F401
+from flows.tools import builtins_activities, builtins_agent, builtins_documents, builtins_human, http  # noqa: E402,F401

@@ -26,6 +26,10 @@ class ToolContext:
     #: how the agents' `ask_user` tool asks a person: ``ask(node_id=, title=, description=,
     #: assignee=, fields=)`` → (task, answer), set by the agent body (None outside an agent)
     ask: Any = None
+    #: the run's interaction lookup (name → InteractionDef) and environments, set by the tool
+    #: body (the `executeInteraction` activity runs a named interaction); None outside a run
+    resolve_interaction: Any = None
+    environments: Any = None
 
 
 #: the default is shared, which is safe: ToolContext is frozen

@@ -111,8 +111,8 @@ def test_unknown_tools_on_tool_and_agent_nodes():
     assert brief(diags) == [("unknown-tool", 7, 11), ("unknown-tool", 11, 13), ("unknown-tool", 11, 31)]
     assert diags[0].hint.startswith("did you mean `fetch_document`?")
     assert diags[1].hint.startswith("did you mean `search_documents`?")
-    assert diags[2].hint.startswith("tools are: `ask_user`")
-    assert "and 7 more" in diags[2].hint  # long lists are cut short
+    assert diags[2].hint.startswith("tools are: `analyzeSentiment`, `ask_user`")
+    assert "and 18 more" in diags[2].hint  # long lists are cut short
 
 
 def test_tools_given_to_the_workspace_are_known():

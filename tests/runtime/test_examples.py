@@ -32,6 +32,10 @@ def test_example_runs_on_the_offline_model(name, prefect_api, store, monkeypatch
 
     monkeypatch.setenv("ERGON_DEFINITIONS", str(DEFINITIONS))
     monkeypatch.delenv("ERGON_MODEL", raising=False)
+    if name == "document_intake":  # its extractText reads the document store
+        from flows import documents
+
+        documents.add(DEFINITIONS / "documents" / "doc-1.txt", id="doc-1", replace=True)
     catalog = Catalog.load()
     compiled = catalog.compile(name)
     inputs, outcome = CASES[name]

@@ -2,6 +2,10 @@
 
 Also the two envelopes that are not tool calls: a fixed ``config.context_update`` (rendered over
 the context) and ``set_context`` (the engine applies its ``updates`` as the node's writes).
+
+Lowered workflow-DSL steps may carry ``fetch`` and ``projection`` extras: the fetch runs first
+and is bound as ``fetched`` for the step's params, the projection is applied to the tool's result
+before ``output`` receives it (:mod:`flows.runtime.dsl`).
 """
 
 from __future__ import annotations
@@ -35,7 +39,9 @@ async def call_tool(name: str, args: dict[str, Any], services: Services | None =
 
     token = CURRENT.set(ToolContext(run_id=services.run_id if services else None, visit_id=visit_id,
                                     node_id=node.id if node else None,
-                                    started_by=services.started_by if services else None, record_calls=False))
+                                    started_by=services.started_by if services else None, record_calls=False,
+                                    resolve_interaction=services.resolve_interaction if services else None,
+                                    environments=services.environments if services else None))
     try:
         return await invoke(name, args)
     except (UnknownTool, ToolArgumentError) as exc:  # not the tool's own failure: never retried
@@ -52,6 +58,11 @@ async def run(node: PlanNode, context: dict[str, Any], services: Services | None
     if fixed is not None and not tool:
         update = render_value(fixed, context)
         return Effect(update=update, output=update)
+    fetch_spec = node.fetch_spec()
+    if fetch_spec:
+        from flows.runtime import dsl
+
+        context = {**context, "fetched": dsl.fetch(render_value(fetch_spec, context), node.id)}
     args = render_value(body.input or {}, context)
     if tool == "set_context":
         updates = args.get("updates") if isinstance(args, dict) else None
@@ -61,6 +72,11 @@ async def run(node: PlanNode, context: dict[str, Any], services: Services | None
     if not tool:
         return Effect(input=args)
     result = await call_tool(tool, args, services, node, visit_id)
+    projection = node.projection()
+    if projection:
+        from flows.runtime import dsl
+
+        result = dsl.project(result, projection, node.id)
     update = _project(result, node)
     if fixed:
         update = {**render_value(fixed, context), **update}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 from flows.tools import tool
 
@@ -60,3 +61,9 @@ def blob(size: int) -> dict:
 def marks() -> list[str]:
     path = _ledger("marks")
     return path.read_text().split() if path.exists() else []
+
+
+@tool
+def echo(value: Any = None) -> Any:
+    """Return ``value`` unchanged (workflow-DSL tests: projection and fetch)."""
+    return value

@@ -1,0 +1,226 @@
+"""Activities of the workflow DSL (seed 002) as built-in tools, named as the DSL page names them.
+
+Document activities work over the local document store (:mod:`flows.documents`):
+``createDocument(type, properties)`` creates a document (its text is ``content``, or empty; its
+name is ``properties.name``, else the type), ``updateDocument(document, properties)`` merges
+properties (and may replace the text), ``deleteDocument(document)`` removes it. ``document`` is a
+document id, or a document mapping with an ``id`` (what ``createDocument`` or a ``fetch`` gives).
+``extractText`` reads a document's text from the store; ``executeInteraction`` runs a named
+interaction of the run's catalog; the other text activities are each one structured model call
+(a small ``sys:<Activity>`` interaction with a result schema holding the documented field).
+The compiler knows their parameters statically (``compiler.tools.BUILTIN_TOOL_PARAMS``; a test
+keeps the two in step).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flows import documents
+from flows.tools import tool
+from flows.tools.errors import ToolError
+
+
+def _doc_id(activity: str, document: str | dict[str, Any]) -> str:
+    if isinstance(document, dict):
+        doc_id = document.get("id")
+        if not isinstance(doc_id, str):
+            raise ToolError(activity, "`document` is a document id or a mapping with an `id`")
+        return doc_id
+    return document
+
+
+@tool(name="createDocument")
+def create_document_activity(type: str, properties: dict[str, Any] | None = None, content: str = "") -> dict:
+    """Create a document in the document store; returns `{document: <its metadata>}`.
+
+    Args:
+        type: the document's type (kept in its metadata)
+        properties: the document's properties (`name` also names it)
+        content: the document's text (default empty)
+    """
+    props = dict(properties or {})
+    name = str(props.get("name") or type)
+    try:
+        return {"document": documents.create(name, content, type=type, properties=props)}
+    except documents.DocumentError as exc:
+        raise ToolError("createDocument", str(exc)) from None
+
+
+@tool(name="updateDocument")
+def update_document_activity(document: str | dict[str, Any], properties: dict[str, Any] | None = None,
+                             content: str | None = None) -> dict:
+    """Update a document: merge `properties` into its properties, replace its text when `content` is given.
+
+    Args:
+        document: the document's id, or a document (a mapping with `id`)
+        properties: properties to set
+        content: the new text (omit to keep it)
+    """
+    try:
+        return {"document": documents.update(_doc_id("updateDocument", document), properties=properties, content=content)}
+    except documents.DocumentError as exc:
+        raise ToolError("updateDocument", str(exc)) from None
+
+
+@tool(name="deleteDocument")
+def delete_document_activity(document: str | dict[str, Any]) -> dict:
+    """Delete a document from the document store; returns `{deleted: <id>}`.
+
+    Args:
+        document: the document's id, or a document (a mapping with `id`)
+    """
+    doc_id = _doc_id("deleteDocument", document)
+    try:
+        documents.delete(doc_id)
+    except documents.DocumentError as exc:
+        raise ToolError("deleteDocument", str(exc)) from None
+    return {"deleted": doc_id}
+
+
+# --------------------------------------------------------------------------------------------
+# Interactions and text activities: one structured model call each (the run's default model:
+# ERGON_MODEL, else the offline model)
+
+
+async def _ask(activity: str, interaction: Any, data: dict[str, Any]) -> Any:
+    from flows.llm.interactions import run_interaction
+    from flows.llm.types import LlmError
+    from flows.tools.context import current
+
+    ctx = current()
+    try:
+        return await run_interaction(interaction, data, run_id=ctx.run_id, visit_id=ctx.visit_id,
+                                     environments=ctx.environments or None)
+    except LlmError as exc:
+        raise ToolError(activity, str(exc)) from None
+
+
+def _text_interaction(name: str, instruction: str, result: dict[str, Any], required: list[str]) -> Any:
+    from compiler.ir import InteractionDef
+
+    return InteractionDef.model_validate({
+        "kind": "interaction", "name": f"sys:{name}",
+        "prompts": [{"role": "system", "template": instruction},
+                    {"role": "user", "template": "{{ text }}"}],
+        "result_schema": {"type": "object", "properties": result, "required": required, "additionalProperties": False},
+    })
+
+
+@tool(name="executeInteraction")
+async def execute_interaction(interaction: str, data: dict[str, Any] | None = None) -> dict:
+    """Run a named interaction on `data`; returns `{result: <its result>}`.
+
+    Args:
+        interaction: the interaction's name (a `kind: interaction` definition)
+        data: the interaction's input
+    """
+    from flows.tools.context import current
+
+    resolve = current().resolve_interaction
+    if resolve is None:
+        raise ToolError("executeInteraction", "interactions can only be run inside a run")
+    try:
+        defn = resolve(interaction)
+    except LookupError as exc:
+        raise ToolError("executeInteraction", str(exc)) from None
+    return {"result": await _ask("executeInteraction", defn, dict(data or {}))}
+
+
+@tool(name="extractText")
+def extract_text(document: str | dict[str, Any]) -> dict:
+    """The text of a document of the document store: `{text, hasText}` (no model call: the store holds text).
+
+    Args:
+        document: the document's id, or a document (a mapping with `id`)
+    """
+    try:
+        text = documents.get(_doc_id("extractText", document))["content"]
+    except documents.DocumentError as exc:
+        raise ToolError("extractText", str(exc)) from None
+    return {"text": text, "hasText": bool(text.strip())}
+
+
+@tool(name="generateText")
+async def generate_text(prompt: str, data: dict[str, Any] | None = None) -> dict:
+    """Generate text from a prompt template (Jinja2, rendered over `data`); returns `{text}`.
+
+    Args:
+        prompt: the prompt template, e.g. `Write a title for {{ topic }}`
+        data: the values the template reads
+    """
+    from compiler.ir import InteractionDef
+
+    defn = InteractionDef.model_validate({
+        "kind": "interaction", "name": "sys:GenerateText", "prompts": [{"role": "user", "template": prompt}],
+        "result_schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"],
+                          "additionalProperties": False},
+    })
+    return await _ask("generateText", defn, dict(data or {}))
+
+
+@tool(name="translateText")
+async def translate_text(text: str, targetLanguage: str) -> dict:  # noqa: N803 - the DSL's parameter name
+    """Translate a text; returns `{translatedText}`.
+
+    Args:
+        text: the text to translate
+        targetLanguage: the language to translate into, e.g. `French`
+    """
+    defn = _text_interaction("TranslateText", "Translate the user's text into {{ targetLanguage }}.",
+                             {"translatedText": {"type": "string"}}, ["translatedText"])
+    return await _ask("translateText", defn, {"text": text, "targetLanguage": targetLanguage})
+
+
+@tool(name="summarizeText")
+async def summarize_text(text: str) -> dict:
+    """Summarize a text; returns `{summary}`.
+
+    Args:
+        text: the text to summarize
+    """
+    defn = _text_interaction("SummarizeText", "Summarize the user's text in a few sentences.",
+                             {"summary": {"type": "string"}}, ["summary"])
+    return await _ask("summarizeText", defn, {"text": text})
+
+
+@tool(name="analyzeSentiment")
+async def analyze_sentiment(text: str) -> dict:
+    """The sentiment of a text; returns `{sentiment}` (positive, negative, neutral or mixed).
+
+    Args:
+        text: the text to analyze
+    """
+    defn = _text_interaction("AnalyzeSentiment", "Give the sentiment of the user's text.",
+                             {"sentiment": {"type": "string", "enum": ["positive", "negative", "neutral", "mixed"]}},
+                             ["sentiment"])
+    return await _ask("analyzeSentiment", defn, {"text": text})
+
+
+@tool(name="classifyText")
+async def classify_text(text: str, categories: list[str]) -> dict:
+    """Classify a text into one of `categories`; returns `{category}`.
+
+    Args:
+        text: the text to classify
+        categories: the categories to choose from
+    """
+    if not categories:
+        raise ToolError("classifyText", "`categories` is empty")
+    defn = _text_interaction("ClassifyText", "Classify the user's text into one of: {{ categories | join(', ') }}.",
+                             {"category": {"type": "string", "enum": list(categories)}}, ["category"])
+    return await _ask("classifyText", defn, {"text": text, "categories": categories})
+
+
+@tool(name="extractEntities")
+async def extract_entities(text: str) -> dict:
+    """The named entities of a text; returns `{entities: [{text, type}]}`.
+
+    Args:
+        text: the text to extract entities from
+    """
+    entity = {"type": "object", "properties": {"text": {"type": "string"}, "type": {"type": "string"}},
+              "required": ["text", "type"], "additionalProperties": False}
+    defn = _text_interaction("ExtractEntities", "List the named entities (people, organisations, places, dates...) of the user's text.",
+                             {"entities": {"type": "array", "items": entity}}, ["entities"])
+    return await _ask("extractEntities", defn, {"text": text})

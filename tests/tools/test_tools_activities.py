@@ -1,0 +1,75 @@
+"""Workflow-DSL activities registered as built-in tools (seed 002's activity table)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from flows.tools.errors import ToolError
+from flows.tools.invoke import invoke
+
+
+def call(name, args=None):
+    return asyncio.run(invoke(name, args or {}))
+
+
+def test_the_checker_knows_the_registered_parameters_of_the_built_in_activities():
+    import flows.tools.builtins  # noqa: F401
+    from compiler.tools import BUILTIN_TOOL_PARAMS, BUILTIN_TOOLS
+    from flows.tools import REGISTRY
+
+    for name, (required, optional) in BUILTIN_TOOL_PARAMS.items():
+        assert name in BUILTIN_TOOLS
+        schema = REGISTRY[name].parameters
+        assert set(schema["required"]) == set(required), name
+        assert set(schema["properties"]) == set(required) | set(optional), name
+
+
+def test_create_update_delete_document(run_ctx, home):
+    from flows import documents
+
+    created = call("createDocument", {"type": "Invoice", "properties": {"name": "inv-7", "amount": 120}, "content": "Invoice 7"})
+    doc = created["document"]
+    assert doc["type"] == "Invoice" and doc["properties"] == {"name": "inv-7", "amount": 120} and doc["name"] == "inv-7"
+    assert documents.get(doc["id"])["content"] == "Invoice 7"
+
+    updated = call("updateDocument", {"document": doc, "properties": {"status": "processing"}})["document"]
+    assert updated["properties"] == {"name": "inv-7", "amount": 120, "status": "processing"}
+    assert updated["created_at"] == doc["created_at"] and "updated_at" in updated
+    assert documents.metadata(doc["id"])["properties"]["status"] == "processing"
+    assert documents.get(doc["id"])["content"] == "Invoice 7"
+
+    assert call("deleteDocument", {"document": doc["id"]}) == {"deleted": doc["id"]}
+    with pytest.raises(documents.DocumentNotFound):
+        documents.get(doc["id"])
+    with pytest.raises(ToolError, match="no document"):
+        call("deleteDocument", {"document": doc["id"]})
+
+
+def test_text_activities_return_their_documented_fields_on_the_offline_model(run_ctx, monkeypatch):
+    monkeypatch.delenv("ERGON_MODEL", raising=False)
+    text = "Acme Corp signed the contract in Paris on 3 May; everyone was pleased."
+    assert isinstance(call("generateText", {"prompt": "A title for {{ topic }}", "data": {"topic": "ships"}})["text"], str)
+    assert isinstance(call("translateText", {"text": text, "targetLanguage": "French"})["translatedText"], str)
+    assert isinstance(call("summarizeText", {"text": text})["summary"], str)
+    assert call("analyzeSentiment", {"text": text})["sentiment"] in {"positive", "negative", "neutral", "mixed"}
+    assert call("classifyText", {"text": text, "categories": ["contract", "invoice"]})["category"] in {"contract", "invoice"}
+    entities = call("extractEntities", {"text": text})["entities"]
+    assert isinstance(entities, list) and all(set(e) == {"text", "type"} for e in entities)
+
+
+def test_extract_text_reads_the_document_store(run_ctx, home):
+    from flows import documents
+
+    doc = documents.create("note.txt", "Some text.")
+    assert call("extractText", {"document": doc["id"]}) == {"text": "Some text.", "hasText": True}
+    empty = documents.create("empty.txt", "  ")
+    assert call("extractText", {"document": empty})["hasText"] is False
+    with pytest.raises(ToolError, match="no document"):
+        call("extractText", {"document": "missing-doc"})
+
+
+def test_execute_interaction_needs_a_run(run_ctx):
+    with pytest.raises(ToolError, match="inside a run"):
+        call("executeInteraction", {"interaction": "summarize_text", "data": {}})
