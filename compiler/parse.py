@@ -99,17 +99,22 @@ def _clean_loc(loc: tuple, data: Any, model: type[BaseModel]) -> DocPath:
     return tuple(path)
 
 
-def _at_tagged_union(model: type[BaseModel], data: Any, path: DocPath) -> bool:
-    """Whether the value at ``path`` is declared as a union of models tagged by ``type``."""
+def _declared_field(model: type[BaseModel], data: Any, path: DocPath) -> Any:
+    """The model field that declares the value at ``path`` (for an item of a dict/list of nodes,
+    the container's field); None when there is none."""
     if not path:
-        return False
+        return None
     parent = _model_at(model, data, path[:-1]) if not isinstance(path[-1], int) else None
     if parent is None:  # inside a dict/list of nodes: look at the container's declared items
         parent_path = path[:-1]
         container = _model_at(model, data, parent_path[:-1]) if parent_path else None
-        field = _field_by_name(container, parent_path[-1]) if container is not None and parent_path else None
-    else:
-        field = _field_by_name(parent, path[-1])
+        return _field_by_name(container, parent_path[-1]) if container is not None and parent_path else None
+    return _field_by_name(parent, path[-1])
+
+
+def _at_tagged_union(model: type[BaseModel], data: Any, path: DocPath) -> bool:
+    """Whether the value at ``path`` is declared as a union of models tagged by ``type``."""
+    field = _declared_field(model, data, path)
     if field is None:
         return False
     members = [c for c in _flatten(_unwrap(field.annotation)) if isinstance(c, type) and issubclass(c, BaseModel)]
@@ -118,15 +123,7 @@ def _at_tagged_union(model: type[BaseModel], data: Any, path: DocPath) -> bool:
 
 def _union_tags(model: type[BaseModel], data: Any, path: DocPath) -> list[str]:
     """The ``type`` values the tagged union at ``path`` accepts (empty when it is not one)."""
-    if not path:
-        return []
-    parent = _model_at(model, data, path[:-1]) if not isinstance(path[-1], int) else None
-    if parent is None:
-        parent_path = path[:-1]
-        container = _model_at(model, data, parent_path[:-1]) if parent_path else None
-        field = _field_by_name(container, parent_path[-1]) if container is not None and parent_path else None
-    else:
-        field = _field_by_name(parent, path[-1])
+    field = _declared_field(model, data, path)
     if field is None:
         return []
     tags: list[str] = []

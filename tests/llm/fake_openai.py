@@ -177,3 +177,13 @@ def _default_content(body: dict[str, Any]) -> str:
 
         return json.dumps(example_for_schema(fmt["json_schema"].get("schema") or {}, seed="fake"))
     return "ok from fake"
+
+
+#: An `environment` definition that points at a fake server: ``ENVIRONMENT.format(model=..., url=server.url)``
+#: (the key is read from ``FAKE_OPENAI_KEY``, which the tests' fixtures set).
+ENVIRONMENT = """
+kind: environment
+name: fake
+models:
+  - {{model: openai/{model}, api_base: "{url}", api_key: "env:FAKE_OPENAI_KEY"}}
+"""

@@ -6,15 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from fake_openai import ENVIRONMENT as ENV  # the fake server's environment definition
 
 pytestmark = pytest.mark.prefect
 
-ENV = """
-kind: environment
-name: fake
-models:
-  - {{model: openai/{model}, api_base: "{url}", api_key: "env:FAKE_OPENAI_KEY"}}
-"""
 
 REVIEWER = """
 kind: interaction
