@@ -119,7 +119,8 @@ def run(
 
         db.init_db()
         try:
-            run_id = runs.create(compiled, inputs, version=version, source=input_file or "--input").id
+            run_id = runs.create(compiled, inputs, catalog=catalog, version=version,
+                                 source=input_file or "--input").id
         except runs.StartRefused as exc:
             return diagnostics(exc.problems)
     _prepare_runtime()

@@ -36,8 +36,8 @@ def start_detached(name: str, inputs: dict[str, Any], *, started_by: str, trigge
     """
     catalog = catalog or Catalog.load()
     compiled = compile_definition(name, catalog=catalog, version=version)
-    run = create(compiled, inputs, trigger=trigger, started_by=started_by, version=version)
-    sources.record(run.id, catalog)  # `ergon run NAME --run-id` below compiles against the same definitions
+    # the sources recorded with the run: `ergon run NAME --run-id` below compiles against the same definitions
+    run = create(compiled, inputs, catalog=catalog, trigger=trigger, started_by=started_by, version=version)
     inputs_file = logs_dir() / f"run-{run.id}.inputs.json"
     inputs_file.write_text(json.dumps(inputs), encoding="utf-8")
     spawn_ergon(["run", name, "--run-id", run.id, "--input-file", str(inputs_file),

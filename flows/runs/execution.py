@@ -25,7 +25,6 @@ from typing import Any, Protocol
 
 from compiler.plan import Plan
 from flows.llm.records import REUSE_LOOKUP
-from flows.runs import sources
 from flows.runs.inputs import context_problems
 from flows.runs.recorder import StoreRecorder
 from flows.runs.request import RunRequest
@@ -65,8 +64,9 @@ async def execute(plan: Plan, params: dict[str, Any], request: RunRequest, backe
 
 async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest, backend: Backend) -> RunResult:
     inputs = {k: v for k, v in params.items() if v is not None}
+    catalog = request.catalog or _default_catalog()
     recorder = StoreRecorder.open(plan, request=request, prefect_flow_run_id=backend.flow_run_id, inputs=inputs,
-                                  host=socket.gethostname(), pid=os.getpid())
+                                  host=socket.gethostname(), pid=os.getpid(), catalog_sources=catalog.sources)
     if recorder.fresh:
         context = {**plan.context_initial, **inputs, **request.overrides}
         problems = [] if request.inputs_checked else context_problems(plan, context)
@@ -77,9 +77,6 @@ async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest,
         recorder.set_context(context)
     else:
         context = recorder.context
-    catalog = request.catalog or _default_catalog()
-    if recorder.fresh:  # what resume and replay rebuild the catalog from (flows.runs.sources)
-        sources.record(recorder.run_id, catalog)
 
     async def run_child(child: Plan, child_inputs: dict[str, Any], parent_visit_id: str | None) -> RunResult:
         accepted = set(child.input_schema.get("properties", {}))

@@ -78,9 +78,11 @@ def compile_definition(name: str, *, catalog: Catalog | None = None, version: in
         raise StartRefused([Diagnostic("invalid-input", message, name, 1, 1)]) from exc
 
 
-def create(compiled: Compiled, inputs: dict[str, Any], *, trigger: RunTrigger = "manual",
-           started_by: str | None = None, version: int | None = None, source: str = "inputs") -> Run:
-    """Validate ``inputs`` against the definition and record a pending run of it.
+def create(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog | None = None,
+           trigger: RunTrigger = "manual", started_by: str | None = None, version: int | None = None,
+           source: str = "inputs") -> Run:
+    """Validate ``inputs`` against the definition and record a pending run of it, with the folders
+    ``catalog`` was loaded from (what resume and replay rebuild it from, :mod:`flows.runs.sources`).
 
     Raises :class:`StartRefused` (nothing recorded) when the inputs do not fit; ``source`` names
     where they came from in the diagnostics (``--input``, a file, ``inputs``)."""
@@ -93,7 +95,8 @@ def create(compiled: Compiled, inputs: dict[str, Any], *, trigger: RunTrigger = 
 
         version = version_of_content(compiled.plan.name, content_hash)
     return run_store.create_run(compiled.plan.name, content_hash=content_hash, inputs=inputs, trigger=trigger,
-                                started_by=started_by or current_user(), definition_version=version)
+                                started_by=started_by or current_user(), definition_version=version,
+                                catalog_sources=catalog.sources if catalog is not None else None)
 
 
 def start(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog, run_id: str | None = None,
@@ -111,7 +114,8 @@ def start(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog, run_i
     from flows.prefect.build import run_in_process
 
     if run_id is None:
-        run = create(compiled, inputs, trigger=trigger, started_by=started_by, version=version, source=source)
+        run = create(compiled, inputs, catalog=catalog, trigger=trigger, started_by=started_by, version=version,
+                     source=source)
     else:
         run = run_store.require_run(run_id)
         if version is not None and run.definition_version != version:

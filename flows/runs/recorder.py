@@ -46,7 +46,7 @@ class StoreRecorder:
     # ------------------------------------------------------------------ lifecycle
     @classmethod
     def open(cls, plan: Plan, *, request: RunRequest, prefect_flow_run_id: str | None, inputs: dict[str, Any],
-             host: str, pid: int) -> StoreRecorder:
+             host: str, pid: int, catalog_sources: list[str] | None = None) -> StoreRecorder:
         run = None
         if request.run_id:
             run = run_store.get_run(request.run_id)
@@ -57,7 +57,7 @@ class StoreRecorder:
                 plan.name, content_hash=request.content_hash, inputs=inputs,
                 trigger=request.trigger, started_by=request.started_by, parent_run_id=request.parent_run_id,
                 parent_visit_id=request.parent_visit_id, prefect_flow_run_id=prefect_flow_run_id,
-                run_id=request.run_id,
+                run_id=request.run_id, catalog_sources=catalog_sources,
             )
         elif prefect_flow_run_id and run.prefect_flow_run_id != prefect_flow_run_id:
             run_store.update_run(run.id, prefect_flow_run_id=prefect_flow_run_id)

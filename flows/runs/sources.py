@@ -5,7 +5,8 @@ definitions folder *plus* that file and its folder (with the folder's ``tools/``
 that continues or repeats the run later — ``ergon runs resume``, the dashboard's resume and
 replay, a pending run executed by ``ergon run NAME --run-id`` — must rebuild that same catalog,
 from whatever folder it is started in. So every run records what its catalog was loaded from
-(:attr:`flows.catalog.Catalog.sources`: absolute paths) in ``runs.catalog_sources``, and
+(:attr:`flows.catalog.Catalog.sources`: absolute paths) in ``runs.catalog_sources`` when it is
+recorded (:func:`flows.runs.lifecycle.create`; a run its flow body creates, by its recorder), and
 :func:`catalog_for_run` loads exactly that. Runs recorded before the column existed (``NULL``)
 fall back to the current definitions folder, as before.
 """
@@ -17,13 +18,6 @@ from typing import Any
 from flows.catalog import Catalog
 from flows.store import db
 from flows.store import runs as run_store
-
-
-def record(run_id: str, catalog: Any) -> None:
-    """Store what ``catalog`` was loaded from on the run (a catalog built in memory has nothing)."""
-    sources = getattr(catalog, "sources", None)
-    if sources:
-        run_store.update_run(run_id, catalog_sources=list(sources))
 
 
 def catalog_for_run(run: Any) -> Catalog:

@@ -78,11 +78,13 @@ def create_run(
     parent_visit_id: str | None = None,
     prefect_flow_run_id: str | None = None,
     run_id: str | None = None,
+    catalog_sources: list[str] | None = None,
 ) -> Run:
     """Record a new ``pending`` run.
 
     Pass the definition ``content`` (it is snapshotted, deduplicated by hash) or the
     ``content_hash`` of a snapshot stored earlier; the run keeps executing that snapshot.
+    ``catalog_sources`` are the folders (and file) its definitions were loaded from.
     """
     check(trigger, RUN_TRIGGERS, "trigger")
     if content is not None:
@@ -91,7 +93,7 @@ def create_run(
         definition_name=definition_name, definition_version=definition_version, content_hash=content_hash,
         inputs=inputs or {}, context=context or {}, trigger=trigger,
         started_by=started_by, parent_run_id=parent_run_id, parent_visit_id=parent_visit_id,
-        prefect_flow_run_id=prefect_flow_run_id,
+        prefect_flow_run_id=prefect_flow_run_id, catalog_sources=catalog_sources or None,
     )
     if run_id:
         row.id = run_id
