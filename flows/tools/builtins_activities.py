@@ -14,11 +14,22 @@ keeps the two in step).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from flows import documents
 from flows.tools import tool
 from flows.tools.errors import ToolError
+
+
+@contextmanager
+def _document_errors(activity: str) -> Iterator[None]:
+    """The document store's refusals (no such document, a bad name...) as the activity's tool error."""
+    try:
+        yield
+    except documents.DocumentError as exc:
+        raise ToolError(activity, str(exc)) from None
 
 
 def _doc_id(activity: str, document: str | dict[str, Any]) -> str:
@@ -41,10 +52,8 @@ def create_document_activity(type: str, properties: dict[str, Any] | None = None
     """
     props = dict(properties or {})
     name = str(props.get("name") or type)
-    try:
+    with _document_errors("createDocument"):
         return {"document": documents.create(name, content, type=type, properties=props)}
-    except documents.DocumentError as exc:
-        raise ToolError("createDocument", str(exc)) from None
 
 
 @tool(name="updateDocument")
@@ -57,10 +66,8 @@ def update_document_activity(document: str | dict[str, Any], properties: dict[st
         properties: properties to set
         content: the new text (omit to keep it)
     """
-    try:
+    with _document_errors("updateDocument"):
         return {"document": documents.update(_doc_id("updateDocument", document), properties=properties, content=content)}
-    except documents.DocumentError as exc:
-        raise ToolError("updateDocument", str(exc)) from None
 
 
 @tool(name="deleteDocument")
@@ -71,10 +78,8 @@ def delete_document_activity(document: str | dict[str, Any]) -> dict:
         document: the document's id, or a document (a mapping with `id`)
     """
     doc_id = _doc_id("deleteDocument", document)
-    try:
+    with _document_errors("deleteDocument"):
         documents.delete(doc_id)
-    except documents.DocumentError as exc:
-        raise ToolError("deleteDocument", str(exc)) from None
     return {"deleted": doc_id}
 
 
@@ -96,15 +101,21 @@ async def _ask(activity: str, interaction: Any, data: dict[str, Any]) -> Any:
         raise ToolError(activity, str(exc)) from None
 
 
-def _text_interaction(name: str, instruction: str, result: dict[str, Any], required: list[str]) -> Any:
+def _structured_interaction(name: str, prompts: list[dict[str, str]], result: dict[str, Any],
+                            required: list[str]) -> Any:
+    """The built-in interaction ``sys:<name>``: ``prompts``, and a result holding exactly ``result``'s fields."""
     from compiler.ir import InteractionDef
 
     return InteractionDef.model_validate({
-        "kind": "interaction", "name": f"sys:{name}",
-        "prompts": [{"role": "system", "template": instruction},
-                    {"role": "user", "template": "{{ text }}"}],
+        "kind": "interaction", "name": f"sys:{name}", "prompts": prompts,
         "result_schema": {"type": "object", "properties": result, "required": required, "additionalProperties": False},
     })
+
+
+def _text_interaction(name: str, instruction: str, result: dict[str, Any], required: list[str]) -> Any:
+    """A text activity's interaction: ``instruction`` as the system prompt, the ``text`` input as the user's."""
+    return _structured_interaction(name, [{"role": "system", "template": instruction},
+                                          {"role": "user", "template": "{{ text }}"}], result, required)
 
 
 @tool(name="executeInteraction")
@@ -134,10 +145,8 @@ def extract_text(document: str | dict[str, Any]) -> dict:
     Args:
         document: the document's id, or a document (a mapping with `id`)
     """
-    try:
+    with _document_errors("extractText"):
         text = documents.get(_doc_id("extractText", document))["content"]
-    except documents.DocumentError as exc:
-        raise ToolError("extractText", str(exc)) from None
     return {"text": text, "hasText": bool(text.strip())}
 
 
@@ -149,13 +158,8 @@ async def generate_text(prompt: str, data: dict[str, Any] | None = None) -> dict
         prompt: the prompt template, e.g. `Write a title for {{ topic }}`
         data: the values the template reads
     """
-    from compiler.ir import InteractionDef
-
-    defn = InteractionDef.model_validate({
-        "kind": "interaction", "name": "sys:GenerateText", "prompts": [{"role": "user", "template": prompt}],
-        "result_schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"],
-                          "additionalProperties": False},
-    })
+    defn = _structured_interaction("GenerateText", [{"role": "user", "template": prompt}],
+                                   {"text": {"type": "string"}}, ["text"])
     return await _ask("generateText", defn, dict(data or {}))
 
 
