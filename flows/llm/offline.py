@@ -7,6 +7,14 @@ against it, built from the schema: realistic-looking where the schema allows (``
 (offline)"`` strings, dates for ``format: date``, numbers inside their bounds, the first enum
 values chosen by the seed). Without a schema it returns a short text that says what it is.
 
+``ERGON_OFFLINE_SEED``, when set, is mixed into that hash: the same messages then give another
+answer — still deterministic for one value of the seed, still valid against the schema — so
+that a test can walk every route of a definition by varying the seed alone (the property test
+tests/runtime/test_soundness.py draws it). Besides picking other enum values (an agent's
+``_next_node``, a select), a seeded answer spreads numbers a schema leaves unbounded over several
+magnitudes (0 to about a million instead of 1 to 100), so that guards such as ``total > 10000``
+are taken both ways. Unset (the default), answers are exactly what they have always been.
+
 It never asks for a tool call, even when tools are offered: an agent loop driven by it always
 ends after one turn, and the offline model cannot cause side effects (a fetch, a write) with
 invented arguments. Responses are labelled ``offline=True``, cost nothing, and their token counts
@@ -17,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from datetime import date, timedelta
 from typing import Any
@@ -24,8 +33,10 @@ from typing import Any
 from flows.llm.types import LlmRequest, LlmResponse
 
 MODEL = "ergon/offline"
+#: The environment variable whose value is mixed into every answer's seed (see the module docstring).
+SEED_ENV = "ERGON_OFFLINE_SEED"
 
-__all__ = ["MODEL", "complete_offline", "example_for_schema", "estimate_tokens"]
+__all__ = ["MODEL", "SEED_ENV", "complete_offline", "example_for_schema", "estimate_tokens"]
 
 
 def estimate_tokens(value: Any) -> int:
@@ -33,15 +44,17 @@ def estimate_tokens(value: Any) -> int:
     return max(1, len(text) // 4)
 
 
-def _seed_of(messages: list[dict[str, Any]]) -> str:
-    return hashlib.sha256(json.dumps(messages, sort_keys=True, default=str).encode()).hexdigest()
+def _seed_of(messages: list[dict[str, Any]], extra: str = "") -> str:
+    text = json.dumps(messages, sort_keys=True, default=str)
+    return hashlib.sha256(f"{extra}\0{text}".encode() if extra else text.encode()).hexdigest()
 
 
 def complete_offline(req: LlmRequest) -> LlmResponse:
     """Answer ``req`` without a model."""
-    seed = _seed_of(req.messages)
+    extra = os.environ.get(SEED_ENV, "")
+    seed = _seed_of(req.messages, extra)
     if req.response_schema is not None:
-        content = json.dumps(example_for_schema(req.response_schema, seed=seed), ensure_ascii=False)
+        content = json.dumps(example_for_schema(req.response_schema, seed=seed, spread=bool(extra)), ensure_ascii=False)
     else:
         last_user = next((m for m in reversed(req.messages) if m.get("role") == "user"), None)
         gist = " ".join(str((last_user or {}).get("content") or "").split())[:80]
@@ -59,9 +72,11 @@ def complete_offline(req: LlmRequest) -> LlmResponse:
 
 
 class _Gen:
-    def __init__(self, root: dict[str, Any], seed: str):
+    def __init__(self, root: dict[str, Any], seed: str, spread: bool = False):
         self.root = root
         self.seed = seed
+        #: unbounded numbers over several magnitudes rather than 1..100 (a seeded answer)
+        self.spread = spread
 
     def pick(self, path: str, n: int) -> int:
         """A deterministic index in ``range(n)`` for the value at ``path``."""
@@ -143,13 +158,18 @@ class _Gen:
         step = schema.get("multipleOf")
         lowest: float | None = max([v for v in (low, ex_low) if v is not None], default=None)
         highest: float | None = min([v for v in (high, ex_high) if v is not None], default=None)
+        width = 100.0
+        if self.spread:  # 0..1, 0..100, 0..10^4 or 0..10^6 wide, chosen per value
+            width = 10.0 ** (2 * self.pick(f"{path}#magnitude", 4))
+            if step:  # wide enough for several multiples of the step
+                width = max(width, abs(float(step)) * 100)
         if lowest is None and highest is None:
-            lo, hi = 1.0, 100.0
+            lo, hi = (0.0, width) if self.spread else (1.0, 100.0)
         elif lowest is None:
             assert highest is not None
-            lo, hi = highest - 100, highest
+            lo, hi = highest - width, highest
         elif highest is None:
-            lo, hi = lowest, lowest + 100
+            lo, hi = lowest, lowest + width
         else:
             lo, hi = lowest, highest
         span = 64
@@ -258,7 +278,8 @@ class _Gen:
         return out
 
 
-def example_for_schema(schema: dict[str, Any], *, seed: str = "") -> Any:
-    """A deterministic value valid against ``schema`` (for the schemas Ergon definitions use)."""
-    gen = _Gen(schema if isinstance(schema, dict) else {}, seed)
+def example_for_schema(schema: dict[str, Any], *, seed: str = "", spread: bool = False) -> Any:
+    """A deterministic value valid against ``schema`` (for the schemas Ergon definitions use);
+    ``spread`` draws unbounded numbers over several magnitudes (see the module docstring)."""
+    gen = _Gen(schema if isinstance(schema, dict) else {}, seed, spread)
     return gen.value(schema, "", "$")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import jsonschema
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flows.llm.offline import complete_offline, example_for_schema
+from flows.llm.offline import SEED_ENV, complete_offline, example_for_schema
 from flows.llm.types import LlmRequest
 
 NAMES = st.sampled_from(["name", "summary", "risk_level", "items", "total", "due_date", "email", "tags"])
@@ -50,10 +52,37 @@ SCHEMAS = st.recursive(_leaf(), _extend, max_leaves=12)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(schema=SCHEMAS, seed=st.text(max_size=8))
-def test_offline_output_validates_against_random_schemas(schema, seed):
-    value = example_for_schema(schema, seed=seed)
+@given(schema=SCHEMAS, seed=st.text(max_size=8), spread=st.booleans())
+def test_offline_output_validates_against_random_schemas(schema, seed, spread):
+    value = example_for_schema(schema, seed=seed, spread=spread)
     jsonschema.validate(value, schema, format_checker=jsonschema.FormatChecker())
+
+
+ROUTE = {"type": "object", "properties": {"_next_node": {"enum": ["legal_review", "approve", "reject"]},
+                                          "total": {"type": "number"}},
+         "required": ["_next_node", "total"], "additionalProperties": False}
+
+
+def _answer(monkeypatch, seed: str | None) -> dict:
+    if seed is None:
+        monkeypatch.delenv(SEED_ENV, raising=False)
+    else:
+        monkeypatch.setenv(SEED_ENV, seed)
+    req = LlmRequest(messages=[{"role": "user", "content": "route the contract"}], response_schema=ROUTE)
+    return json.loads(complete_offline(req).content or "")
+
+
+def test_the_seed_variable_varies_choices_and_magnitudes_deterministically(monkeypatch):
+    unseeded = _answer(monkeypatch, None)
+    assert _answer(monkeypatch, "") == unseeded, "an empty seed is no seed"
+    answers = {seed: _answer(monkeypatch, seed) for seed in map(str, range(40))}
+    assert all(_answer(monkeypatch, seed) == a for seed, a in list(answers.items())[:5]), "deterministic per seed"
+    for a in answers.values():
+        jsonschema.validate(a, ROUTE)
+    assert {a["_next_node"] for a in answers.values()} == {"legal_review", "approve", "reject"}
+    totals = [a["total"] for a in answers.values()]
+    assert min(totals) < 1 and max(totals) > 10_000, "unbounded numbers spread over magnitudes"
+    assert 1 <= unseeded["total"] <= 100, "without the seed: the answers of before"
 
 
 def test_deterministic_and_labelled():
