@@ -82,7 +82,7 @@ def run(
     input_file
         YAML/JSON file with the inputs.
     json_
-        Print one JSON object {run_id, status, outcome, context, error} as the last line.
+        Print one JSON object {run_id, status, outcome, context, error, error_kind} as the last line.
     record
         Store every model response in this cassette file.
     replay

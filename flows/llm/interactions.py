@@ -28,7 +28,11 @@ from flows.llm.structured import structured
 from flows.llm.types import LlmError, LlmRequest
 from flows.schema import schema_errors
 
-__all__ = ["InvalidInput", "interaction_model", "render_messages", "run_interaction", "validate_input"]
+__all__ = ["InvalidInput", "PromptError", "interaction_model", "render_messages", "run_interaction", "validate_input"]
+
+
+class PromptError(LlmError):
+    """A prompt segment cannot be rendered as written (a missing field, a format Ergon does not render)."""
 
 
 class InvalidInput(LlmError):
@@ -55,13 +59,13 @@ def render_messages(interaction: InteractionDef, data: Mapping[str, Any], *, mod
     messages = []
     for segment in ordered:
         if segment.content_type != "jinja":  # refused by `ergon check`; never sent to a model as written
-            raise LlmError(f"interaction `{interaction.name}`: a `{segment.content_type}` prompt segment cannot be "
+            raise PromptError(f"interaction `{interaction.name}`: a `{segment.content_type}` prompt segment cannot be "
                            "rendered (Ergon renders Jinja2 templates)")
         try:
             text = render(segment.template, scope)
         except RenderError as exc:
             where = f"interaction `{interaction.name}`, {segment.role} segment" + (f" `{segment.name}`" if segment.name else "")
-            raise LlmError(f"{where}: {exc}") from None
+            raise PromptError(f"{where}: {exc}") from None
         messages.append({"role": "system" if segment.role == "safety" else segment.role, "content": text})
     return messages
 

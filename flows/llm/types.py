@@ -64,3 +64,7 @@ class BudgetExceeded(LlmError):
 
 class InvalidOutput(LlmError):
     """The model's answer did not match the requested schema, even after repair."""
+
+
+class AgentStuck(LlmError):
+    """An agent's tool loop made no progress: the same call over and over, or no answer within its iterations."""

@@ -30,6 +30,7 @@ from flows.runs.recorder import StoreRecorder
 from flows.runs.request import RunRequest
 from flows.runtime.effects import Pauses, RunResult, Services
 from flows.runtime.engine import Engine, Executor
+from flows.runtime.errors import ErrorKind
 from flows.store import definitions as definition_store
 
 #: How often a running run's record is touched, so that a dead process can be told from a slow one.
@@ -72,8 +73,11 @@ async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest,
         problems = [] if request.inputs_checked else context_problems(plan, context)
         if problems:
             error = "invalid input: " + "; ".join(problems[:5])
-            recorder.end("failed", None, context, error)
-            return RunResult(recorder.run_id, "failed", None, context, error)
+            # A parent's input mapping or a schedule's fixed input is written in a definition (the
+            # checker's business); a webhook's payload or a form's parameters come from outside.
+            kind: ErrorKind = "definition" if request.parent_run_id or request.trigger == "schedule" else "world"
+            recorder.end("failed", None, context, error, kind)
+            return RunResult(recorder.run_id, "failed", None, context, error, kind)
         recorder.set_context(context)
     else:
         context = recorder.context
@@ -102,17 +106,18 @@ async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest,
         recorder.end("cancelled", None, engine.context, "interrupted")
         raise
     except Exception as exc:  # a bug, not a node failure: the run record must still end
-        recorder.end("failed", None, engine.context, f"{type(exc).__name__}: {exc}")
+        recorder.end("failed", None, engine.context, f"{type(exc).__name__}: {exc}", "internal")
         raise
     finally:
         heartbeat.cancel()
         REUSE_LOOKUP.reset(reuse_token)
-    recorder.end(outcome.status, outcome.outcome, outcome.context, outcome.error)
+    recorder.end(outcome.status, outcome.outcome, outcome.context, outcome.error, outcome.error_kind)
     from flows.triggers.chaining import dispatch
 
     dispatch(definition=plan.name, run_id=recorder.run_id, status=outcome.status, outcome=outcome.outcome,
              context=outcome.context, catalog=catalog)
-    return RunResult(recorder.run_id, outcome.status, outcome.outcome, outcome.context, outcome.error)
+    return RunResult(recorder.run_id, outcome.status, outcome.outcome, outcome.context, outcome.error,
+                     outcome.error_kind)
 
 
 async def _heartbeat(recorder: StoreRecorder, every: float = HEARTBEAT_SECONDS) -> None:

@@ -30,6 +30,7 @@ from flows.errors import DefinitionError, RunError
 from flows.runs.inputs import validate_inputs
 from flows.runs.request import RunRequest
 from flows.runtime.effects import Listener, RunResult, no_listener
+from flows.runtime.errors import ErrorKind
 from flows.settings import current_user
 from flows.store import definitions as definition_store
 from flows.store import runs as run_store
@@ -135,8 +136,9 @@ def start(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog, run_i
     ended = run_store.require_run(run.id)
     if ended.status == "pending":  # Prefect refused the call before the flow body ran
         message = getattr(state, "message", None) or "the flow did not start"
-        ended = run_store.set_run_status(run.id, "failed", error=message)
-    return RunResult(ended.id, ended.status, ended.outcome, dict(ended.context or {}), ended.error)
+        ended = run_store.set_run_status(run.id, "failed", error=message, error_kind="internal")
+    return RunResult(ended.id, ended.status, ended.outcome, dict(ended.context or {}), ended.error,
+                     cast(ErrorKind | None, ended.error_kind))
 
 
 def snapshot_compiled(run: Run, catalog: Catalog) -> Compiled:

@@ -21,6 +21,7 @@ from compiler.plan import Plan, PlanNode
 from flows.runs.request import RunRequest
 from flows.runtime.effects import RunResult
 from flows.runtime.engine import VisitRecord
+from flows.runtime.errors import ErrorKind
 from flows.store import runs as run_store
 from flows.store import tasks as task_store
 from flows.store import visits as visit_store
@@ -72,9 +73,10 @@ class StoreRecorder:
         self.context = context
         run_store.update_run_context(self.run_id, context)
 
-    def end(self, status: RunStatus, outcome: str | None, context: dict[str, Any], error: str | None) -> None:
+    def end(self, status: RunStatus, outcome: str | None, context: dict[str, Any], error: str | None,
+            error_kind: ErrorKind | None = None) -> None:
         run_store.update_run_context(self.run_id, context, heartbeat=False)
-        run_store.set_run_status(self.run_id, status, outcome=outcome, error=error)
+        run_store.set_run_status(self.run_id, status, outcome=outcome, error=error, error_kind=error_kind)
 
     def heartbeat(self) -> None:
         run_store.heartbeat(self.run_id)
@@ -97,10 +99,11 @@ class StoreRecorder:
         children = [r for r in run_store.child_runs(parent_run_id) if r.parent_visit_id == parent_visit_id]
         if not children:
             message = getattr(state, "message", None) or "the sub-process did not start"
-            return RunResult(run_id="", status="failed", outcome=None, context={}, error=message)
+            return RunResult(run_id="", status="failed", outcome=None, context={}, error=message, error_kind="internal")
         child = children[-1]
         return RunResult(run_id=child.id, status=child.status, outcome=child.outcome,
-                           context=dict(child.context or {}), error=child.error)
+                         context=dict(child.context or {}), error=child.error,
+                         error_kind=cast(ErrorKind | None, child.error_kind))
 
     # ------------------------------------------------------------------ Recorder protocol
     def start_visit(self, *, node: PlanNode, attempt: int, input: Any, parent_visit_id: str | None = None,
@@ -113,12 +116,14 @@ class StoreRecorder:
 
     def finish_visit(self, visit_id: str, *, status: str, output: Any = None, error: str | None = None,
                      next_node: str | None = None, old_context: dict | None = None,
-                     new_context: dict | None = None, child_run_id: str | None = None) -> None:
+                     new_context: dict | None = None, child_run_id: str | None = None,
+                     error_kind: ErrorKind | None = None) -> None:
         diff = context_diff(old_context or {}, new_context) if new_context is not None else None
         # the engine's Recorder protocol passes the status as a str; close_visit checks it
         self._status = visit_store.close_visit(visit_id, self.run_id, started_at=self._started.pop(visit_id),
                                                status=cast(VisitStatus, status), output=output, context_diff=diff,
-                                               error=error, next_node=next_node, context=new_context) or self._status
+                                               error=error, error_kind=error_kind, next_node=next_node,
+                                               context=new_context) or self._status
         if new_context is not None:
             self.context = new_context
 

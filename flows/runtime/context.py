@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from flows.runtime.errors import WriteRejected
+from flows.runtime.errors import ContextTooLarge, WriteRejected
 from flows.schema import schema_errors
 
 MAX_CONTEXT_BYTES = 64 * 1024
@@ -37,7 +37,7 @@ def apply_update(
         raise WriteRejected(f"node `{node_id}` wrote a context that violates context.schema: {'; '.join(problems[:5])}")
     size = len(json.dumps(merged, default=str).encode())
     if size > MAX_CONTEXT_BYTES:
-        raise WriteRejected(
+        raise ContextTooLarge(
             f"node `{node_id}` would grow the context to {size} bytes, over the {MAX_CONTEXT_BYTES}-byte cap; "
             "store large payloads as artifacts and keep a reference in the context"
         )

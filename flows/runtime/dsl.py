@@ -39,7 +39,7 @@ def fetch(spec: FetchSpec, step: str) -> Any:
 
     kind = spec.get("type", "document")
     if kind != "document":
-        raise NodeFailed(f"`{step}`: fetch type `{kind}` is not supported (only `document`)")
+        raise NodeFailed(f"`{step}`: fetch type `{kind}` is not supported (only `document`)", kind="definition")
     query = dict(spec.get("query") or {})
     select = spec.get("select")
     limit = int(spec.get("limit") or DEFAULT_FETCH_LIMIT)
@@ -54,11 +54,11 @@ def fetch(spec: FetchSpec, step: str) -> Any:
         except documents.DocumentError as exc:
             if on_not_found == "ignore":
                 return None
-            raise NodeFailed(f"`{step}`: fetch found nothing: {exc}") from None
+            raise NodeFailed(f"`{step}`: fetch found nothing: {exc}", kind="world") from None
         if any(doc.get(k) != v for k, v in query.items()):
             if on_not_found == "ignore":
                 return None
-            raise NodeFailed(f"`{step}`: fetch found no document matching {spec.get('query')}")
+            raise NodeFailed(f"`{step}`: fetch found no document matching {spec.get('query')}", kind="world")
         return shaped(doc)
     text = query.pop("text", None)
     if text is not None:
@@ -67,7 +67,7 @@ def fetch(spec: FetchSpec, step: str) -> Any:
         candidates = documents.list_documents()
     found = [documents.get(m["id"]) for m in candidates if all(m.get(k) == v for k, v in query.items())][:limit]
     if not found and on_not_found != "ignore":
-        raise NodeFailed(f"`{step}`: fetch found no document matching {spec.get('query')}")
+        raise NodeFailed(f"`{step}`: fetch found no document matching {spec.get('query')}", kind="world")
     return [shaped(d) for d in found]
 
 
@@ -99,7 +99,8 @@ def project(result: Any, projection: Projection, step: str) -> Any:
     if isinstance(result, list):
         return [project(item, projection, step) for item in result]
     if not isinstance(result, dict):
-        raise NodeFailed(f"`{step}`: projection needs a mapping result, got {type(result).__name__}")
+        raise NodeFailed(f"`{step}`: projection needs a mapping result, got {type(result).__name__}",
+                         kind="definition")
     if "$include" in projection:
         result = _keep(result, [p.split(".") for p in projection["$include"]])
     else:

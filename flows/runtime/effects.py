@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
 from compiler.plan import Plan
+from flows.runtime.errors import ErrorKind
 
 #: listener(event, node_id, detail) — the CLI prints live progress from these
 Listener = Callable[[str, str, dict[str, Any]], None]
@@ -52,6 +53,8 @@ class RunResult:
     outcome: str | None
     context: dict[str, Any]
     error: str | None = None
+    #: whose fault a failure is: ``definition``, ``world``, ``model`` or ``internal`` (:mod:`flows.runtime.errors`)
+    error_kind: ErrorKind | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

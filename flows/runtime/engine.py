@@ -38,7 +38,7 @@ from compiler.templates import render
 from flows.runtime.bodies import leaf_effect
 from flows.runtime.context import apply_update, get_path
 from flows.runtime.effects import Effect, Listener, Services, no_listener
-from flows.runtime.errors import NodeFailed, RunCancelled
+from flows.runtime.errors import ErrorKind, NodeFailed, RunCancelled, error_kind
 from flows.runtime.parallel import mark_parallel
 from flows.runtime.routing import ask_user_exit, next_node, run_artifact_keys
 
@@ -74,7 +74,8 @@ class Recorder(Protocol):
 
     def finish_visit(self, visit_id: str, *, status: str, output: Any = None, error: str | None = None,
                      next_node: str | None = None, old_context: dict | None = None,
-                     new_context: dict | None = None, child_run_id: str | None = None) -> None: ...
+                     new_context: dict | None = None, child_run_id: str | None = None,
+                     error_kind: ErrorKind | None = None) -> None: ...
 
     def skip_visit(self, *, node: PlanNode, reason: str, status: str = "skipped") -> None: ...
 
@@ -97,6 +98,8 @@ class Outcome:
     outcome: str | None
     context: dict[str, Any]
     error: str | None = None
+    #: whose fault a failure is (:mod:`flows.runtime.errors`)
+    error_kind: ErrorKind | None = None
 
 
 @dataclass
@@ -124,7 +127,7 @@ class Engine:
         except RunCancelled as exc:
             return Outcome("cancelled", None, self.context, str(exc) or "cancelled")
         except NodeFailed as exc:
-            return Outcome("failed", None, self.context, str(exc))
+            return Outcome("failed", None, self.context, str(exc), error_kind(exc))
 
     def _check_cancel(self) -> None:
         if self.recorder.cancel_requested():
@@ -218,7 +221,8 @@ class Engine:
     def _fail(self, node: PlanNode, vid: str, exc: BaseException) -> None:
         status = "cancelled" if isinstance(exc, (asyncio.CancelledError, RunCancelled)) else "failed"
         status = getattr(exc, "visit_status", status)  # e.g. a run suspended for a person: `paused`
-        self.recorder.finish_visit(vid, status=status, error=_error_text(exc))
+        self.recorder.finish_visit(vid, status=status, error=_error_text(exc),
+                                   error_kind=error_kind(exc) if status == "failed" else None)
         self.listener(status, node.id, {"error": _error_text(exc)})
 
     # ------------------------------------------------------------------ foreach / branch
@@ -227,11 +231,13 @@ class Engine:
         try:
             items = get_path(self.context, body.foreach)
         except KeyError as exc:
-            raise NodeFailed(f"foreach `{node.id}`: {exc.args[0]}") from None
+            raise NodeFailed(f"foreach `{node.id}`: {exc.args[0]}", kind="definition") from None
         if not isinstance(items, list):
-            raise NodeFailed(f"foreach `{node.id}`: `{body.foreach}` is {type(items).__name__}, not a list")
+            raise NodeFailed(f"foreach `{node.id}`: `{body.foreach}` is {type(items).__name__}, not a list",
+                             kind="definition")
         if len(items) > MAX_FOREACH_ITEMS:
-            raise NodeFailed(f"foreach `{node.id}`: {len(items)} items, over the limit of {MAX_FOREACH_ITEMS}")
+            raise NodeFailed(f"foreach `{node.id}`: {len(items)} items, over the limit of {MAX_FOREACH_ITEMS}",
+                             kind="world")
         name = body.as_
         child = node.children["node"]
         out = []
@@ -274,7 +280,7 @@ class Engine:
                     )
                     results[index] = {"status": "completed", "effect": effect}
                 except Exception as exc:  # noqa: BLE001 - recorded per item; policy decides
-                    results[index] = {"status": "failed", "error": _error_text(exc)}
+                    results[index] = {"status": "failed", "error": _error_text(exc), "kind": error_kind(exc)}
                     if fail_fast:
                         stop.set()
 
@@ -283,7 +289,7 @@ class Engine:
             failures = [(items[i][0], r) for i, r in enumerate(results) if r and r["status"] == "failed"]
             if failures and fail_fast:
                 key, res = failures[0]
-                raise NodeFailed(f"{node.type} `{node.id}`: item `{key}` failed: {res['error']}")
+                raise NodeFailed(f"{node.type} `{node.id}`: item `{key}` failed: {res['error']}", kind=res["kind"])
             effect = self._collect(node, items, results)
             effect = await self._user_choice(node, parent_vid, effect)
             return self._complete(node, parent_vid, effect, started)
@@ -311,7 +317,7 @@ class Engine:
                                        child_run_id=effect.child_run_id)
             return effect
         except BaseException as exc:
-            self.recorder.finish_visit(vid, status="failed", error=_error_text(exc))
+            self.recorder.finish_visit(vid, status="failed", error=_error_text(exc), error_kind=error_kind(exc))
             raise
 
     @staticmethod
@@ -363,6 +369,7 @@ class Engine:
                 state[v.node_id] = v.status
         running: dict[asyncio.Task, str] = {}
         failure: str | None = None
+        failure_kind: ErrorKind | None = None
 
         def ready(nid: str) -> bool:
             return nid not in state and all(state.get(n) in ("completed", "skipped") for n in nodes[nid].needs) and \
@@ -398,12 +405,13 @@ class Engine:
                     state[nid] = "completed"
                 else:
                     state[nid] = "failed"
-                    failure = failure or f"node `{nid}` failed: {_error_text(exc)}"
+                    if failure is None:
+                        failure, failure_kind = f"node `{nid}` failed: {_error_text(exc)}", error_kind(exc)
         if failure:
             for nid, node in nodes.items():
                 if nid not in state:
                     self.recorder.skip_visit(node=node, reason="not run: an upstream node failed", status="failed")
-            return Outcome("failed", None, self.context, failure)
+            return Outcome("failed", None, self.context, failure, failure_kind)
         return Outcome("completed", "completed", self.context)
 
     async def _parallel_visit(self, node: PlanNode) -> str | None:

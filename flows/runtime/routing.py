@@ -83,11 +83,12 @@ def next_node(node: PlanNode, exits: list[PlanEdge], context: dict[str, Any], ou
         targets = [e.target for e in agent_exits]
         if chosen is not None:
             if chosen not in targets:
-                raise NodeFailed(f"agent `{node.id}` chose `_next_node` = {chosen!r}, not one of {targets}")
+                raise NodeFailed(f"agent `{node.id}` chose `_next_node` = {chosen!r}, not one of {targets}", kind="model")
             return chosen
         if len(agent_exits) == 1:
             return agent_exits[0].target
-        raise NodeFailed(f"agent `{node.id}` returned no `_next_node` and has {len(targets)} agent transitions")
+        raise NodeFailed(f"agent `{node.id}` returned no `_next_node` and has {len(targets)} agent transitions",
+                         kind="model")
     for edge in transitions:
         if edge.trigger != "auto":
             continue
@@ -131,5 +132,5 @@ async def ask_user_exit(node: PlanNode, exits: list[PlanEdge], context: dict[str
     chosen = answer.get(CHOICE_FIELD)
     targets = [e.target for e in options]
     if chosen not in targets:  # validated already; a bug if it happens
-        raise NodeFailed(f"`{node.id}`: the answer chose {chosen!r}, not one of {targets}")
+        raise NodeFailed(f"`{node.id}`: the answer chose {chosen!r}, not one of {targets}", kind="internal")
     return str(chosen)

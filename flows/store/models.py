@@ -156,6 +156,8 @@ class Run(SQLModel, table=True):
     started_at: datetime | None = None
     ended_at: datetime | None = None
     error: str | None = None
+    # whose fault a failure is: definition | world | model | internal (flows.runtime.errors)
+    error_kind: str | None = None
     cost_usd: float = 0.0
     tokens: int = 0
     heartbeat_at: datetime | None = None
@@ -185,6 +187,7 @@ class NodeVisit(SQLModel, table=True):
     output: Any = _json()
     context_diff: Any = _json()  # [{op, path, old, new}], see flows.store.diff
     error: str | None = None
+    error_kind: str | None = None  # of a failed visit, as on runs
     prefect_task_run_id: str | None = None
     next_node: str | None = None
 

@@ -139,6 +139,7 @@ def set_run_status(
     *,
     outcome: str | None = None,
     error: str | None = None,
+    error_kind: str | None = None,
     now: datetime | None = None,
     pid: int | None = None,
     host: str | None = None,
@@ -148,7 +149,7 @@ def set_run_status(
     Setting the same status again is allowed (retries of the same report). Going to ``running``
     stamps ``started_at`` (first time), the heartbeat, and the pid/host of the calling process
     (the one executing the run, which :func:`mark_stale_runs_crashed` checks), and clears the
-    ``ended_at`` and ``error`` of an earlier failure. Terminal states stamp ``ended_at``.
+    ``ended_at``, ``error`` and ``error_kind`` of an earlier failure. Terminal states stamp ``ended_at``.
     """
     check(status, RUN_STATUSES, "run status")
     now = now or utcnow()
@@ -165,13 +166,14 @@ def set_run_status(
         run.status = status
         run.outcome = outcome if outcome is not None else run.outcome
         run.error = error if error is not None else run.error
+        run.error_kind = error_kind if error_kind is not None else run.error_kind
         s.add(run)
     return run
 
 
 def _mark_running(run: Run, now: datetime, pid: int | None, host: str | None) -> None:
     run.started_at = run.started_at or now
-    run.ended_at, run.error = None, None
+    run.ended_at, run.error, run.error_kind = None, None, None
     run.heartbeat_at = now
     run.pid = pid if pid is not None else os.getpid()
     run.host = host or socket.gethostname()
@@ -349,11 +351,12 @@ def _crash(run_id: str, reason: str, now: datetime) -> Run | None:
         run = s.get(Run, run_id, with_for_update=True)
         if run is None or run.status != "running":
             return None  # it moved on while we looked
-        run.status, run.error, run.ended_at = "crashed", reason, now
+        # the process that ran it died: the world's doing, whatever the definition says
+        run.status, run.error, run.error_kind, run.ended_at = "crashed", reason, "world", now
         s.add(run)
         s.exec(
             update(NodeVisit)
             .where(col(NodeVisit.run_id) == run_id, col(NodeVisit.status) == "running")
-            .values(status="failed", error=reason, ended_at=now)
+            .values(status="failed", error=reason, error_kind="world", ended_at=now)
         )
     return run

@@ -45,7 +45,7 @@ _LLM_CALLS: sa.Table = SQLModel.metadata.tables[LlmCall.__tablename__]
 VISIT_COLUMNS = (
     NodeVisit.id, NodeVisit.sequence, NodeVisit.node_id, NodeVisit.node_type, NodeVisit.item_key,
     NodeVisit.parent_visit_id, NodeVisit.attempt, NodeVisit.status, NodeVisit.started_at, NodeVisit.ended_at,
-    NodeVisit.duration_ms, NodeVisit.next_node, NodeVisit.error,
+    NodeVisit.duration_ms, NodeVisit.next_node, NodeVisit.error, NodeVisit.error_kind,
 )
 
 _Call = TypeVar("_Call", LlmCall, ToolCall)
@@ -114,6 +114,7 @@ def close_visit(
     output: Any = None,
     context_diff: list[dict] | None = None,
     error: str | None = None,
+    error_kind: str | None = None,
     next_node: str | None = None,
     context: dict | None = None,
 ) -> RunStatus | None:
@@ -124,7 +125,8 @@ def close_visit(
     now = utcnow()
     with connection(write=True) as conn:
         conn.execute(update(_VISITS).where(_VISITS.c.id == visit_id).values(
-            status=status, output=output, error=error, next_node=next_node, context_diff=context_diff or [],
+            status=status, output=output, error=error, error_kind=error_kind, next_node=next_node,
+            context_diff=context_diff or [],
             ended_at=now, duration_ms=max(0, ms_between(started_at, now)),
         ))
         if context is not None:

@@ -122,7 +122,7 @@ def test_cli_run_json_and_exit_codes(cli_env, definitions):
     ok = subprocess.run(ERGON + ["run", "quick", "--json"], env=cli_env, capture_output=True, text=True, timeout=120)
     assert ok.returncode == 0, ok.stderr
     result = json.loads(ok.stdout.strip().splitlines()[-1])
-    assert set(result) == {"run_id", "status", "outcome", "context", "error"}
+    assert set(result) == {"run_id", "status", "outcome", "context", "error", "error_kind"}
     assert result["status"] == "completed" and result["context"] == {"last": "c"}
     assert "Traceback" not in ok.stderr and "Warning" not in ok.stderr
 

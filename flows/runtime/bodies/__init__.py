@@ -40,5 +40,5 @@ async def leaf_effect(node: PlanNode, context: dict[str, Any], services: Service
     """Run the body of a leaf node."""
     body = BODIES.get(node.type)
     if body is None:
-        raise NodeFailed(f"`{node.type}` is not a leaf node type (node `{node.id}`)")
+        raise NodeFailed(f"`{node.type}` is not a leaf node type (node `{node.id}`)", kind="internal")
     return await body(node, context, services, visit_id)

@@ -38,7 +38,7 @@ def interaction_messages(node: PlanNode, prompt: str, context: dict[str, Any],
     if body.interaction in (None, PROCESS_AGENT_NODE):
         return [], None
     if services.resolve_interaction is None:
-        raise NodeFailed(f"agent `{node.id}`: this run cannot resolve interactions")
+        raise NodeFailed(f"agent `{node.id}`: this run cannot resolve interactions", kind="internal")
     interaction = services.resolve_interaction(body.interaction)
     data = {"prompt": prompt, **render_value(body.input or {}, context)}
     try:

@@ -103,7 +103,7 @@ async def ask_person(services: Services, *, visit_id: str | None, node_id: str, 
     """
     pauses, run_state, run_id = services.pauses, services.run_state, services.run_id
     if pauses is None or run_state is None or run_id is None:
-        raise NodeFailed(f"`{node_id}` asks a person, and this run cannot wait for one")
+        raise NodeFailed(f"`{node_id}` asks a person, and this run cannot wait for one", kind="internal")
     own_subflow = IN_PARALLEL.get()
     # a run resumed after suspending re-enters this visit: same task, same key
     task = None if own_subflow else reentered_task(run_id, node_id, visit_id)
@@ -133,7 +133,8 @@ async def ask_person(services: Services, *, visit_id: str | None, node_id: str, 
     if task.status != "completed":  # answered through Prefect's own form or API
         clean, errors = humans.validate_answer(task.fields, answer)
         if errors:  # Prefect validated against the same model: this is a bug, not a user error
-            raise NodeFailed(f"the answer resumed through Prefect does not fit the task: {'; '.join(errors)}")
+            raise NodeFailed(f"the answer resumed through Prefect does not fit the task: {'; '.join(errors)}",
+                             kind="internal")
         task = task_store.answer_task(task.id, clean, answered_by="prefect", answered_via="prefect")
     run_state.mark_running_if_idle()
     return task, dict(task.answer or answer)
@@ -174,6 +175,7 @@ async def run(node: PlanNode, context: dict[str, Any], services: Services, visit
     except TaskExpired:
         if body.on_timeout:
             return Effect(output={"expired": True}, route_to=body.on_timeout)
-        raise NodeFailed(f"task expired: `{title}` ({node.id}) got no answer within {body.timeout}") from None
+        raise NodeFailed(f"task expired: `{title}` ({node.id}) got no answer within {body.timeout}",
+                         kind="world") from None
     update = {k: v for k, v in answer.items() if k in node.writes}
     return Effect(update=update, output=answer, input={"task_id": task.id, "title": title})

@@ -16,7 +16,7 @@ from flows.runtime.errors import NodeFailed
 
 async def run(node: PlanNode, context: dict[str, Any], services: Services, visit_id: str | None) -> Effect:
     if services.resolve_interaction is None:
-        raise NodeFailed(f"`{node.id}`: this run cannot resolve interactions")
+        raise NodeFailed(f"`{node.id}`: this run cannot resolve interactions", kind="internal")
     body = node.body_as(InteractionNode)
     interaction = services.resolve_interaction(body.interaction)
     data = render_value(body.input or {}, context)

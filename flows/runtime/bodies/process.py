@@ -22,12 +22,15 @@ async def run(node: PlanNode, context: dict[str, Any], services: Services, visit
     child = node.child_plan
     if child is None:
         if body.process is None:  # the checks refuse a process node with neither
-            raise NodeFailed(f"`{node.id}` names no process and has no inline `process_definition`")
+            raise NodeFailed(f"`{node.id}` names no process and has no inline `process_definition`", kind="definition")
         child = services.resolve_plan(body.process, body.process_version)
     inputs = render_value(body.input or {}, context)
     result = await services.run_child(child, inputs, visit_id)
     if result.status != "completed":
-        raise NodeFailed(f"sub-process `{child.name}` ended {result.status}: {result.error or result.outcome}")
+        # the child's own failure says whose fault it was; a cancelled child was stopped by someone
+        kind = result.error_kind if result.status == "failed" else "world"
+        raise NodeFailed(f"sub-process `{child.name}` ended {result.status}: {result.error or result.outcome}",
+                         kind=kind or "internal")
     returns = body.returns or Returns()
     final_state = {"context": result.context, "outcome": result.outcome, "run_id": result.run_id}
     value: Any

@@ -67,7 +67,7 @@ async def run(node: PlanNode, context: dict[str, Any], services: Services | None
     if tool == "set_context":
         updates = args.get("updates") if isinstance(args, dict) else None
         if not isinstance(updates, dict):
-            raise NodeFailed(f"`set_context` on `{node.id}` needs input `{{updates: {{...}}}}`")
+            raise NodeFailed(f"`set_context` on `{node.id}` needs input `{{updates: {{...}}}}`", kind="definition")
         return Effect(update=updates, output=updates, input=args)
     if not tool:
         return Effect(input=args)
