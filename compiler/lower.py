@@ -10,9 +10,12 @@ onto its nodes (:mod:`compiler.plan`).
 <output form>...}`` with ``input`` required; each step becomes an ``agent`` node named after its
 key that needs its ``parent`` and writes its ``output_key``.
 
-**workflow** (seed 002, workflow DSL): literal ``vars`` become ``context.initial``; vars whose
-value holds ``${}`` references are computed by a leading ``set_context`` tool node (``_vars``),
-since they depend on the run's input. Every step needs the previous step, which keeps the DSL's
+**workflow** (seed 002, workflow DSL): literal ``vars`` become ``context.initial``, and since
+nothing writes them they are run inputs too, with their value as default: each gets the JSON
+Schema of its value's type (:func:`value_schema`: a list of strings is an array of strings), so
+a run overriding one with a value of another type is refused when it starts, not handed to a
+step that cannot take it. Vars whose value holds ``${}`` references are computed by a leading
+``set_context`` tool node (``_vars``), since they depend on the run's input. Every step needs the previous step, which keeps the DSL's
 sequential order. An ``async: true`` child workflow needs the previous step but nobody needs it
 except a ``_join`` node added at the end, so it runs beside the following steps and the run still
 waits for it. ``${a.b}`` becomes the Jinja ``{{a.b}}`` (a value that is exactly one reference
@@ -276,6 +279,28 @@ def _step_node(step: WorkflowStep, needs: list[str]) -> ToolNode | ProcessNode:
     )
 
 
+def value_schema(value: Any) -> dict[str, Any]:
+    """The JSON Schema of a literal value's type: ``{}`` for null, arrays with the one schema all
+    their items share (none when they differ or there are none), objects with their properties'."""
+    if value is None:
+        return {}
+    if isinstance(value, bool):
+        return {"type": "boolean"}
+    if isinstance(value, int):
+        return {"type": "integer"}
+    if isinstance(value, float):
+        return {"type": "number"}
+    if isinstance(value, str):
+        return {"type": "string"}
+    if isinstance(value, list):
+        items = [value_schema(v) for v in value]
+        same = items and all(i == items[0] for i in items)
+        return {"type": "array", **({"items": items[0]} if same and items[0] else {})}
+    if isinstance(value, Mapping):
+        return {"type": "object", "properties": {str(k): value_schema(v) for k, v in value.items()}}
+    return {}
+
+
 def workflow_inputs(defn: WorkflowDef) -> dict[str, Any]:
     """The input_schema's properties (empty when the schema has none, or a malformed one)."""
     props = (defn.input_schema or {}).get("properties")
@@ -288,8 +313,11 @@ def lower_workflow(defn: WorkflowDef) -> Lowered:
     properties: dict[str, Any] = dict(input_props)
     literal_vars = {k: v for k, v in defn.vars.items() if not has_refs(v)}
     dynamic_vars = {k: v for k, v in defn.vars.items() if has_refs(v)}
+    outputs = {step.output for step in defn.steps if step.output}
     for name in defn.vars:
-        properties.setdefault(name, {})
+        # a var a step also writes is no input: its value's type must not constrain that write
+        typed = name in literal_vars and name not in outputs
+        properties.setdefault(name, value_schema(literal_vars[name]) if typed else {})
     required = [k for k in input_props if k not in literal_vars]
 
     nodes: dict[str, ToolNode | ProcessNode] = {}

@@ -189,6 +189,49 @@ def test_condition_shapes():
     assert [p.code for p in problems] == ["guard-invalid", "guard-invalid"]
 
 
+def test_workflow_vars_that_runs_may_override_keep_the_type_of_their_value():
+    """A literal var is a run input with its value as default: an input of another JSON type is
+    refused when the run starts, not passed on to fail later (the soundness property test found a
+    run started with `categories: true` that a child workflow could not take)."""
+    from jsonschema import Draft202012Validator
+
+    ws = workspace_from_texts({"wf.yaml": """
+kind: workflow
+name: typed_vars
+input_schema: {type: object, properties: {who: {type: string}}}
+vars:
+  categories: [contract, invoice]
+  greeting: Hello
+  limit: 3
+  ratio: 0.5
+  strict: true
+  options: {depth: 2, tags: [a]}
+  mixed: [1, two]
+  empty: []
+  nothing: null
+  who: nobody
+  said: ""
+steps:
+  - {name: log, params: {message: "${greeting} ${categories}"}, output: said}
+"""})
+    plan = compile_plan(ws, "typed_vars")
+    props = plan.input_schema["properties"]
+    assert props["categories"]["type"] == "array" and props["categories"]["items"] == {"type": "string"}
+    assert props["greeting"]["type"] == "string" and props["limit"]["type"] == "integer"
+    assert props["ratio"]["type"] == "number" and props["strict"]["type"] == "boolean"
+    assert props["options"]["type"] == "object" and props["options"]["properties"]["tags"]["items"] == {"type": "string"}
+    assert props["mixed"]["type"] == "array" and "items" not in props["mixed"], "no one type for mixed items"
+    assert props["empty"]["type"] == "array" and "items" not in props["empty"]
+    assert "type" not in props["nothing"], "a null default says nothing about the type"
+    assert props["who"]["type"] == "string", "a var that is also a declared input keeps its declared schema"
+    assert plan.context_schema["properties"]["said"] == {}, "a var a step writes is not typed by its default"
+    valid = Draft202012Validator(plan.input_schema).is_valid
+    assert valid({"categories": ["report"], "limit": 4, "ratio": 1, "nothing": {"any": "thing"}})
+    for wrong in ({"categories": True}, {"categories": [1]}, {"greeting": None}, {"limit": 2.5}, {"strict": "yes"},
+                  {"options": []}):
+        assert not valid(wrong), wrong
+
+
 def test_workflow_lowering():
     ws = _ws()
     pipeline, extras = lower_workflow(ws.get("intake", "workflow"))
