@@ -82,6 +82,7 @@ CODES: dict[str, str] = {
     # data flow
     "maybe-unset": "a field is read where some path reaches the reader without setting it",
     "write-race": "two nodes that may run at the same time write the same field",
+    "write-type": "a fixed value, or a person's answer, that a node writes does not fit the field's schema",
 }
 
 

@@ -14,6 +14,7 @@ from compiler.passes import (
     templates,
     triggers,
     write_races,
+    write_types,
 )
 
 PASSES = (
@@ -24,6 +25,7 @@ PASSES = (
     guards.check,
     definite_assignment.check,
     write_races.check,
+    write_types.check,
     lowered_kinds.check,
     triggers.check,  # schedules, webhook paths, on-complete chains
 )

@@ -42,7 +42,7 @@ context:
       invoices: {type: array}
       checked: {type: array}
       child_result: {type: object}
-      ok: {type: boolean}
+      ok: {type: [boolean, number, string]}
     required: [invoices]
 nodes:
   fan:

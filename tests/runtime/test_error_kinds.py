@@ -70,11 +70,13 @@ def test_the_kinds_of_errors_by_class_and_by_cause():
 
 
 def test_a_write_the_schema_refuses_is_a_definition_error(run_def):
-    text = process("typed_kind", {"n": "{type: integer}"}, """
+    # `increment` returns a number; the checker cannot see a Python tool's result type
+    text = process("typed_kind", {"counter": "{type: string}"}, """
   start:
     type: tool
-    config: {context_update: {n: "not a number"}}
-    writes: [n]
+    tool: increment
+    input: {value: 1}
+    writes: [counter]
     transitions: [{to: done}]
   done: {type: final}
 """)
@@ -156,11 +158,12 @@ def test_items_absorbed_by_collect_errors_keep_their_kind(run_def):
 
 
 def test_a_sub_process_failure_carries_the_child_s_kind(run_def):
-    child = process("child_kind", {"n": "{type: integer}"}, """
+    child = process("child_kind", {"counter": "{type: string}"}, """
   start:
     type: tool
-    config: {context_update: {n: "not a number"}}
-    writes: [n]
+    tool: increment
+    input: {value: 1}
+    writes: [counter]
     transitions: [{to: done}]
   done: {type: final}
 """)

@@ -120,11 +120,13 @@ def test_write_outside_scope_is_rejected_and_context_unchanged(run_def):
 
 
 def test_write_violating_schema_is_rejected(run_def):
-    text = process("typed", {"n": "{type: integer}"}, """
+    # the checker refuses a fixed value of the wrong type (write-type); a tool's result it cannot see
+    text = process("typed", {"counter": "{type: string}"}, """
   start:
     type: tool
-    config: {context_update: {n: "not a number"}}
-    writes: [n]
+    tool: increment
+    input: {value: 1}
+    writes: [counter]
     transitions: [{to: done}]
   done: {type: final}
 """)

@@ -1,0 +1,114 @@
+"""The `write_types` pass: fixed values and people's answers a node writes must fit their field.
+
+The golden fixture tests/fixtures/invalid/write_type.yaml has one of each refusal with its
+position; here, what must stay accepted, and the places the pass looks into.
+"""
+
+from __future__ import annotations
+
+from compiler import check_workspace, workspace_from_texts
+
+HEAD = """
+format_version: 1
+process: wt
+initial: start
+context:
+  schema:
+    type: object
+    properties:
+      n: {type: integer}
+      text: {type: string}
+      maybe_text: {type: [string, "null"]}
+      flag: {type: boolean}
+      amount: {type: number}
+      choice: {type: string, enum: [a, b]}
+      items: {type: array, items: {type: integer}}
+      out: {type: array}
+    required: [items]
+nodes:
+"""
+
+
+def _write_types(nodes: str) -> list[tuple[str, str]]:
+    report = check_workspace(workspace_from_texts({"wt.yaml": HEAD + nodes}))
+    return [(d.path, d.message) for d in report.diagnostics if d.code == "write-type"]
+
+
+def test_what_fits_is_accepted():
+    assert _write_types("""
+  start:
+    type: human_task
+    task:
+      title: Decide
+      fields:
+        - {name: choice, type: select, options: [a, b], required: true}
+        - {name: maybe_text, type: select, options: [x, y]}
+        - {name: text, type: select, options: [x, y], default: x}
+        - {name: amount, type: number, required: true}
+        - {name: n, type: integer, required: true}
+        - {name: flag, type: boolean}
+    writes: [choice, maybe_text, text, amount, n, flag]
+    transitions: [{to: fixed}]
+  fixed:
+    type: tool
+    config: {context_update: {n: 3, text: "{{ choice }}", flag: false}}
+    writes: [n, text, flag]
+    transitions: [{to: done}]
+  done: {type: final}
+""") == []
+
+
+def test_a_field_the_node_does_not_write_is_not_checked():
+    assert _write_types("""
+  start:
+    type: human_task
+    task:
+      title: Decide
+      fields: [{name: choice, type: text}]
+    transitions: [{to: done}]
+  done: {type: final}
+""") == []
+
+
+def test_set_context_and_nested_nodes_are_checked():
+    found = _write_types("""
+  start:
+    type: tool
+    tool: set_context
+    input: {updates: {n: "3"}}
+    writes: [n]
+    transitions: [{to: fan}]
+  fan:
+    type: foreach
+    foreach: items
+    as: item
+    node:
+      type: tool
+      config: {context_update: {flag: "yes"}}
+      writes: [flag]
+    collect: out
+    writes: [out]
+    transitions: [{to: sub}]
+  sub:
+    type: process
+    writes: [out]
+    process_definition:
+      format_version: 1
+      process: wt_child
+      initial: ask
+      context:
+        schema: {type: object, properties: {ok: {type: boolean}}}
+      nodes:
+        ask:
+          type: human_task
+          task: {title: Ok?, fields: [{name: ok, type: select, options: [true, "no"], required: true}]}
+          writes: [ok]
+          transitions: [{to: done}]
+        done: {type: final}
+    transitions: [{to: done}]
+  done: {type: final}
+""")
+    paths = [p for p, _ in found]
+    assert paths == ["nodes.start.input.updates.n", "nodes.fan.node.config.context_update.flag",
+                     "nodes.sub.process_definition.nodes.ask.task.fields[0].options[1]"], found
+    assert '"3"' in found[0][1] and '{"type": "integer"}' in found[0][1]
