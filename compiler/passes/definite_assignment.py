@@ -32,6 +32,13 @@ and so does a truth test (``{% if x.a %}``, ``x.a or 200``, ``not x.a``), where 
 an absent key for false (:class:`compiler.templates.ErgonUndefined`).
 A ``foreach`` path (``a.b.items``) through an optional property is `maybe-unset` too.
 
+**Fan-outs** — a completed ``foreach`` or ``branch`` has set for certain only its ``collect``
+target. Its children's fields reach the context only from the items that succeeded: with
+``failure_policy: collect_errors`` a node completes with failed items, and a ``foreach`` over an
+empty array runs no item at all. So ``writes(n)`` above counts a fan-out's child fields only for
+a ``fail_fast`` branch (every arm ran and succeeded, or the node failed); a reader after any
+other fan-out needs the field set another way (``context.initial``, a required input).
+
 Reads are the template reads that fail when absent (not under ``| default`` or
 ``is defined``), the guard ``var``s without a default (``missing`` tests are fine), and the
 first segment of a ``foreach`` path; a foreach child's ``as`` name is in scope for the child.
@@ -50,13 +57,48 @@ from compiler import guards as jl
 from compiler.context_schema import declared_properties, initially_set
 from compiler.errors import DocPath, Finding, choices_hint
 from compiler.graph import ControlGraph, pipeline_graph, process_graph
-from compiler.ir import ForeachNode, PipelineDef, ProcessDef
+from compiler.ir import BranchNode, ForeachNode, Node, PipelineDef, ProcessDef
 from compiler.passes.guards import guard_sites
 from compiler.passes.templates import located, name_line
 from compiler.templates import TemplateSite, analyse, node_templates
 from compiler.walk import iter_definitions
 
 _HINT = "set it in context.initial, make it a required input, or write it on every path"
+
+
+def sure_writes(node: Node) -> list[str]:
+    """The fields a completed visit of ``node`` has certainly set (see "Fan-outs" above)."""
+    if isinstance(node, ForeachNode) or (isinstance(node, BranchNode) and node.failure_policy == "collect_errors"):
+        collect = node.collect
+        target = collect if isinstance(collect, str) else collect.into if collect is not None else None
+        return [target] if target in node.writes else []
+    return list(node.writes)
+
+
+def _maybe_writers(defn: ProcessDef | PipelineDef, field: str) -> list[str]:
+    """The fan-outs that write ``field`` only when their items succeed."""
+    return [nid for nid, node in defn.nodes.items() if field in node.writes and field not in sure_writes(node)]
+
+
+def _fanout_note(defn: ProcessDef | PipelineDef, field: str) -> str:
+    maybe = _maybe_writers(defn, field)
+    if not maybe:
+        return ""
+    node = defn.nodes[maybe[0]]
+    reasons = (["its array may be empty"] if isinstance(node, ForeachNode) else []) + \
+        (["its items may fail (failure_policy: collect_errors)"] if getattr(node, "failure_policy", None) == "collect_errors" else [])
+    return f" (`{maybe[0]}` sets it only through items that succeed, and {' and '.join(reasons)})"
+
+
+def _fanout_hint(defn: ProcessDef | PipelineDef, field: str) -> str | None:
+    maybe = _maybe_writers(defn, field)
+    if not maybe:
+        return None
+    first = maybe[0]
+    if isinstance(defn.nodes[first], BranchNode):
+        return (f"give `{field}` a value in context.initial for when the branch that sets it fails, or use "
+                f"`failure_policy: fail_fast` on `{first}`")
+    return f"give `{field}` a value in context.initial for when no item sets it, or read it from `{first}`'s collected results"
 
 
 class _Read:
@@ -238,7 +280,7 @@ class _ProcessFlow:
         self.bits = _Bits()
         self.init_names = initially_set(defn.context)
         init = self.bits.mask(self.init_names)
-        self.writes = {nid: self.bits.mask(node.writes) for nid, node in defn.nodes.items()}
+        self.writes = {nid: self.bits.mask(sure_writes(node)) for nid, node in defn.nodes.items()}
         order = self._bfs_order()
         self.reachable = set(order)
         # incoming (source, carries OUT?) per reachable node
@@ -287,7 +329,7 @@ class _ProcessFlow:
 
     def witness(self, r: _Read) -> list[str] | None:
         """A shortest path from `initial` to the reader along which nothing writes the field."""
-        writers = {nid for nid, node in self.defn.nodes.items() if r.field in node.writes}
+        writers = {nid for nid, node in self.defn.nodes.items() if r.field in sure_writes(node)}
         prev: dict[str, str | None] = {self.initial: None}
         queue = deque([self.initial])
         while queue:
@@ -308,14 +350,15 @@ class _ProcessFlow:
 
     def why(self, r: _Read) -> str:
         path = self.witness(r)
+        note = _fanout_note(self.defn, r.field)
         if path is None:
-            return "some path to this node does not set it"
+            return "some path to this node does not set it" + note
         if len(path) == 1 and not r.exit:
-            return f"the run starts at `{path[0]}` and nothing has set it yet"
-        return f"the path {' → '.join(path)} never sets it"
+            return f"the run starts at `{path[0]}` and nothing has set it yet" + note
+        return f"the path {' → '.join(path)} never sets it" + note
 
     def hint(self, r: _Read) -> str:
-        return _HINT
+        return _fanout_hint(self.defn, r.field) or _HINT
 
 
 class _PipelineFlow:
@@ -326,7 +369,7 @@ class _PipelineFlow:
         graph = pipeline_graph(defn)
         self.bits = _Bits()
         init = self.bits.mask(initially_set(defn.context))
-        writes = {nid: self.bits.mask(node.writes) for nid, node in defn.nodes.items()}
+        writes = {nid: self.bits.mask(sure_writes(node)) for nid, node in defn.nodes.items()}
         pred = graph.pred()
         before: dict[str, int] = {}
         for n in graph.topological_order():  # nodes on a `needs` cycle are left out (cycle pass)
@@ -342,9 +385,12 @@ class _PipelineFlow:
         return self.bits.has(self.IN[r.node], r.field)
 
     def _other_writers(self, r: _Read) -> list[str]:
-        return [nid for nid, node in self.defn.nodes.items() if r.field in node.writes and nid != r.node]
+        return [nid for nid, node in self.defn.nodes.items() if r.field in sure_writes(node) and nid != r.node]
 
     def why(self, r: _Read) -> str:
+        note = _fanout_note(self.defn, r.field)
+        if note:
+            return "it may not be set when this node runs" + note
         writers = self._other_writers(r)
         if not writers:
             return "no node writes it and it is not set when the run starts"
@@ -352,6 +398,9 @@ class _PipelineFlow:
         return f"`{r.node}` does not need (directly or indirectly) any node that writes it ({names})"
 
     def hint(self, r: _Read) -> str:
+        fanout = _fanout_hint(self.defn, r.field)
+        if fanout:
+            return fanout
         writers = self._other_writers(r)
         if writers:
             return f"add `{writers[0]}` to `nodes.{r.node}.needs`, or set it in context.initial or make it a required input"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from checking import diagnostics
 
+from compiler import check_workspace, workspace_from_texts
+
 
 def diags(text: str, *codes: str):
     return diagnostics(text, codes, file="d.yaml")
@@ -488,3 +490,60 @@ def test_truth_tests_guard_an_optional_nested_property_and_render_without_it():
             render(prompt, {"doc": {"text": ""}})
     with pytest.raises(UndefinedError):  # a missing top-level field still fails a truth test
         render("{% if nothing %}x{% endif %}", {})
+
+
+# --------------------------------------------------------------------------------------------
+# fan-outs: only what a completed fan-out certainly set counts (the soundness of `collect_errors`)
+
+FANOUT = """
+format_version: 1
+process: fanout_reads
+initial: checks
+context:
+  schema:
+    type: object
+    properties:
+      ids: {type: array, items: {type: string}}
+      a: {type: string}
+      b: {type: string}
+      out: {type: array}
+    required: [ids]
+nodes:
+  checks:
+    type: KIND
+    BODY
+    failure_policy: POLICY
+    collect: out
+    writes: [out, FIELD]
+    transitions: [{to: use}]
+  use:
+    type: tool
+    tool: log
+    input: {message: "{{ out }} {{ FIELD }}"}
+    transitions: [{to: done}]
+  done: {type: final}
+"""
+BRANCH = """branches:
+      - {id: one, node: {type: tool, config: {context_update: {a: x}}, writes: [a]}}"""
+FOREACH = """foreach: ids
+    as: id
+    node: {type: tool, config: {context_update: {b: x}}, writes: [b]}"""
+
+
+def _fanout_unset(kind: str, policy: str) -> list[str]:
+    body, field = (BRANCH, "a") if kind == "branch" else (FOREACH, "b")
+    text = FANOUT.replace("KIND", kind).replace("BODY", body).replace("POLICY", policy).replace("FIELD", field)
+    report = check_workspace(workspace_from_texts({"f.yaml": text}))
+    return [d.message for d in report.diagnostics if d.code == "maybe-unset"]
+
+
+def test_a_collect_errors_branch_may_leave_its_arms_fields_unset():
+    (message,) = _fanout_unset("branch", "collect_errors")
+    assert "`a` may be unset" in message and "collect_errors" in message
+    assert _fanout_unset("branch", "fail_fast") == [], "every arm ran and succeeded, or the node failed"
+
+
+def test_a_foreach_may_leave_its_items_fields_unset():
+    for policy in ("fail_fast", "collect_errors"):
+        (message,) = _fanout_unset("foreach", policy)
+        assert "`b` may be unset" in message and "array may be empty" in message
