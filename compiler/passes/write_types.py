@@ -17,7 +17,14 @@ those is the definition's mistake and is reported here (code ``write-type``):
     ``select`` with those options);
   - an optional field left empty: it writes its ``default``, else its empty value (``""`` for
     text, ``false`` for a boolean, ``null`` otherwise, as ``flows.humans`` fills it), which
-    the schema must accept.
+    the schema must accept;
+* **a sub-process** — a ``process`` node's ``input`` is written into the child's context, and
+  what ``returns`` picks into the parent's: an input value with no template that the child's
+  field refuses, an input that is exactly one ``{{ field }}`` (which passes the field's value
+  through, native type and all) whose declared type the child's field cannot take, and a
+  returned child field (``returns.from: context.x``, ``returns.context``, ``outcome``) whose type
+  the written field cannot take. The child is the inline ``process_definition``, or the process,
+  pipeline or workflow of that name (a pinned ``process_version`` is read at run time: skipped).
 
 Values with templates, and answers within a type the schema accepts but outside its bounds,
 depend on the run and are checked when the run writes them.
@@ -26,15 +33,19 @@ depend on the run and are checked when the run writes them.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from jsonschema import Draft202012Validator
 
 from compiler.errors import DocPath, Finding
-from compiler.ir import HumanTaskNode, PipelineDef, ProcessDef, TaskField, ToolNode
+from compiler.ir import HumanTaskNode, PipelineDef, ProcessDef, ProcessNode, TaskField, ToolNode, WorkflowDef
 from compiler.templates import is_template
 from compiler.walk import iter_definitions, iter_nodes
+
+#: a template that is exactly one reference to a (dotted) field: ``{{ order.total }}``
+_REFERENCE = re.compile(r"^\{\{\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*\}\}$")
 
 #: what an optional field left empty writes (flows.humans gives the same)
 _EMPTY: dict[str, Any] = {"text": "", "string": "", "boolean": False}
@@ -56,6 +67,10 @@ def check(unit, ws) -> Iterator[Finding]:
                 for i, f in enumerate(node.task.fields):
                     if f.name in node.writes:
                         yield from _answer(schema, f, (*site.path, "task", "fields", i))
+            elif isinstance(node, ProcessNode):
+                child = _child_schema(node, ws)
+                if child is not None:
+                    yield from _sub_process(schema, child, node, site.path)
 
 
 def _field_schema(schema: Any, name: str) -> dict[str, Any] | None:
@@ -157,3 +172,125 @@ def _answer(schema: Any, f: TaskField, path: DocPath) -> Iterator[Finding]:
                           f"optional field `{f.name}` left empty writes {what} {_shown(empty)}, which `{f.name}` in "
                           f"context.schema ({shown}) refuses",
                           hint=f"make it `required: true`, give it a `default` the schema accepts, or let the schema take {_shown(empty)}")
+
+
+# --------------------------------------------------------------------------------------------
+# sub-processes
+
+
+def _child_schema(node: ProcessNode, ws: Any) -> dict[str, Any] | None:
+    """The context schema of the child a process node runs (None when it is not known statically)."""
+    if node.process_definition is not None:
+        return node.process_definition.context.schema_
+    if node.process is None or node.process_version is not None:
+        return None
+    defn = ws.get(node.process, "process", "pipeline", "workflow")
+    if isinstance(defn, (ProcessDef, PipelineDef)):
+        return defn.context.schema_
+    if isinstance(defn, WorkflowDef):
+        from compiler.lower import lower_workflow
+
+        try:
+            return lower_workflow(defn).pipeline.context.schema_
+        except Exception:  # noqa: BLE001 - a workflow that does not lower is its own diagnostics' business
+            return None
+    return None
+
+
+def _path_schema(schema: Any, dotted: str) -> dict[str, Any] | None:
+    """The schema at a dotted field path (through declared object properties), root definitions kept."""
+    head, *rest = dotted.split(".")
+    prop = _field_schema(schema, head)
+    for part in rest:
+        props = prop.get("properties") if isinstance(prop, dict) else None
+        nxt = props.get(part) if isinstance(props, dict) else None
+        if not isinstance(nxt, dict):
+            return None
+        prop = {**{k: schema[k] for k in ("$defs", "definitions") if k in schema}, **nxt}
+    return prop
+
+
+def _kinds(prop: dict[str, Any] | None) -> set[str] | None:
+    """The JSON types a value of ``prop`` can have (None: unknown or any); integer ⊂ number."""
+    if not isinstance(prop, dict) or "$ref" in prop or any(k in prop for k in ("anyOf", "oneOf", "allOf", "not")):
+        return None
+    kinds: set[str] | None
+    if "const" in prop or "enum" in prop:
+        values = [prop["const"]] if "const" in prop else prop["enum"] if isinstance(prop["enum"], list) else []
+        kinds = {_json_type(v) for v in values}
+    else:
+        kinds = _types(prop)
+    if kinds is None:
+        return None
+    if "number" in kinds:
+        kinds = kinds | {"integer"}
+    return kinds
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _disjoint(given: set[str] | None, taken: set[str] | None) -> bool:
+    """Whether no value of the types ``given`` is of the types ``taken`` (unknown: never)."""
+    if given is None or taken is None:
+        return False
+    return not (given & taken or ("integer" in given and "number" in taken))
+
+
+def _sub_process(schema: Any, child: Any, node: ProcessNode, path: DocPath) -> Iterator[Finding]:
+    for key, value in (node.input or {}).items():
+        target = _field_schema(child, key)
+        if target is None:
+            continue
+        where = (*path, "input", key)
+        reference = _REFERENCE.match(value.strip()) if isinstance(value, str) else None
+        if reference is not None:
+            source = _path_schema(schema, reference.group(1))
+            if _disjoint(_kinds(source), _kinds(target)):
+                yield Finding("write-type", where,
+                              f"`{reference.group(1)}` ({_shown(_strip(source or {}))}) is passed whole to the child's `{key}` "
+                              f"({_shown(_strip(target))}), which cannot take it",
+                              hint=f"pass a value of the type the child's `{key}` takes, or change one of the schemas")
+        elif not _has_template(value) and not _fits(target, value):
+            yield Finding("write-type", where,
+                          f"the input value {_shown(value)} does not fit the child's `{key}` ({_shown(_strip(target))})",
+                          hint=f"pass a value the child's `{key}` accepts")
+    returns = node.returns
+    writes = list(node.writes)
+    if returns is not None and returns.from_ and len(writes) == 1:
+        picked = returns.from_
+        source_kinds: set[str] | None
+        if picked in ("outcome", "run_id"):
+            source_kinds, shown = {"string"}, f"the child's `{picked}` (a string)"
+        elif picked.startswith("context.") and len(picked) > len("context."):
+            field = picked[len("context."):]
+            source = _path_schema(child, field)
+            source_kinds, shown = _kinds(source), f"the child's `{field}` ({_shown(_strip(source or {}))})"
+        else:
+            return
+        target = _field_schema(schema, writes[0])
+        if target is not None and _disjoint(source_kinds, _kinds(target)):
+            yield Finding("write-type", (*path, "returns", "from"),
+                          f"`returns.from: {picked}` writes {shown} into `{writes[0]}` ({_shown(_strip(target))}), which cannot take it",
+                          hint=f"return a field of the type `{writes[0]}` takes, or change one of the schemas")
+    elif returns is not None and returns.context and not returns.from_:
+        for i, field in enumerate(returns.context):
+            if field not in writes:
+                continue
+            source, target = _field_schema(child, field), _field_schema(schema, field)
+            if target is not None and _disjoint(_kinds(source), _kinds(target)):
+                yield Finding("write-type", (*path, "returns", "context", i),
+                              f"the child's `{field}` ({_shown(_strip(source or {}))}) is returned into `{field}` "
+                              f"({_shown(_strip(target))}), which cannot take it",
+                              hint=f"make the two `{field}` fields the same type")

@@ -41,7 +41,7 @@ context:
     properties:
       invoices: {type: array}
       checked: {type: array}
-      child_result: {type: object}
+      child_result: {type: boolean}
       ok: {type: [boolean, number, string]}
     required: [invoices]
 nodes:

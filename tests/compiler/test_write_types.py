@@ -112,3 +112,84 @@ def test_set_context_and_nested_nodes_are_checked():
     assert paths == ["nodes.start.input.updates.n", "nodes.fan.node.config.context_update.flag",
                      "nodes.sub.process_definition.nodes.ask.task.fields[0].options[1]"], found
     assert '"3"' in found[0][1] and '{"type": "integer"}' in found[0][1]
+
+
+CHILD = """
+format_version: 1
+process: wt_child
+initial: done
+context:
+  schema:
+    type: object
+    properties:
+      n: {type: integer}
+      s: {type: string}
+      verdict: {type: string, enum: [pass, fail]}
+    required: [n]
+nodes:
+  done: {type: final}
+"""
+WORKFLOW_CHILD = """
+kind: workflow
+name: wt_flow
+input_schema: {type: object, properties: {tags: {type: array, items: {type: string}}}, required: [tags]}
+steps:
+  - {name: log, params: {message: "${tags}"}}
+"""
+
+
+def _sub(nodes: str) -> list[tuple[str, str]]:
+    report = check_workspace(workspace_from_texts({"wt.yaml": HEAD + nodes, "child.yaml": CHILD, "flow.yaml": WORKFLOW_CHILD},
+                                                  tools=("log",)))
+    return [(d.path, d.message) for d in report.diagnostics if d.code == "write-type"]
+
+
+def test_sub_process_inputs_and_returns_that_fit_are_accepted():
+    assert _sub("""
+  start:
+    type: process
+    process: wt_child
+    input: {n: "{{ n }}", s: "{{ text }} and more", verdict: pass}
+    returns: {from: context.s}
+    writes: [text]
+    transitions: [{to: flow}]
+  flow:
+    type: process
+    process: wt_flow
+    input: {tags: [a, b]}
+    returns: {from: outcome}
+    writes: [maybe_text]
+    transitions: [{to: done}]
+  done: {type: final}
+""") == []
+
+
+def test_sub_process_inputs_and_returns_of_the_wrong_type_are_refused():
+    found = _sub("""
+  start:
+    type: process
+    process: wt_child
+    input: {n: many, s: "{{ amount }}", verdict: maybe}
+    returns: {from: context.n}
+    writes: [flag]
+    transitions: [{to: back}]
+  back:
+    type: process
+    process: wt_child
+    input: {n: 1}
+    returns: {context: [n]}
+    writes: [n]
+    transitions: [{to: flow}]
+  flow:
+    type: process
+    process: wt_flow
+    input: {tags: "{{ text }}"}
+    returns: {from: outcome}
+    writes: [amount]
+    transitions: [{to: done}]
+  done: {type: final}
+""")
+    assert [p for p, _ in found] == [
+        "nodes.start.input.n", "nodes.start.input.s", "nodes.start.input.verdict", "nodes.start.returns.from",
+        "nodes.flow.input.tags", "nodes.flow.returns.from"], found
+    assert "`amount`" in found[1][1] and "passed whole" in found[1][1]
