@@ -469,7 +469,7 @@ class WorkflowDef(IRModel):
     """The Vertesia workflow DSL; lowered to a pipeline."""
 
     kind: Literal["workflow"] = Field("workflow", description="Definition kind `workflow` (optional: a document with `steps` and no `input_form` is a workflow).")
-    name: str = Field(description="Workflow name.")
+    name: str = Field(description="Workflow name (default: the file's name without its extension).")
     description: str | None = Field(None, description="What it does.")
     vars: dict[str, Any] = Field(default_factory=dict, description="Variables (literal values; `${}` references allowed).")
     input_schema: JsonSchema | None = Field(None, description="JSON Schema of the run's input variables.")

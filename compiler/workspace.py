@@ -73,7 +73,12 @@ def make_unit(doc: LoadedDocument, *, reported: bool = True) -> Unit:
     unit = Unit(file=doc.file, data=doc.data, source=doc.source or SourceMap(doc.file), findings=list(doc.findings), reported=reported)
     if isinstance(doc.data, dict):
         unit.kind, _ = detect_kind(doc.data)
-        defn, findings = parse_definition(doc.data)
+        data = doc.data
+        if unit.kind == "workflow" and "name" not in data:
+            # the seed's workflow-DSL examples are bare `{"steps": [...]}` documents: a workflow
+            # without a `name` is named after its file, as a CI workflow file is
+            data = {**data, "name": Path(doc.file).stem}
+        defn, findings = parse_definition(data)
         unit.defn = defn
         unit.findings.extend(findings)
     return unit

@@ -309,7 +309,8 @@ def _ref(expr: str, path: tuple, visible: set[str], outputs: dict[str, dict | No
         return
     if root not in visible:
         yield Finding("maybe-unset", path, f"`${{{expr}}}` refers to `{root}`, which is neither a var, an input nor the output of an earlier step",
-                      hint=choices_hint(root, visible, what="visible names"))
+                      hint=choices_hint(root, visible, what="visible names") if visible else
+                      f"declare it in `vars` (a value) or under `input_schema.properties` (a run input): `vars: {{{root}: …}}`")
         return
     setter_condition = outputs.get(root)
     # a condition reading an unset value sees null and is simply false, so only params are held
