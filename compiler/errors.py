@@ -29,6 +29,7 @@ DocPath = tuple[PathSeg, ...]
 CODES: dict[str, str] = {
     # loading and structure
     "yaml-syntax": "the file is not valid YAML/JSON",
+    "yaml-limit": "the file is beyond what the loader reads: too large, nested too deep, aliases that expand too far or form a cycle, a number too long",
     "duplicate-key": "a mapping has the same key twice",
     "not-a-mapping": "the document is not a mapping",
     "unknown-kind": "`kind` is missing or not one of the known kinds",
