@@ -71,6 +71,7 @@ CODES: dict[str, str] = {
     "unsupported-template": "a prompt template language or syntax Ergon does not render (it would reach the model as written)",
     "unknown-tool": "a tool name that is not registered",
     "unknown-process": "a sub-process name that is not defined",
+    "process-cycle": "a definition runs itself through its sub-processes or child workflows (the runs would nest without end)",
     "tool-params": "a workflow step's params do not match the parameters of the tool it calls",
     "dsl-unsupported": "a workflow-DSL feature or activity Ergon does not run (yet); the message says what to use",
     "unknown-form": "a form name that is not defined",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from compiler.errors import Finding
 from compiler.ir import IRModel, definition_name
@@ -51,6 +52,8 @@ class Workspace:
 
     units: list[Unit] = field(default_factory=list)
     tools: ToolCatalogue = field(default_factory=ToolCatalogue)
+    #: what passes derive from the whole workspace once and share (e.g. the call graph)
+    memo: dict[str, Any] = field(default_factory=dict)
 
     def named(self, *kinds: str) -> dict[str, Unit]:
         """Units of the given kinds by name (first one wins on duplicates)."""
