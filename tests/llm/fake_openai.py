@@ -13,7 +13,8 @@ is sent, else a short text). A behaviour is a dict:
 * ``{"embeddings": [[...], ...]}``: these vectors for a ``/embeddings`` request;
 * any of them with ``"delay": seconds`` (a fixed latency before answering).
 
-``/embeddings`` answers by default with a vector per input: the offline embedder's, at the
+Both endpoints take behaviours from the same queue of a model name, so a test that chats and
+embeds at once gives the two different model names. ``/embeddings`` answers by default with a vector per input: the offline embedder's, at the
 request's ``dimensions`` or :data:`EMBEDDING_DIMENSIONS` (not the offline embedder's own size, so
 a test can tell the server's vectors from the offline ones), as floats or, when the request asks
 for ``encoding_format: base64``, as base64 little-endian float32 (what OpenAI sends).

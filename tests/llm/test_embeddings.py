@@ -1,5 +1,5 @@
 """Embeddings through litellm over real HTTP (the fake server's ``/v1/embeddings``): model
-resolution, environments, batches, retries, records, secrets, cassettes."""
+resolution, environments, batches, retries, records, secrets, cassettes, and a workflow run."""
 
 from __future__ import annotations
 
@@ -150,3 +150,100 @@ def test_what_cannot_be_embedded_is_refused_before_any_call(fake, direct):
     fake.script("emb-short", {"embeddings": [[1.0, 0.0]]})
     with pytest.raises(LlmError, match="1 embeddings for 2 inputs"):
         run(embed(TEXTS, model="openai/emb-short", parameters=direct))
+
+
+@pytest.mark.prefect
+def test_a_workflow_indexes_documents_and_finds_one_by_meaning_through_an_environment(fake, run_def, monkeypatch):
+    import uuid
+
+    from fake_openai import ENVIRONMENT
+
+    from flows import documents
+    from flows.store import visits as visit_store
+
+    monkeypatch.setenv("ERGON_EMBEDDING_MODEL", "fake")
+    kind = f"Clause-{uuid.uuid4().hex[:8]}"  # the documents folder is shared by the session's tests
+    docs = [documents.create(f"{kind}-{name}.md", text, type=kind) for name, text in [
+        ("delivery", "Delivery: the supplier ships the goods within 30 days of each purchase order."),
+        ("payment", "Payment: invoices are paid within 60 days; late payment carries interest."),
+        ("lunch", "The cafeteria serves a vegetarian lunch every Friday."),
+    ]]
+    files = {
+        "env.yaml": ENVIRONMENT.format(model="emb-wf", url=fake.url),
+        "wf.yaml": f"""
+kind: workflow
+name: wf_embeddings_env
+steps:
+  - name: generateEmbeddings
+    fetch: {{type: document, query: {{type: {kind}}}, select: [id]}}
+    params: {{document: "${{fetched}}"}}
+    output: index
+  - {{name: generateEmbeddings, params: {{text: "When are late invoices paid, and with what interest?"}}, output: question}}
+  - name: searchEmbeddings
+    params: {{embeddings: "${{question.embeddings}}", limit: 2, filter: {{type: {kind}}}}}
+    output: found
+""",
+    }
+    result = run_def(files, "wf_embeddings_env")
+    assert result["status"] == "completed", result
+    ctx = result["context"]
+    by_id = sorted(docs, key=lambda d: d["id"])  # the order fetch lists them in
+    assert ctx["index"] == {"indexed": [{"id": d["id"], "status": "embedded"} for d in by_id], "model": "fake",
+                            "dimensions": EMBEDDING_DIMENSIONS}
+    assert len(ctx["question"]["embeddings"]) == EMBEDDING_DIMENSIONS
+    assert [hit["id"] for hit in ctx["found"]["results"]] == [docs[1]["id"], docs[0]["id"]]
+    # every embedding went to the server through the environment, and was recorded in the run:
+    # the three documents, then the question; the search found the index current (no call)
+    assert [r.body["input"] for r in fake.requests] == [[documents.get(d["id"])["content"] for d in by_id],
+                                                       ["When are late invoices paid, and with what interest?"]]
+    rows = visit_store.llm_calls_for_run(result["run_id"])
+    assert [row.response["count"] for row in rows] == [3, 1]
+    assert all(row.model == "openai/emb-wf" and row.response["kind"] == "embeddings" for row in rows)
+
+
+@pytest.mark.prefect
+def test_an_agent_searches_the_documents_by_meaning_with_the_runs_environment(fake, run_def, monkeypatch):
+    import uuid
+
+    from fake_openai import ENVIRONMENT
+
+    from flows import documents
+    from flows.store import visits as visit_store
+
+    monkeypatch.setenv("ERGON_EMBEDDING_MODEL", "embedder")  # an environment of embedding models
+    embedder = ENVIRONMENT.format(model="agent-emb", url=fake.url).replace("name: fake", "name: embedder")
+    tag = uuid.uuid4().hex[:8]
+    payment = documents.create(f"{tag}-payment.md", f"Payment {tag}: late invoices carry interest of 2% a month.")
+    documents.create(f"{tag}-lunch.md", "The cafeteria serves a vegetarian lunch every Friday.")
+    process = """
+format_version: 1
+process: agent_semantic_search
+initial: ask
+context:
+  schema:
+    type: object
+    properties: {answer: {type: string}}
+nodes:
+  ask:
+    type: agent
+    environment: fake
+    prompt: "Which document says what late invoices cost? Search the documents."
+    tools: [semantic_search_documents]
+    writes: [answer]
+    transitions: [{to: done}]
+  done: {type: final}
+"""
+    fake.script("agent-sem", {"tool_calls": [{"name": "semantic_search_documents",
+                                              "arguments": {"query": f"interest on late invoices {tag}", "limit": 1}}]},
+                {"json": {"answer": payment["id"]}})
+    result = run_def({"env.yaml": ENVIRONMENT.format(model="agent-sem", url=fake.url), "embedder.yaml": embedder,
+                      "p.yaml": process}, "agent_semantic_search")
+    assert result["status"] == "completed", result.get("error")
+    [tool_call] = visit_store.tool_calls_for_run(result["run_id"])
+    assert tool_call.tool == "semantic_search_documents" and tool_call.result[0]["id"] == payment["id"]
+    # the query and the store's documents were embedded by the embedding environment, over HTTP
+    embedded = fake.for_model("agent-emb")
+    assert embedded and all("input" in r.body for r in embedded)
+    assert [f"interest on late invoices {tag}"] in [r.body["input"] for r in embedded]
+    second_turn = json.dumps(fake.for_model("agent-sem")[-1].body["messages"])
+    assert payment["id"] in second_turn  # the search's hits went back to the model
