@@ -48,6 +48,9 @@ BUILTIN_TOOLS: dict[str, str] = {
     "analyzeSentiment": "Workflow DSL: the sentiment of a text (model call).",
     "classifyText": "Workflow DSL: classify a text into given categories (model call).",
     "extractEntities": "Workflow DSL: the named entities of a text (model call).",
+    "generateEmbeddings": "Workflow DSL: embed a text, or index documents of the local document store (embedding model).",
+    "searchEmbeddings": "Workflow DSL: the documents nearest to an embedding (the document store's vector index).",
+    "semantic_search_documents": "Search the local document store by meaning (embeddings).",
 }
 
 #: Parameters of built-in tools the checker holds workflow-step ``params`` to:
@@ -66,6 +69,8 @@ BUILTIN_TOOL_PARAMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "analyzeSentiment": (("text",), ()),
     "classifyText": (("text", "categories"), ()),
     "extractEntities": (("text",), ()),
+    "generateEmbeddings": ((), ("text", "document", "type", "force", "model")),
+    "searchEmbeddings": (("embeddings",), ("limit", "filter", "model")),
 }
 
 DEFAULT_AGENT_TOOLS: tuple[str, ...] = (

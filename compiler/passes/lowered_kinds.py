@@ -14,7 +14,8 @@ on the *original* document, so that diagnostics point at what the author wrote:
   awaited step (``maybe-unset``), condition operators are known (``guard-invalid``) and their
   operands valid (``bad-value``: ``$regexp`` compiles, ``$in``/``$nin`` take a list), explicit
   step ids are unique (``bad-value``), activities are registered tools (``unknown-tool``) called with the
-  parameters the built-in ones take (``tool-params``, ``compiler.tools.BUILTIN_TOOL_PARAMS``), and not
+  parameters the built-in ones take (``tool-params``, ``compiler.tools.BUILTIN_TOOL_PARAMS``; the
+  embedding activities' values too, :mod:`compiler.activity_values`), and not
   one of the documented activities Ergon does not run yet (``dsl-unsupported``), child steps name
   a workflow, process or pipeline (``unknown-process``), ``fetch`` has the shape
   :mod:`flows.runtime.dsl` runs (``bad-value``; another type or a ``source`` is
@@ -36,6 +37,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from compiler import activity_values
 from compiler.errors import Finding, choices_hint
 from compiler.forms import form_schema
 from compiler.ir import FormDef, InteractionDef, TemplateDef, WorkflowDef
@@ -193,6 +195,7 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
                           hint=UNAVAILABLE_ACTIVITIES[step.name])
         elif step.type == "activity" and (known_params := ws.tools.builtin_params(step.name)) is not None:
             yield from _tool_params(step.name, step.params, known_params, base)
+            yield from activity_values.check_values(step.name, step.params, base)
             named = step.params.get("interaction") if step.name == "executeInteraction" else None
             interactions = ws.named("interaction")
             if isinstance(named, str) and not has_refs(named) and named not in interactions:
@@ -217,8 +220,6 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
 
 #: Activities of the DSL page that Ergon does not run yet, with what to use instead.
 UNAVAILABLE_ACTIVITIES: dict[str, str] = {
-    "generateEmbeddings": "Ergon has no embedding store yet; search documents by words with the `search_documents` tool",
-    "searchEmbeddings": "Ergon has no embedding store yet; use the `search_documents` tool (word search over the document store)",
     "runJavascriptCode": "Ergon runs no JavaScript; write the code as a Python `@tool` function in definitions/tools/",
     # activities of the Vertesia platform's intake workflow (not on the DSL page's list)
     "setDocumentStatus": "Ergon has no current-document status; use `updateDocument` with `properties: {status: ...}`",

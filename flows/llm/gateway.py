@@ -43,7 +43,8 @@ from flows.llm.offline import MODEL as OFFLINE_MODEL
 from flows.llm.offline import complete_offline
 from flows.llm.types import LlmError, LlmRequest, LlmResponse, ToolCallRequest
 
-__all__ = ["OFFLINE_MODEL", "Target", "complete", "default_environments", "resolve_target", "with_schema_instruction"]
+__all__ = ["OFFLINE_MODEL", "Target", "backoff_seconds", "complete", "default_environments", "resolve_target", "retryable",
+           "with_schema_instruction"]
 
 #: Retries of a plain model string (environments have their own ``retries``).
 RETRIES = int(os.environ.get("ERGON_LLM_RETRIES", "2"))
@@ -238,7 +239,8 @@ def _structured_args(req: LlmRequest, json_mode: bool) -> tuple[list[dict[str, A
 # litellm calls
 
 
-def _retryable(exc: BaseException) -> bool:
+def retryable(exc: BaseException) -> bool:
+    """Whether a provider error is worth another attempt (rate limits, server errors, timeouts)."""
     status = getattr(exc, "status_code", None)
     if isinstance(status, int):
         return status in (408, 409, 429) or status >= 500
@@ -281,7 +283,7 @@ async def _call_model(req: LlmRequest, model: str, messages: list[dict[str, Any]
             raw = await lib.acompletion(model=model, messages=messages, **extra, **params)
             break
         except Exception as exc:
-            if attempt >= retries or not _retryable(exc):
+            if attempt >= retries or not retryable(exc):
                 raise
             await sleep(backoff_seconds(attempt, exc))
             attempt += 1

@@ -1,4 +1,4 @@
-"""A scriptable OpenAI-compatible chat-completions server for the LLM-layer tests (stdlib only).
+"""A scriptable OpenAI-compatible server for the LLM-layer tests: chat completions and embeddings (stdlib only).
 
 The tests talk to it over real HTTP through litellm (``openai/<name>`` with ``api_base`` =
 :attr:`FakeOpenAI.url`), so they exercise the same code path as a hosted provider.
@@ -10,7 +10,14 @@ is sent, else a short text). A behaviour is a dict:
 * ``{"status": 429}`` / ``{"status": 500}``: an OpenAI-style error with that status;
 * ``{"content": "..."}``: that text; ``{"json": {...}}``: that value serialized;
 * ``{"tool_calls": [{"name": "t", "arguments": {...}}]}``: a tool-call message;
+* ``{"embeddings": [[...], ...]}``: these vectors for a ``/embeddings`` request;
 * any of them with ``"delay": seconds`` (a fixed latency before answering).
+
+Both endpoints take behaviours from the same queue of a model name, so a test that chats and
+embeds at once gives the two different model names. ``/embeddings`` answers by default with a vector per input: the offline embedder's, at the
+request's ``dimensions`` or :data:`EMBEDDING_DIMENSIONS` (not the offline embedder's own size, so
+a test can tell the server's vectors from the offline ones), as floats or, when the request asks
+for ``encoding_format: base64``, as base64 little-endian float32 (what OpenAI sends).
 
 Every request is logged (:attr:`FakeOpenAI.requests`: model, parsed body, raw body text,
 headers, and the status answered) so tests can assert what was sent — for example that a secret
@@ -19,7 +26,9 @@ never appears in a request body.
 
 from __future__ import annotations
 
+import base64
 import json
+import struct
 import threading
 import time
 from collections import defaultdict, deque
@@ -130,7 +139,10 @@ class _Handler(BaseHTTPRequestHandler):
                                "code": str(status)}}
             self._send(status, error, headers={"Retry-After": "0"} if status == 429 else None)
             return
-        self._send(200, _completion(model, body, behaviour))
+        if self.path.rstrip("/").endswith("/embeddings"):
+            self._send(200, _embeddings(model, body, behaviour))
+        else:
+            self._send(200, _completion(model, body, behaviour))
 
     def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode("utf-8")
@@ -168,6 +180,29 @@ def _completion(model: str, body: dict[str, Any], behaviour: dict[str, Any]) -> 
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                   "total_tokens": prompt_tokens + completion_tokens},
     }
+
+
+#: Dimensions of the server's default embeddings.
+EMBEDDING_DIMENSIONS = 64
+
+
+def _embeddings(model: str, body: dict[str, Any], behaviour: dict[str, Any]) -> dict[str, Any]:
+    from flows.llm.offline_embedding import embed_offline
+
+    inputs = body.get("input")
+    texts = [inputs] if isinstance(inputs, str) else [str(t) for t in inputs or []]
+    dimensions = int(body.get("dimensions") or EMBEDDING_DIMENSIONS)
+    vectors = behaviour.get("embeddings") or [embed_offline(t, dimensions) for t in texts]
+
+    def encoded(vector: list[float]) -> Any:
+        if body.get("encoding_format") == "base64":
+            return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
+        return vector
+
+    tokens = max(1, sum(len(t) for t in texts) // 4)
+    return {"object": "list", "model": model,
+            "data": [{"object": "embedding", "index": i, "embedding": encoded(v)} for i, v in enumerate(vectors)],
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
 
 
 def _default_content(body: dict[str, Any]) -> str:
