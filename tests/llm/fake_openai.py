@@ -11,6 +11,8 @@ is sent, else a short text). A behaviour is a dict:
 * ``{"content": "..."}``: that text; ``{"json": {...}}``: that value serialized;
 * ``{"tool_calls": [{"name": "t", "arguments": {...}}]}``: a tool-call message;
 * ``{"embeddings": [[...], ...]}``: these vectors for a ``/embeddings`` request;
+* ``{"body": "...", "content_type": "text/html"}``: that raw body with status 200 (an HTML error
+  page, a truncated JSON text); ``{"choices": []}``: a completion with that ``choices`` list;
 * any of them with ``"delay": seconds`` (a fixed latency before answering).
 
 Both endpoints take behaviours from the same queue of a model name, so a test that chats and
@@ -139,7 +141,14 @@ class _Handler(BaseHTTPRequestHandler):
                                "code": str(status)}}
             self._send(status, error, headers={"Retry-After": "0"} if status == 429 else None)
             return
-        if self.path.rstrip("/").endswith("/embeddings"):
+        if "body" in behaviour:
+            raw = str(behaviour["body"]).encode("utf-8")
+            self.send_response(200)
+            self.send_header("Content-Type", behaviour.get("content_type", "application/json"))
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+        elif self.path.rstrip("/").endswith("/embeddings"):
             self._send(200, _embeddings(model, body, behaviour))
         else:
             self._send(200, _completion(model, body, behaviour))
@@ -176,7 +185,7 @@ def _completion(model: str, body: dict[str, Any], behaviour: dict[str, Any]) -> 
     prompt_tokens, completion_tokens = max(1, prompt_chars // 4), max(1, completion_chars // 4)
     return {
         "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "choices": behaviour.get("choices", [{"index": 0, "message": message, "finish_reason": finish}]),
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                   "total_tokens": prompt_tokens + completion_tokens},
     }
