@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from compiler.errors import DocPath
-from compiler.ir import BranchNode, ForeachNode, Node, PipelineDef, ProcessDef, ProcessNode, ToolNode
+from compiler.ir import BranchNode, ForeachNode, HumanTaskNode, Node, PipelineDef, ProcessDef, ProcessNode, ToolNode
 
 Graph = ProcessDef | PipelineDef
 
@@ -87,8 +87,15 @@ def sure_writes(node) -> list[str]:
 
     ``writes`` is what a node *may* write; a fixed ``config.context_update`` (no tool) and a
     ``set_context`` call with literal ``updates`` write exactly their keys, so a declared field
-    they leave out is not set by them (``context_update: null`` sets nothing at all).
+    they leave out is not set by them (``context_update: null`` sets nothing at all); a human
+    task's optional field without a natural empty value may be left out of the answer.
     """
+    if isinstance(node, HumanTaskNode):
+        # an optional number, integer or select left out of the answer is not written (text
+        # gets "", a checkbox false): only required fields and those with a value always arrive
+        loose = {f.name for f in node.task.fields
+                 if not f.required and f.default is None and f.type not in ("text", "string", "boolean")}
+        return [f for f in node.writes if f not in loose]
     if isinstance(node, ToolNode):
         fixed = node.config.context_update if node.config else None
         if not node.tool and node.config is not None:

@@ -157,6 +157,8 @@ def run_input_model(fields: Iterable[Any] | None, name: str, *, description: str
             default, error = humans.default_of(f)
             if error:
                 raise ValueError(error)
+            if default is humans.OMITTED:  # left out: the form sends null, the answer omits it
+                default = None
             # null only where the field has no natural empty value (select, number, integer
             # without a default): a text box or a checkbox always sends something.
             field_type = Optional[py_type] if default is None else py_type

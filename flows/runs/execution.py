@@ -97,6 +97,7 @@ async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest,
                                       default_environment=plan.environment, run_id=recorder.run_id,
                                       started_by=request.started_by, process_name=plan.name,
                                       process_description=plan.description, run_budget=plan.budget,
+                                      context_schema=plan.context_schema,
                                       listener=request.listener, pauses=backend.pauses, run_state=recorder),
                     listener=request.listener)
     heartbeat = asyncio.ensure_future(_heartbeat(recorder))

@@ -521,3 +521,33 @@ def test_a_set_context_node_sets_only_the_fields_of_its_updates():
     text = FIXED_UPDATE.replace("config: {context_update: UPDATE}", "tool: set_context\n    input: {updates: {a: x}}")
     found = diags(text, "maybe-unset")
     assert [d.message.split("`")[1] for d in found] == ["b"]
+
+
+def test_an_optional_number_of_a_task_may_be_left_out_so_it_is_not_sure_to_be_set():
+    text = """\
+format_version: 1
+process: scored
+initial: review
+context:
+  schema:
+    type: object
+    properties:
+      score: {type: number}
+      note: {type: string}
+      ok: {type: string}
+nodes:
+  review:
+    type: human_task
+    task:
+      title: Review
+      fields:
+        - {name: ok, type: select, options: [yes, no], required: true}
+        - {name: score, type: number}
+        - {name: note, type: text}
+    writes: [ok, score, note]
+    transitions: [{to: use}]
+  use: {type: tool, tool: log, input: {message: "{{ ok }} {{ note }} {{ score }}"}, transitions: [{to: done}]}
+  done: {type: final}
+"""
+    found = diags(text, "maybe-unset")
+    assert [d.message.split("`")[1] for d in found] == ["score"]
