@@ -61,6 +61,8 @@ class SourceMap:
     values: dict[DocPath, Position] = field(default_factory=dict)
     keys: dict[DocPath, Position] = field(default_factory=dict)
     block: set[DocPath] = field(default_factory=set)
+    #: indentation of each block scalar's text (columns before it on its file lines)
+    indent: dict[DocPath, int] = field(default_factory=dict)
 
     def locate(self, path: DocPath, *, key: bool = False) -> Position:
         """Position of ``path``, or of its nearest enclosing element that exists."""
@@ -99,10 +101,18 @@ def _mark(node: yaml.Node) -> Position:
 class _Builder:
     """Turns a composed node tree into plain data, recording positions as it goes."""
 
-    def __init__(self, loader: _Loader, source: SourceMap):
+    def __init__(self, loader: _Loader, source: SourceMap, text: str = ""):
         self.loader = loader
         self.source = source
+        self.text = text
         self.findings: list[Finding] = []
+
+    def _indent(self, first_line: int) -> int:
+        """Indentation of a block scalar's text: its first non-blank line's (0-based ``first_line`` on)."""
+        for line in self.text.splitlines()[first_line:]:
+            if line.strip():
+                return len(line) - len(line.lstrip(" "))
+        return 0
 
     def build(self, node: yaml.Node, path: DocPath) -> Any:
         self.source.values[path] = _mark(node)
@@ -112,6 +122,7 @@ class _Builder:
             return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
         if isinstance(node, yaml.ScalarNode) and node.style in ("|", ">"):
             self.source.block.add(path)
+            self.source.indent[path] = self._indent(node.start_mark.line + 1)
         return self.loader.construct_object(node, deep=True)
 
     def _mapping(self, node: yaml.MappingNode, path: DocPath) -> dict:
@@ -153,7 +164,7 @@ def load_text(text: str, file: str) -> LoadedDocument:
         if node is None:
             doc.findings.append(Finding("not-a-mapping", (), "the file is empty"))
             return doc
-        builder = _Builder(loader, source)
+        builder = _Builder(loader, source, text)
         doc.data = builder.build(node, ())
         doc.findings.extend(builder.findings)
     except yaml.MarkedYAMLError as exc:

@@ -146,7 +146,7 @@ class _Worker:
             assert self.proc is not None and self.proc.stdin is not None
             self.next_id += 1
             try:
-                self.proc.stdin.write(json.dumps({"id": self.next_id, **request}).encode() + b"\n")
+                self.proc.stdin.write(json.dumps({"id": self.next_id, **request}, default=str).encode() + b"\n")
                 self.proc.stdin.flush()
             except OSError:
                 answer: dict[str, Any] = {"lost": "died"}

@@ -34,15 +34,28 @@ function failure(error) {
 // Handlebars
 
 // Handlebars' generated parser reports a syntax error with a message and a `hash` holding the
-// offending token's location; the error it throws by default keeps only the message.
+// offending token and its location; the error it throws by default keeps only the message, which
+// lists every token the grammar would have taken. Ergon's message names the token it got, and the
+// expected ones when there are few.
+const TOKENS = {
+  EOF: "end of the template", CLOSE: "`}}`", CLOSE_UNESCAPED: "`}}}`", OPEN: "`{{`", OPEN_BLOCK: "`{{#`",
+  OPEN_ENDBLOCK: "`{{/`", OPEN_INVERSE: "`{{^`", INVERSE: "`{{else}}`", OPEN_INVERSE_CHAIN: "`{{else …`",
+  OPEN_SEXPR: "`(`", CLOSE_SEXPR: "`)`", ID: "a name", SEP: "`.`",
+};
+const token = (name, text) => TOKENS[String(name).replace(/'/g, "")] || (text ? `\`${text}\`` : `\`${name}\``);
+
 Handlebars.parse("");
 Handlebars.Parser.yy.parseError = (message, hash) => {
   const loc = hash && hash.loc;
-  const line = loc ? loc.first_line : hash && Number.isInteger(hash.line) ? hash.line + 1 : null;
-  const column = loc ? loc.first_column : null;
-  // the message repeats the source with a caret under the error: keep its first and last lines
-  const lines = String(message).split("\n");
-  const text = lines.length > 1 ? `${lines[0].replace(/:$/, "")}: ${lines[lines.length - 1]}` : message;
+  // a location spanning lines runs from the text before the offending token to the token
+  const multiline = loc && loc.first_line !== loc.last_line;
+  const line = loc ? (multiline ? loc.last_line : loc.first_line) : hash && Number.isInteger(hash.line) ? hash.line + 1 : null;
+  const column = loc ? (multiline ? loc.last_column : loc.first_column) : null;
+  let text = String(message).split("\n")[0].replace(/ on line \d+[.:]?$/, "");
+  if (hash && hash.token) {
+    const expected = (hash.expected || []).map((name) => token(name));
+    text = `unexpected ${token(hash.token, hash.text)}` + (expected.length && expected.length <= 3 ? ` (expected ${expected.join(" or ")})` : "");
+  }
   throw new Located(text, line, column);
 };
 
