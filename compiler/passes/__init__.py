@@ -10,6 +10,7 @@ from compiler.passes import (
     graph_shape,
     guards,
     lowered_kinds,
+    prompts,
     references,
     templates,
     triggers,
@@ -25,5 +26,6 @@ PASSES = (
     definite_assignment.check,
     write_races.check,
     lowered_kinds.check,
+    prompts.check,  # interaction prompt segments in their formats
     triggers.check,  # schedules, webhook paths, on-complete chains
 )

@@ -47,10 +47,9 @@ const token = (name, text) => TOKENS[String(name).replace(/'/g, "")] || (text ? 
 Handlebars.parse("");
 Handlebars.Parser.yy.parseError = (message, hash) => {
   const loc = hash && hash.loc;
-  // a location spanning lines runs from the text before the offending token to the token
-  const multiline = loc && loc.first_line !== loc.last_line;
-  const line = loc ? (multiline ? loc.last_line : loc.first_line) : hash && Number.isInteger(hash.line) ? hash.line + 1 : null;
-  const column = loc ? (multiline ? loc.last_column : loc.first_column) : null;
+  // the location is the last token read before the offending one: the error is at its end
+  const line = loc ? loc.last_line : hash && Number.isInteger(hash.line) ? hash.line + 1 : null;
+  const column = loc ? loc.last_column : null;
   let text = String(message).split("\n")[0].replace(/ on line \d+[.:]?$/, "");
   if (hash && hash.token) {
     const expected = (hash.expected || []).map((name) => token(name));
