@@ -30,7 +30,7 @@ from typing import Any
 
 from compiler.prompts.fields import Unknown
 
-__all__ = ["HELPER_NAMES", "free_names", "render", "syntax_error", "unknown_fields"]
+__all__ = ["HELPER_NAMES", "render", "syntax_error", "unknown_fields"]
 
 #: Names a JST template has besides its fields and ECMAScript's globals.
 HELPER_NAMES = frozenset({"_", "_model"})
@@ -38,19 +38,9 @@ HELPER_NAMES = frozenset({"_", "_model"})
 
 def syntax_error(text: str) -> tuple[str, int, int | None] | None:
     """``(message, line, 0-based column)`` when ``text`` is not valid JavaScript, else None."""
-    from compiler.js.engine import analyse
+    from compiler.js.code import syntax_error as js_syntax_error
 
-    error = analyse("javascript", text).get("error")
-    if error is None:
-        return None
-    return error["message"], error.get("line") or 1, error.get("column")
-
-
-def free_names(text: str) -> list[tuple[str, int, int]]:
-    """``(name, line, 0-based column)`` of each identifier the code uses without declaring it."""
-    from compiler.js.engine import analyse
-
-    return [(f["name"], f["line"], f["column"]) for f in analyse("javascript", text).get("free", [])]
+    return js_syntax_error(text)
 
 
 def unknown_fields(text: str, fields: Iterable[str] | None, *, extra: Iterable[str] = HELPER_NAMES) -> list[Unknown]:
@@ -58,15 +48,11 @@ def unknown_fields(text: str, fields: Iterable[str] | None, *, extra: Iterable[s
     globals, once per name (None ``fields``: any name may be one)."""
     if fields is None:
         return []
-    from compiler.js.engine import global_names
+    from compiler.js.code import unknown_names
 
-    known = set(fields) | set(extra) | global_names()
+    fields = list(fields)
     declared = tuple(sorted(fields))
-    out: list[Unknown] = []
-    for name, line, column in free_names(text):
-        if name not in known and all(u.name != name for u in out):
-            out.append(Unknown(name, line, column, declared))
-    return out
+    return [Unknown(name, line, column, declared) for name, line, column in unknown_names(text, fields, extra)]
 
 
 def render(text: str, data: Mapping[str, Any], *, model: str | None, fields: Iterable[str] = ()) -> str:
@@ -80,5 +66,6 @@ def render(text: str, data: Mapping[str, Any], *, model: str | None, fields: Ite
         column = error.get("column")
         raise JsError(f"SyntaxError: {error['message']}", error.get("line"), None if column is None else column + 1)
     names = sorted(set(fields) | set(data))
+    shape = {"returns": prepared["returns"], "awaits": prepared["awaits"]}
     return str(run({"op": "jst", "code": prepared["code"], "data": dict(data), "fields": names,
-                    "interpolations": prepared["interpolations"], "model": model}))
+                    "interpolations": prepared["interpolations"], "model": model, "shape": shape}))

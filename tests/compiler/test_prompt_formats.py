@@ -241,7 +241,7 @@ def test_a_missing_field_in_jst_is_an_error_not_undefined() -> None:
 
 
 def test_a_jst_template_must_end_with_a_string() -> None:
-    with pytest.raises(JsError, match="last expression is a number, not a string"):
+    with pytest.raises(JsError, match="the template's value is a number, not a string"):
         jst("1 + 1", {})
 
 

@@ -147,9 +147,14 @@ function handlebars(text) {
 // ---------------------------------------------------------------------------------------------
 // JavaScript (JST templates and the runJavascriptCode activity)
 
+// Code may be written as a script whose last expression is its value, or as a function body
+// that `return`s it (and may `await`): both parse; `shape` tells the runtime which it is.
 function parse(text) {
   try {
-    return acorn.parse(text, { ecmaVersion: ECMA_VERSION, sourceType: "script", locations: true, ranges: true });
+    return acorn.parse(text, {
+      ecmaVersion: ECMA_VERSION, sourceType: "script", locations: true, ranges: true,
+      allowReturnOutsideFunction: true, allowAwaitOutsideFunction: true,
+    });
   } catch (error) {
     const message = String(error.message).replace(/ \(\d+:\d+\)$/, "");
     throw new Located(message, error.loc ? error.loc.line : null, error.loc ? error.loc.column : null);
@@ -166,9 +171,27 @@ function freeNames(ast) {
   }));
 }
 
+const FUNCTIONS = ["FunctionDeclaration", "FunctionExpression", "ArrowFunctionExpression", "ClassBody"];
+
+// Whether the code `return`s or `await`s outside any function of its own.
+function shape(ast) {
+  const found = { returns: false, awaits: false };
+  estraverse.traverse(ast, {
+    fallback: "iteration",
+    enter(node) {
+      if (FUNCTIONS.includes(node.type)) return estraverse.VisitorOption.Skip;
+      if (node.type === "ReturnStatement") found.returns = true;
+      if (node.type === "AwaitExpression" || (node.type === "ForOfStatement" && node.await)) found.awaits = true;
+      return undefined;
+    },
+  });
+  return found;
+}
+
 function javascript(text) {
   try {
-    return JSON.stringify({ free: freeNames(parse(text)) });
+    const ast = parse(text);
+    return JSON.stringify({ free: freeNames(ast), ...shape(ast) });
   } catch (error) {
     return failure(error);
   }
@@ -204,7 +227,7 @@ function prepareJst(text) {
       last = node.start;
     });
     code += text.slice(last);
-    return JSON.stringify({ code, interpolations });
+    return JSON.stringify({ code, interpolations, ...shape(ast) });
   } catch (error) {
     return failure(error);
   }

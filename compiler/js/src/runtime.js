@@ -113,26 +113,39 @@ function interpolationTags(table) {
     };
 }
 
-function evaluate(code) {
-  return indirectEval(`${code}\n//# sourceURL=${SOURCE}`);
+// Code that `return`s (or `await`s) is a function body; other code is a script, whose value is
+// its last expression's. The wrapper shares the code's first line, so lines keep their numbers.
+const WRAPPER = { plain: "(function () {", async: "(async function () {" };
+let firstLineShift = 0;
+
+function evaluate(code, shape) {
+  if (!shape || !(shape.returns || shape.awaits)) return indirectEval(`${code}\n//# sourceURL=${SOURCE}`);
+  const head = shape.awaits ? WRAPPER.async : WRAPPER.plain;
+  firstLineShift = head.length;
+  return indirectEval(`${head}${code}\n})\n//# sourceURL=${SOURCE}`)();
 }
 
-function renderJst(code, data, fields, interpolations, model) {
+function renderJst(code, data, fields, interpolations, model, shape) {
   for (const name of fields) define(name, data[name]);
   define("_", helpers);
   define("_model", model);
   define("__ergon_interpolate", interpolationTags(interpolations));
-  const value = evaluate(code);
+  const value = evaluate(code, shape);
+  if (value instanceof Promise) return value.then((text) => jstText(text));
+  return jstText(value);
+}
+
+function jstText(value) {
   if (typeof value !== "string") {
-    throw new TypeError(`the template's last expression is ${describe(value)}, not a string (end it with a template literal)`);
+    throw new TypeError(`the template's value is ${describe(value)}, not a string (end it with a template literal)`);
   }
   return value;
 }
 
-function runCode(code, data) {
+function runCode(code, data, shape) {
   for (const name of Object.keys(data)) define(name, data[name]);
   define("_", helpers);
-  const value = evaluate(code);
+  const value = evaluate(code, shape);
   // a Promise (an async function's value) is awaited: the worker waits for it within the time limit
   const thenable = value !== null && (typeof value === "object" || typeof value === "function") && typeof value.then === "function";
   return thenable ? Promise.resolve(value).then(jsonValue) : jsonValue(value);
@@ -155,7 +168,9 @@ function describe(value) {
 // Where an error happened in the evaluated code: `code.js:L:C` in its stack (1-based column).
 function stackPosition(error) {
   const m = new RegExp(`${SOURCE.replace(".", "\\.")}:(\\d+):(\\d+)`).exec(String(error && error.stack));
-  return m ? [Number(m[1]), Number(m[2]) - 1] : [null, null];
+  if (!m) return [null, null];
+  const line = Number(m[1]);
+  return [line, Number(m[2]) - 1 - (line === 1 ? firstLineShift : 0)];
 }
 
 function report(error) {
@@ -178,8 +193,8 @@ function run(payload) {
     const p = parseJson(payload);
     let value;
     if (p.op === "handlebars") value = renderHandlebars(p.template, p.data, p.model);
-    else if (p.op === "jst") value = renderJst(p.code, p.data, p.fields, p.interpolations, p.model);
-    else if (p.op === "code") value = runCode(p.code, p.data);
+    else if (p.op === "jst") value = renderJst(p.code, p.data, p.fields, p.interpolations, p.model, p.shape);
+    else if (p.op === "code") value = runCode(p.code, p.data, p.shape);
     else throw new TypeError(`unknown operation ${p.op}`);
     return value instanceof Promise ? value.then(answer, failed) : answer(value);
   } catch (error) {
