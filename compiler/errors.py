@@ -74,9 +74,10 @@ CODES: dict[str, str] = {
     "dsl-unsupported": "a workflow-DSL feature or activity Ergon does not run (yet); the message says what to use",
     "unknown-form": "a form name that is not defined",
     "unknown-environment": "an environment name that is not defined",
-    "unknown-field": "a reference to a field the context schema (or an interaction's input schema) does not have",
+    "unknown-field": "a reference to a field the context schema (or an interaction's input schema, or a `runJavascriptCode` step's `data`) does not have",
     # templates and guards
     "template-syntax": "a template does not parse: Jinja2, or a Handlebars or JST prompt segment",
+    "code-syntax": "the JavaScript `code` of a `runJavascriptCode` workflow step does not parse",
     "guard-invalid": "a JSON Logic guard uses an unknown operator or a wrong argument count",
     "enum-value": "a guard compares an enum field with a value outside the enum",
     # data flow

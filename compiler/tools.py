@@ -48,6 +48,7 @@ BUILTIN_TOOLS: dict[str, str] = {
     "analyzeSentiment": "Workflow DSL: the sentiment of a text (model call).",
     "classifyText": "Workflow DSL: classify a text into given categories (model call).",
     "extractEntities": "Workflow DSL: the named entities of a text (model call).",
+    "runJavascriptCode": "Workflow DSL: run JavaScript in the sandbox; `result` is the value of its last expression.",
 }
 
 #: Parameters of built-in tools the checker holds workflow-step ``params`` to:
@@ -66,6 +67,15 @@ BUILTIN_TOOL_PARAMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "analyzeSentiment": (("text",), ()),
     "classifyText": (("text", "categories"), ()),
     "extractEntities": (("text",), ()),
+    "runJavascriptCode": (("code",), ("data",)),
+}
+
+#: Parameters of built-in activities that a workflow passes as written, never interpolated:
+#: ``${…}`` in a ``runJavascriptCode`` step's ``code`` is JavaScript's own (a template literal);
+#: workflow values reach the code through ``data``. The lowering keeps them out of Jinja
+#: (``extras["verbatim"]``), and the checker reads no workflow reference in them.
+VERBATIM_PARAMS: dict[str, tuple[str, ...]] = {
+    "runJavascriptCode": ("code",),
 }
 
 DEFAULT_AGENT_TOOLS: tuple[str, ...] = (

@@ -9,6 +9,7 @@ from compiler.passes import (
     definite_assignment,
     graph_shape,
     guards,
+    javascript_steps,
     lowered_kinds,
     prompts,
     references,
@@ -27,5 +28,6 @@ PASSES = (
     write_races.check,
     lowered_kinds.check,
     prompts.check,  # interaction prompt segments in their formats
+    javascript_steps.check,  # the code of runJavascriptCode workflow steps
     triggers.check,  # schedules, webhook paths, on-complete chains
 )

@@ -41,7 +41,7 @@ from compiler.forms import form_schema
 from compiler.ir import FormDef, InteractionDef, TemplateDef, WorkflowDef
 from compiler.passes.definite_assignment import nested_findings
 from compiler.templates import TemplateSite, is_template
-from compiler.lower import VARS_NODE, condition_clauses, has_refs, iter_refs, ref_root, workflow_inputs
+from compiler.lower import VARS_NODE, condition_clauses, has_refs, iter_refs, ref_root, verbatim_params, workflow_inputs
 from compiler.tools import PROCESS_CONTROL_TOOLS
 
 
@@ -174,7 +174,9 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
                               hint="step ids are unique within a workflow")
             explicit_ids.setdefault(step.id, i)
         visible = known | set(outputs)
-        for section, value in (("params", step.params), ("fetch", step.fetch or {})):
+        verbatim = verbatim_params(step)  # `${…}` there is not a workflow reference (compiler.tools.VERBATIM_PARAMS)
+        params = {k: v for k, v in step.params.items() if k not in verbatim}
+        for section, value in (("params", params), ("fetch", step.fetch or {})):
             seen = visible | {"fetched"} if section == "params" and step.fetch else visible
             for where, expr in iter_refs(value):
                 yield from _ref(expr, (*base, section, *where), seen, outputs, async_outputs, step.condition)
@@ -219,7 +221,6 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
 UNAVAILABLE_ACTIVITIES: dict[str, str] = {
     "generateEmbeddings": "Ergon has no embedding store yet; search documents by words with the `search_documents` tool",
     "searchEmbeddings": "Ergon has no embedding store yet; use the `search_documents` tool (word search over the document store)",
-    "runJavascriptCode": "Ergon runs no JavaScript; write the code as a Python `@tool` function in definitions/tools/",
     # activities of the Vertesia platform's intake workflow (not on the DSL page's list)
     "setDocumentStatus": "Ergon has no current-document status; use `updateDocument` with `properties: {status: ...}`",
     "generateOrAssignContentType": "use `classifyText` with your types as `categories`, or `executeInteraction`",
