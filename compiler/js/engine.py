@@ -25,12 +25,12 @@ prototypes, a heap left full) reaches the next one. Parsing for the checker reus
 context: it only parses text, and runs none of it.
 
 The cost, measured on the 2-core development machine with ``benchmarks/js_sandbox.py`` (best of
-50, a 10-item ``#each`` render): starting the worker ~0.2 s, once per process; an evaluation in
-a fresh isolate 12.8 ms (of which a new isolate ~1.8 ms and loading the runtime bundle ~6 ms;
-the rest is compiling the template in a cold isolate and the pipe), against 0.4 ms for the same
-render in a reused context; an analysis call 0.6 ms. A prompt costs one fresh isolate per
-Handlebars or JST segment, next to a model call of hundreds of milliseconds: isolation is worth
-the ~12 ms.
+50, a 10-item ``#each`` render; its README has the table): starting the worker 0.1–0.2 s, once
+per process; an evaluation in a fresh isolate ~13 ms (a new isolate ~2.5 ms, loading the runtime
+bundle ~6 ms more, then compiling the template in a cold isolate and the pipe), against ~0.35 ms
+for the same render in a reused context; an analysis call ~0.7 ms. A prompt costs one fresh
+isolate per Handlebars or JST segment, next to a model call of hundreds of milliseconds:
+isolation is worth the ~13 ms.
 """
 
 from __future__ import annotations

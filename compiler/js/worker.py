@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import resource
 import sys
@@ -103,6 +104,9 @@ def main() -> None:
             answer = {"failure": f"{type(exc).__name__}: {str(exc)[:500]}"}
         out.write(json.dumps({"id": request.get("id"), **answer}) + "\n")
         out.flush()
+    # stdin closed: the parent is done (or gone). Exit at once: finalizing V8's contexts at
+    # interpreter shutdown can wait on their event loop forever.
+    os._exit(0)
 
 
 if __name__ == "__main__":
