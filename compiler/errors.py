@@ -29,6 +29,7 @@ DocPath = tuple[PathSeg, ...]
 CODES: dict[str, str] = {
     # loading and structure
     "yaml-syntax": "the file is not valid YAML/JSON",
+    "yaml-limit": "the file is beyond what the loader reads: too large, nested too deep, aliases that expand too far or form a cycle, a number too long",
     "duplicate-key": "a mapping has the same key twice",
     "not-a-mapping": "the document is not a mapping",
     "unknown-kind": "`kind` is missing or not one of the known kinds",
@@ -70,6 +71,7 @@ CODES: dict[str, str] = {
     "unsupported-template": "`${…}` (JavaScript-template interpolation) in a Jinja2 prompt segment, which would reach the model as written; `content_type: jst` makes it JavaScript",
     "unknown-tool": "a tool name that is not registered",
     "unknown-process": "a sub-process name that is not defined",
+    "process-cycle": "a definition runs itself through its sub-processes or child workflows (the runs would nest without end)",
     "tool-params": "a workflow step's params do not match the parameters of the tool it calls",
     "dsl-unsupported": "a workflow-DSL feature or activity Ergon does not run (yet); the message says what to use",
     "unknown-form": "a form name that is not defined",

@@ -366,16 +366,20 @@ def _values(value: Any, path: DocPath, scope: frozenset[str]) -> Iterator[Templa
 def node_templates(node: Any, path: DocPath, scope: frozenset[str] = frozenset()) -> Iterator[TemplateSite]:
     """Templates a node renders against *its own definition's* context, with extra names in scope.
 
-    Covers agent prompts, ``input`` mappings of tool/interaction/agent/process nodes, human-task
+    Covers agent prompts, ``input`` mappings of tool/interaction/agent/process nodes and tool
+    nodes' ``config.context_update``, human-task
     titles and descriptions, and for ``foreach``/``branch`` their children (a foreach child and
     its ``item_id`` also see the ``as`` name). Inline ``process_definition`` bodies render
     against the child's context, so they are not included (:func:`iter_templates` walks them).
-    ``config.context_update`` is a fixed value, never rendered.
+    ``config.context_update`` values are rendered too (a fixed value holding ``{{ }}``).
     """
     if isinstance(node, AgentNode) and node.prompt is not None and is_template(node.prompt):
         yield (*path, "prompt"), node.prompt, scope
     if isinstance(node, (ToolNode, InteractionNode, AgentNode, ProcessNode)) and node.input:
         yield from _values(node.input, (*path, "input"), scope)
+    if isinstance(node, ToolNode) and node.config is not None and node.config.context_update:
+        # rendered over the context before it is applied (flows/runtime/bodies/tool.py)
+        yield from _values(node.config.context_update, (*path, "config", "context_update"), scope)
     if isinstance(node, HumanTaskNode):
         if is_template(node.task.title):
             yield (*path, "task", "title"), node.task.title, scope

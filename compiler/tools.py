@@ -49,6 +49,9 @@ BUILTIN_TOOLS: dict[str, str] = {
     "classifyText": "Workflow DSL: classify a text into given categories (model call).",
     "extractEntities": "Workflow DSL: the named entities of a text (model call).",
     "runJavascriptCode": "Workflow DSL: run JavaScript in the sandbox; `result` is the value of its last expression.",
+    "generateEmbeddings": "Workflow DSL: embed a text, or index documents of the local document store (embedding model).",
+    "searchEmbeddings": "Workflow DSL: the documents nearest to an embedding (the document store's vector index).",
+    "semantic_search_documents": "Search the local document store by meaning (embeddings).",
 }
 
 #: Parameters of built-in tools the checker holds workflow-step ``params`` to:
@@ -68,6 +71,8 @@ BUILTIN_TOOL_PARAMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "classifyText": (("text", "categories"), ()),
     "extractEntities": (("text",), ()),
     "runJavascriptCode": (("code",), ("data",)),
+    "generateEmbeddings": ((), ("text", "document", "type", "force", "model")),
+    "searchEmbeddings": (("embeddings",), ("limit", "filter", "model")),
 }
 
 #: Parameters of built-in activities that a workflow passes as written, never interpolated:

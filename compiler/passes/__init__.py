@@ -6,6 +6,7 @@ input: whatever it cannot make sense of, an earlier pass (or the parser) has alr
 
 from compiler.passes import (
     authoring,
+    call_cycles,
     definite_assignment,
     graph_shape,
     guards,
@@ -22,6 +23,7 @@ PASSES = (
     graph_shape.check,
     authoring.check,
     references.check,
+    call_cycles.check,
     templates.check,
     guards.check,
     definite_assignment.check,

@@ -14,7 +14,8 @@ on the *original* document, so that diagnostics point at what the author wrote:
   awaited step (``maybe-unset``), condition operators are known (``guard-invalid``) and their
   operands valid (``bad-value``: ``$regexp`` compiles, ``$in``/``$nin`` take a list), explicit
   step ids are unique (``bad-value``), activities are registered tools (``unknown-tool``) called with the
-  parameters the built-in ones take (``tool-params``, ``compiler.tools.BUILTIN_TOOL_PARAMS``), and not
+  parameters the built-in ones take (``tool-params``, ``compiler.tools.BUILTIN_TOOL_PARAMS``; the
+  embedding activities' values too, :mod:`compiler.activity_values`), and not
   one of the documented activities Ergon does not run yet (``dsl-unsupported``), child steps name
   a workflow, process or pipeline (``unknown-process``), ``fetch`` has the shape
   :mod:`flows.runtime.dsl` runs (``bad-value``; another type or a ``source`` is
@@ -36,6 +37,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from compiler import activity_values
 from compiler.errors import Finding, choices_hint
 from compiler.forms import form_schema
 from compiler.ir import FormDef, InteractionDef, TemplateDef, WorkflowDef
@@ -195,6 +197,7 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
                           hint=UNAVAILABLE_ACTIVITIES[step.name])
         elif step.type == "activity" and (known_params := ws.tools.builtin_params(step.name)) is not None:
             yield from _tool_params(step.name, step.params, known_params, base)
+            yield from activity_values.check_values(step.name, step.params, base)
             named = step.params.get("interaction") if step.name == "executeInteraction" else None
             interactions = ws.named("interaction")
             if isinstance(named, str) and not has_refs(named) and named not in interactions:
@@ -219,8 +222,6 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
 
 #: Activities of the DSL page that Ergon does not run yet, with what to use instead.
 UNAVAILABLE_ACTIVITIES: dict[str, str] = {
-    "generateEmbeddings": "Ergon has no embedding store yet; search documents by words with the `search_documents` tool",
-    "searchEmbeddings": "Ergon has no embedding store yet; use the `search_documents` tool (word search over the document store)",
     # activities of the Vertesia platform's intake workflow (not on the DSL page's list)
     "setDocumentStatus": "Ergon has no current-document status; use `updateDocument` with `properties: {status: ...}`",
     "generateOrAssignContentType": "use `classifyText` with your types as `categories`, or `executeInteraction`",
@@ -310,7 +311,8 @@ def _ref(expr: str, path: tuple, visible: set[str], outputs: dict[str, dict | No
         return
     if root not in visible:
         yield Finding("maybe-unset", path, f"`${{{expr}}}` refers to `{root}`, which is neither a var, an input nor the output of an earlier step",
-                      hint=choices_hint(root, visible, what="visible names"))
+                      hint=choices_hint(root, visible, what="visible names") if visible else
+                      f"declare it in `vars` (a value) or under `input_schema.properties` (a run input): `vars: {{{root}: …}}`")
         return
     setter_condition = outputs.get(root)
     # a condition reading an unset value sees null and is simply false, so only params are held
