@@ -130,13 +130,17 @@ class _Builder:
         self.loader = loader
         self.source = source
         self.text = text
+        self._lines: list[str] | None = None  # the text's lines, split once when a block scalar needs them
         self.findings: list[Finding] = []
         self._elements = 0
         self._open: set[int] = set()  # ids of the collections being built: an alias to one is a cycle
 
     def _indent(self, first_line: int) -> int:
         """Indentation of a block scalar's text: its first non-blank line's (0-based ``first_line`` on)."""
-        for line in self.text.splitlines()[first_line:]:
+        if self._lines is None:
+            self._lines = self.text.splitlines()
+        for i in range(first_line, len(self._lines)):
+            line = self._lines[i]
             if line.strip():
                 return len(line) - len(line.lstrip(" "))
         return 0
