@@ -388,10 +388,11 @@ class PromptSegment(IRModel):
     """One ordered segment of an interaction's prompt."""
 
     role: Literal["safety", "system", "user", "assistant"] = Field(description="Segment role; safety segments render first.")
-    template: str = Field(description="The segment's template (Jinja2: `{{var}}`, `{% if %}`, `{% for %}`).")
+    template: str = Field(description="The segment's template, in its `content_type` (Jinja2: `{{var}}`, `{% if %}`, "
+                          "`{% for %}`; Handlebars: `{{var}}`, `{{#if}}`, `{{#each}}`; JST: a JavaScript template literal).")
     content_type: Literal["jinja", "handlebars", "jst"] = Field(
-        "jinja", description="Template language: `jinja` (Ergon's); `handlebars` and `jst` are refused by the checker "
-        "until Ergon renders them (the segment would otherwise reach the model as written).")
+        "jinja", description="Template language: `jinja` (Jinja2, the default), `handlebars` (handlebars.js) or `jst` "
+        "(JavaScript whose last expression is the prompt; fields are variables, `_` has the helpers).")
     name: str | None = Field(None, description="Optional segment name.")
 
 

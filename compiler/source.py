@@ -86,6 +86,8 @@ class SourceMap:
     values: dict[DocPath, Position] = field(default_factory=dict)
     keys: dict[DocPath, Position] = field(default_factory=dict)
     block: set[DocPath] = field(default_factory=set)
+    #: indentation of each block scalar's text (columns before it on its file lines)
+    indent: dict[DocPath, int] = field(default_factory=dict)
 
     def locate(self, path: DocPath, *, key: bool = False) -> Position:
         """Position of ``path``, or of its nearest enclosing element that exists."""
@@ -124,12 +126,24 @@ def _mark(node: yaml.Node) -> Position:
 class _Builder:
     """Turns a composed node tree into plain data, recording positions as it goes."""
 
-    def __init__(self, loader: _Loader, source: SourceMap):
+    def __init__(self, loader: _Loader, source: SourceMap, text: str = ""):
         self.loader = loader
         self.source = source
+        self.text = text
+        self._lines: list[str] | None = None  # the text's lines, split once when a block scalar needs them
         self.findings: list[Finding] = []
         self._elements = 0
         self._open: set[int] = set()  # ids of the collections being built: an alias to one is a cycle
+
+    def _indent(self, first_line: int) -> int:
+        """Indentation of a block scalar's text: its first non-blank line's (0-based ``first_line`` on)."""
+        if self._lines is None:
+            self._lines = self.text.splitlines()
+        for i in range(first_line, len(self._lines)):
+            line = self._lines[i]
+            if line.strip():
+                return len(line) - len(line.lstrip(" "))
+        return 0
 
     def build(self, node: yaml.Node, path: DocPath) -> Any:
         self._elements += 1
@@ -154,6 +168,7 @@ class _Builder:
                 self._open.discard(id(node))
         if isinstance(node, yaml.ScalarNode) and node.style in ("|", ">"):
             self.source.block.add(path)
+            self.source.indent[path] = self._indent(node.start_mark.line + 1)
         return self._scalar(node, path)
 
     def _scalar(self, node: yaml.Node, path: DocPath) -> Any:
@@ -209,7 +224,7 @@ def load_text(text: str, file: str) -> LoadedDocument:
         if node is None:
             doc.findings.append(Finding("not-a-mapping", (), "the file is empty"))
             return doc
-        builder = _Builder(loader, source)
+        builder = _Builder(loader, source, text)
         doc.data = builder.build(node, ())
         doc.findings.extend(builder.findings)
     except _LimitExceeded as exc:

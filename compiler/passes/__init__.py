@@ -10,7 +10,9 @@ from compiler.passes import (
     definite_assignment,
     graph_shape,
     guards,
+    javascript_steps,
     lowered_kinds,
+    prompts,
     references,
     templates,
     triggers,
@@ -27,5 +29,7 @@ PASSES = (
     definite_assignment.check,
     write_races.check,
     lowered_kinds.check,
+    prompts.check,  # interaction prompt segments in their formats
+    javascript_steps.check,  # the code of runJavascriptCode workflow steps
     triggers.check,  # schedules, webhook paths, on-complete chains
 )
