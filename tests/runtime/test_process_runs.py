@@ -123,7 +123,7 @@ def test_write_violating_schema_is_rejected(run_def):
     text = process("typed", {"n": "{type: integer}"}, """
   start:
     type: tool
-    config: {context_update: {n: "not a number"}}
+    config: {context_update: {n: "{{ 'not a number' }}"}}  # a template: only the run can see its value
     writes: [n]
     transitions: [{to: done}]
   done: {type: final}
