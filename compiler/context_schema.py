@@ -9,6 +9,7 @@ authoring and trigger passes, whether a literal value the definition gives a fie
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -88,10 +89,13 @@ def literal_value_error(context: ContextSpec, field: str, value: Any) -> tuple[s
     field's schema cannot be judged alone (undeclared, ``$ref``, itself invalid)."""
     props = declared_properties(context)
     sub = props.get(field) if props else None
-    if not isinstance(sub, dict) or "$ref" in json.dumps(sub, default=str) or _holds_template(value):
+    if not isinstance(sub, dict) or _holds_template(value):
+        return None
+    text = json.dumps(sub, sort_keys=True, default=str)
+    if "$ref" in text:
         return None
     try:
-        err = best_match(Draft202012Validator(sub).iter_errors(value))
+        err = best_match(_validator(text).iter_errors(value))
     except Exception:  # noqa: BLE001 - an invalid sub-schema is the bad-schema finding's business
         return None
     if err is None:
@@ -99,6 +103,12 @@ def literal_value_error(context: ContextSpec, field: str, value: Any) -> tuple[s
     where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
     return (f"`{field}{where}` is given {json.dumps(value, default=str)[:60]}, which `context.schema` refuses: "
             f"{err.message[:200]}", tuple(err.absolute_path))
+
+
+@lru_cache(maxsize=1024)
+def _validator(schema_text: str) -> Draft202012Validator:
+    """A validator per distinct field schema (most fields share a handful of schemas)."""
+    return Draft202012Validator(json.loads(schema_text))
 
 
 def _holds_template(value: Any) -> bool:
