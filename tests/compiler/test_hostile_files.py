@@ -83,3 +83,10 @@ def test_one_hostile_file_does_not_stop_the_others_being_checked(tmp_path):
     assert "bomb.yaml:7:5: error[yaml-limit]" in out.stdout and "self.yaml:1:4: error[yaml-limit]" in out.stdout
     assert "bad.yaml" in out.stdout, "the other definitions are still checked"
 
+
+
+def test_a_cron_field_of_a_hundred_thousand_digits_is_a_finding():
+    from compiler.schedule_syntax import cron_error
+
+    assert "outside 0-59" in cron_error("9" * 100_000 + " * * * *")
+    assert "larger than" in cron_error("*/" + "9" * 100_000 + " * * * *")
