@@ -57,27 +57,19 @@ from compiler import guards as jl
 from compiler.context_schema import declared_properties, initially_set
 from compiler.errors import DocPath, Finding, choices_hint
 from compiler.graph import ControlGraph, pipeline_graph, process_graph
-from compiler.ir import BranchNode, ForeachNode, Node, PipelineDef, ProcessDef
+from compiler.ir import BranchNode, ForeachNode, PipelineDef, ProcessDef
 from compiler.passes.guards import guard_sites
 from compiler.passes.templates import located, name_line
 from compiler.templates import TemplateSite, analyse, node_templates
-from compiler.walk import iter_definitions
+from compiler.walk import iter_definitions, sure_writes
 
 _HINT = "set it in context.initial, make it a required input, or write it on every path"
 
 
-def sure_writes(node: Node) -> list[str]:
-    """The fields a completed visit of ``node`` has certainly set (see "Fan-outs" above)."""
-    if isinstance(node, ForeachNode) or (isinstance(node, BranchNode) and node.failure_policy == "collect_errors"):
-        collect = node.collect
-        target = collect if isinstance(collect, str) else collect.into if collect is not None else None
-        return [target] if target in node.writes else []
-    return list(node.writes)
-
-
 def _maybe_writers(defn: ProcessDef | PipelineDef, field: str) -> list[str]:
     """The fan-outs that write ``field`` only when their items succeed."""
-    return [nid for nid, node in defn.nodes.items() if field in node.writes and field not in sure_writes(node)]
+    return [nid for nid, node in defn.nodes.items()
+            if isinstance(node, (ForeachNode, BranchNode)) and field in node.writes and field not in sure_writes(node)]
 
 
 def _fanout_note(defn: ProcessDef | PipelineDef, field: str) -> str:

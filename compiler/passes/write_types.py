@@ -1,23 +1,20 @@
-"""The `write_types` pass: values a definition fixes, or lets a person give, must fit their field.
+"""The `write_types` pass: what a person may answer, and what a sub-process takes and gives back,
+must be able to fit the fields it is written to (code ``write-type``).
 
-The runtime refuses a write that violates ``context.schema`` and fails the node
-(``flows.runtime.context``). Two kinds of writes are known before any run, so a refusal of
-those is the definition's mistake and is reported here (code ``write-type``):
+The runtime refuses a write that violates ``context.schema``: an answer is refused before it is
+accepted (the task stays open, ``flows.humans``), any other write fails the node
+(``flows.runtime.context``). Some refusals are certain from the definition alone:
 
-* **fixed values** — a tool node's ``config.context_update``, and ``set_context``'s
-  ``input.updates``: a value with no template in it that the field's schema refuses;
-* **a person's answer** — the fields of a ``human_task`` that the node writes (the answer is
+* **a person's answer** — for each field of a ``human_task`` that the node writes (the answer is
   copied into the context field of the same name):
 
-  - a ``select`` option the field's schema refuses (the person may pick it);
-  - a field type that gives values the schema refuses: ``boolean`` into a field without
-    booleans, ``number`` into one without numbers (an ``integer`` field refuses 2.5: use
-    ``type: integer``), ``integer`` into one without numbers, ``text``/``string`` into one
-    without strings or with an ``enum``/``const`` (the person may type anything: use a
-    ``select`` with those options);
-  - an optional field left empty: it writes its ``default``, else its empty value (``""`` for
-    text, ``false`` for a boolean, ``null`` otherwise, as ``flows.humans`` fills it), which
-    the schema must accept;
+  - a ``select`` option the field's schema refuses: it is offered, and refused when picked;
+  - a field type none of whose answers the schema takes — ``boolean`` into a field without
+    booleans, ``text``/``string`` into one without strings, ``number``/``integer`` into one
+    without numbers: the task can never be answered, and the run waits for ever;
+
+  (an answer the schema takes only sometimes — 2.5 for an ``integer``, free text for an
+  ``enum`` — is refused with the reason when given, and the person answers again);
 * **a sub-process** — a ``process`` node's ``input`` is written into the child's context, and
   what ``returns`` picks into the parent's: an input value with no template that the child's
   field refuses, an input that is exactly one ``{{ field }}`` (which passes the field's value
@@ -26,8 +23,7 @@ those is the definition's mistake and is reported here (code ``write-type``):
   the written field cannot take. The child is the inline ``process_definition``, or the process,
   pipeline or workflow of that name (a pinned ``process_version`` is read at run time: skipped).
 
-Values with templates, and answers within a type the schema accepts but outside its bounds,
-depend on the run and are checked when the run writes them.
+Fixed ``context_update`` values are the authoring pass's (``bad-value``).
 """
 
 from __future__ import annotations
@@ -40,15 +36,12 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from compiler.errors import DocPath, Finding
-from compiler.ir import HumanTaskNode, PipelineDef, ProcessDef, ProcessNode, TaskField, ToolNode, WorkflowDef
+from compiler.ir import HumanTaskNode, PipelineDef, ProcessDef, ProcessNode, TaskField, WorkflowDef
 from compiler.templates import is_template
 from compiler.walk import iter_definitions, iter_nodes
 
 #: a template that is exactly one reference to a (dotted) field: ``{{ order.total }}``
 _REFERENCE = re.compile(r"^\{\{\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*\}\}$")
-
-#: what an optional field left empty writes (flows.humans gives the same)
-_EMPTY: dict[str, Any] = {"text": "", "string": "", "boolean": False}
 
 
 def check(unit, ws) -> Iterator[Finding]:
@@ -58,12 +51,7 @@ def check(unit, ws) -> Iterator[Finding]:
         schema = graph.context.schema_
         for site in iter_nodes(graph, base):
             node = site.node
-            if isinstance(node, ToolNode):
-                if node.config and node.config.context_update:
-                    yield from _fixed(schema, node.config.context_update, (*site.path, "config", "context_update"))
-                if node.tool == "set_context" and isinstance((node.input or {}).get("updates"), dict):
-                    yield from _fixed(schema, node.input["updates"], (*site.path, "input", "updates"))  # type: ignore[index]
-            elif isinstance(node, HumanTaskNode):
+            if isinstance(node, HumanTaskNode):
                 for i, f in enumerate(node.task.fields):
                     if f.name in node.writes:
                         yield from _answer(schema, f, (*site.path, "task", "fields", i))
@@ -103,16 +91,6 @@ def _shown(value: Any) -> str:
     return json.dumps(value, default=str, ensure_ascii=False)
 
 
-def _fixed(schema: Any, updates: dict[str, Any], path: DocPath) -> Iterator[Finding]:
-    for key, value in updates.items():
-        prop = _field_schema(schema, key)
-        if prop is None or _has_template(value) or _fits(prop, value):
-            continue  # an unknown field is write-not-in-schema's; templates are known at run time
-        yield Finding("write-type", (*path, key),
-                      f"the fixed value {_shown(value)} does not fit `{key}` in context.schema ({_shown(_strip(prop))})",
-                      hint=f"write a value `{key}`'s schema accepts, or change the field's schema")
-
-
 def _strip(prop: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in prop.items() if k not in ("$defs", "definitions", "description", "title")}
 
@@ -127,51 +105,29 @@ def _types(prop: dict[str, Any]) -> set[str] | None:
     return None
 
 
+#: the JSON types a field of each task field type answers with
+_ANSWER_KINDS: dict[str, set[str]] = {"text": {"string"}, "string": {"string"}, "boolean": {"boolean"},
+                                      "number": {"number", "integer"}, "integer": {"integer"}}
+
+
 def _answer(schema: Any, f: TaskField, path: DocPath) -> Iterator[Finding]:
     prop = _field_schema(schema, f.name)
     if prop is None:
         return
     shown = _shown(_strip(prop))
-    types = _types(prop)
-    closed = "enum" in prop or "const" in prop
     if f.type == "select":
         for j, option in enumerate(f.options or []):
             if not _fits(prop, option):
                 yield Finding("write-type", (*path, "options", j),
-                              f"option {_shown(option)} of select `{f.name}` does not fit `{f.name}` in context.schema ({shown})",
+                              f"option {_shown(option)} of select `{f.name}` does not fit `{f.name}` in context.schema "
+                              f"({shown}): picking it would be refused",
                               hint=f"offer only values `{f.name}`'s schema accepts, or add this one to its schema")
-    else:
-        problem = None
-        if f.type in ("text", "string"):
-            if types is not None and "string" not in types:
-                problem = "takes no strings"
-            elif closed:
-                problem = "takes only some values, and a person may type anything"
-        elif f.type == "boolean":
-            if not (_fits(prop, True) and _fits(prop, False)):
-                problem = "does not take both true and false"
-        elif f.type == "number":
-            if closed or (types is not None and "number" not in types):
-                problem = "does not take every number" + (" (an integer field refuses 2.5)" if types and "integer" in types else "")
-        elif f.type == "integer":
-            if closed or (types is not None and not types & {"integer", "number"}):
-                problem = "does not take every whole number"
-        if problem:
-            fix = {"text": "a select whose options it accepts", "string": "a select whose options it accepts",
-                   "number": "`type: integer` for whole numbers, or a select", "integer": "a select",
-                   "boolean": "a select"}[f.type]
-            yield Finding("write-type", (*path, "type"),
-                          f"a `{f.type}` answer to `{f.name}` is written to the context, and `{f.name}` in context.schema "
-                          f"({shown}) {problem}",
-                          hint=f"use {fix}, or change the field's schema")
-    if not f.required:
-        empty = f.default if f.default is not None else _EMPTY.get(f.type)
-        if not _fits(prop, empty):
-            what = "its default" if f.default is not None else "its empty value"
-            yield Finding("write-type", (*path, "required") if f.default is None else (*path, "default"),
-                          f"optional field `{f.name}` left empty writes {what} {_shown(empty)}, which `{f.name}` in "
-                          f"context.schema ({shown}) refuses",
-                          hint=f"make it `required: true`, give it a `default` the schema accepts, or let the schema take {_shown(empty)}")
+        return
+    answers = _ANSWER_KINDS[f.type]
+    if _disjoint(answers, _kinds(prop)) or (f.type == "boolean" and not (_fits(prop, True) or _fits(prop, False))):
+        yield Finding("write-type", (*path, "type"),
+                      f"no `{f.type}` answer fits `{f.name}` in context.schema ({shown}): the task could never be answered",
+                      hint=f"use the field type `{f.name}`'s schema takes (a select of its values, say), or change its schema")
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """The promise of ``ergon check``, as a property: a definition it passes runs as written.
 
 For every runnable definition (process, pipeline, template, workflow) under ``definitions/`` and
-every valid golden fixture the compiler's tests use (the DSL page's example workflow with its
-child, tests/fixtures/seed_examples/; the ``mini_review`` process of tests/compiler/mini_process.py,
-whose Plan is snapshot-tested), hypothesis draws examples; each example is one real run on the
+every valid golden fixture the compiler's tests use (the seed examples of
+tests/fixtures/seed_examples/ that check clean — the DSL page's example workflow with its child;
+the ``mini_review`` process of tests/compiler/mini_process.py, whose Plan is snapshot-tested),
+hypothesis draws examples; each example is one real run on the
 local Prefect server and the real store, on the offline model:
 
 * **inputs** are drawn from the definition's run-input schema by hypothesis-jsonschema (required
@@ -86,15 +87,28 @@ ANSWERER = "soundness-checker"
 DOCUMENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
+def _expects_nothing(expected: Path) -> bool:
+    lines = [ln.strip() for ln in expected.read_text(encoding="utf-8").splitlines()]
+    return not [ln for ln in lines if ln and not ln.startswith("#")]
+
+
 def _fixture_files() -> dict[str, str]:
-    """The golden valid fixtures, as files to add to a copy of ``definitions/``."""
+    """The golden valid fixtures, as files to add to a copy of ``definitions/``: the seed examples
+    that check clean alone (an empty ``.expected``), the DSL page's example with its child, and
+    the compiler tests' ``mini_review``."""
     mini = runpy.run_path(str(MINI_PROCESS))
-    return {
+    files = {
+        f"seed_{p.name}": p.read_text(encoding="utf-8") for p in sorted(SEED_WORKFLOW.parent.glob("*.*"))
+        if p.suffix in (".json", ".yaml", ".yml") and p.with_suffix(".expected").is_file()
+        and _expects_nothing(p.with_suffix(".expected"))
+    }
+    files.update({
         "seed_dsl_example_workflow.json": SEED_WORKFLOW.read_text(encoding="utf-8"),
         "seed_my_child_workflow.yaml": SEED_CHILD,
         "mini_review.yaml": mini["MINI_PROCESS"],
         "mini_summarize.yaml": mini["MINI_INTERACTION"],
-    }
+    })
+    return files
 
 
 def _dictionary(folder: Path) -> list[str]:
