@@ -41,6 +41,7 @@ from flows.runtime.effects import Effect, Listener, Services, no_listener
 from flows.runtime.errors import NodeFailed, RunCancelled
 from flows.runtime.parallel import mark_parallel
 from flows.runtime.routing import ask_user_exit, next_node, run_artifact_keys
+from flows.secrets.redaction import redact
 
 MAX_FOREACH_ITEMS = 1000
 #: the key of a paused visit's output that holds the effect it computed before asking a person
@@ -225,6 +226,8 @@ class Engine:
         """Validate and apply the effect, route, checkpoint — synchronously, so no other visit
         of this run can interleave between applying and writing."""
         old = self.context
+        # a secret a model echoed or a tool returned never enters the context (nor later prompts)
+        effect = replace(effect, update=redact(effect.update), output=redact(effect.output))
         new = apply_update(old, effect.update, writes=node.writes, schema=self.plan.context_schema, node_id=node.id)
         target: str | None
         if effect.route_to is not None:
