@@ -341,10 +341,10 @@ def server_start(*, port: int = 4200) -> int:
     port
         Preferred port (a free one is used if taken).
     """
-    from flows.prefect.server import start
+    from flows.prefect.server import start, ui_url
 
     info = start(port)
-    out.print(f"Prefect server at {info.url} (pid {info.pid})")
+    out.print(f"Prefect server at {info.url} (pid {info.pid}); UI at {ui_url(info)}")
     return 0
 
 
@@ -360,11 +360,12 @@ def server_stop() -> int:
 @server_app.command(name="status")
 def server_status() -> int:
     """Show whether the Prefect server is up."""
-    from flows.prefect.server import status
+    from flows.prefect.server import status, ui_url
 
     info = status()
     if info is None:
         out.print("no Prefect server is running (ergon run starts one)")
         return 1
     out.print(f"Prefect server at {info.url}" + (f" (pid {info.pid}, started by ergon)" if info.managed else " (PREFECT_API_URL)"))
+    out.print(f"UI at {ui_url(info)}")
     return 0
