@@ -41,6 +41,10 @@ def _progress_listener(console: Console):
                           f"      task {task} — answer with: ergon tasks answer {task} --set FIELD=VALUE …\n"
                           f"      (or from the dashboard, or Prefect's own resume form); this command waits")
             return
+        if event == "answered" and detail.get("kept"):
+            console.print(f"  {icons['completed']} {node}: task {detail['task_id']} was answered while the run was "
+                          "stopped; that answer is used")
+            return
         if event == "started" and not detail.get("items") and detail.get("attempt", 1) == 1:
             return  # one line per node: its end, unless it is a retry or a fan-out
         extra = ""

@@ -100,6 +100,15 @@ class PrefectBackend:
         child: Any = build_flow(plan, request)
         return await child(**params, return_state=True)
 
+    def cancel_requested(self) -> bool:
+        # A runner (serve, a worker) cancelling a flow run tells the process "cancel" on its
+        # control channel before it sends SIGTERM; any other SIGTERM is the process being stopped.
+        try:
+            from prefect._internal.control_listener import get_intent
+        except ImportError:  # an internal module: without it every stop counts as a crash
+            return False
+        return get_intent() == "cancel"
+
 
 async def run_body(plan: Plan, params: dict[str, Any], request: RunRequest) -> Any:
     """The flow body: execute the run, and give Prefect its final state."""

@@ -73,8 +73,14 @@ class StoreRecorder:
         run_store.update_run_context(self.run_id, context)
 
     def end(self, status: RunStatus, outcome: str | None, context: dict[str, Any], error: str | None) -> None:
+        from flows.runs import answers
+
         run_store.update_run_context(self.run_id, context, heartbeat=False)
-        run_store.set_run_status(self.run_id, status, outcome=outcome, error=error)
+        run = run_store.set_run_status(self.run_id, status, outcome=outcome, error=error)
+        if status == "crashed":
+            answers.run_stopped(run)  # its tasks keep their answers for the resumed run
+        else:
+            answers.run_ended(self.run_id, status, error)  # nothing can take an answer any more
 
     def heartbeat(self) -> None:
         run_store.heartbeat(self.run_id)
