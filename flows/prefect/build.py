@@ -23,6 +23,7 @@ from prefect.runtime import flow_run
 from prefect.states import Cancelled, Failed
 
 from compiler.plan import Plan
+from flows.prefect.artifacts import register as publish_artifacts
 from flows.prefect.executor import PrefectExecutor
 from flows.prefect.pause import PrefectPauses
 from flows.runs.execution import execute
@@ -92,6 +93,7 @@ class PrefectBackend:
     def __init__(self) -> None:
         self.flow_run_id = str(flow_run.id) if flow_run.id else None
         self.pauses: Pauses = PrefectPauses(self.flow_run_id)
+        publish_artifacts()  # the run's artifacts show in Prefect's UI too
 
     async def executor(self) -> PrefectExecutor:
         return await PrefectExecutor.for_run()

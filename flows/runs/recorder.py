@@ -19,7 +19,7 @@ from typing import Any, cast
 
 from compiler.plan import Plan, PlanNode
 from flows.runs.request import RunRequest
-from flows.runtime.effects import RunResult
+from flows.runtime.effects import TASK_RUN_ID, RunResult
 from flows.runtime.engine import VisitRecord
 from flows.store import runs as run_store
 from flows.store import tasks as task_store
@@ -113,7 +113,8 @@ class StoreRecorder:
                     item_key: str | None = None) -> str:
         self._sequence += 1
         visit = visit_store.start_visit(self.run_id, node.id, node.type, input=input, item_key=item_key,
-                                        parent_visit_id=parent_visit_id, attempt=attempt, sequence=self._sequence)
+                                        parent_visit_id=parent_visit_id, attempt=attempt, sequence=self._sequence,
+                                        prefect_task_run_id=TASK_RUN_ID.get())
         self._started[visit.id] = visit.started_at
         return visit.id
 
