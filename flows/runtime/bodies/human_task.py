@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import re
 from collections.abc import Awaitable
 from datetime import timedelta
@@ -98,13 +99,55 @@ def reentered_task(run_id: str, node_id: str, visit_id: str | None) -> Any:
     return tasks[0] if tasks else None
 
 
+#: At most this many context fields in the table of Prefect's form, each value cut to this length.
+ABOUT_FIELDS, ABOUT_VALUE_CHARS = 20, 160
+
+
+def fields_about(templates: list[str | None], context: dict[str, Any]) -> dict[str, Any]:
+    """The context fields a task is about: those its title and description read (all top-level
+    fields when they read none), in the context's order, at most :data:`ABOUT_FIELDS`."""
+    from compiler.templates import template_reads
+
+    read: set[str] = set()
+    for text in templates:
+        if text:
+            read |= template_reads(text)
+    names = [k for k in context if k in read] or list(context)
+    return {k: context[k] for k in names[:ABOUT_FIELDS]}
+
+
+def _cell(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+    text = " ".join(text.split())  # a table cell is one line
+    if len(text) > ABOUT_VALUE_CHARS:
+        text = text[:ABOUT_VALUE_CHARS - 1] + "…"
+    return text.replace("\\", "\\\\").replace("|", "\\|")
+
+
+def form_description(title: str, description: str | None, about: dict[str, Any] | None, task_id: str) -> str:
+    """The markdown above Prefect's resume form: what the approver decides on — the task's title and
+    description, the context fields it is about as a table, and a link to the task in Ergon's inbox."""
+    from flows.settings import dashboard_url
+
+    parts = [f"**{title}**"]
+    if description:
+        parts.append(description)
+    if about:
+        rows = "\n".join(f"| `{_cell(k)}` | {_cell(v)} |" for k, v in about.items())
+        parts.append(f"| field | value |\n|---|---|\n{rows}")
+    parts.append(f"[Open this task in Ergon's inbox]({dashboard_url()}/inbox?task={task_id})")
+    return "\n\n".join(parts)
+
+
 async def ask_person(services: Services, *, visit_id: str | None, node_id: str, title: str,
                      description: str | None, assignee: str | None, fields: list[dict[str, Any]],
-                     four_eyes: bool = False, timeout: float | None = None) -> tuple[Any, dict[str, Any]]:
+                     four_eyes: bool = False, timeout: float | None = None,
+                     about: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
     """Create a task, wait until it is answered, return (task, answer).
 
-    Shared by `human_task` nodes and the agents' `ask_user` tool. Raises :class:`TaskExpired`, and
-    :class:`RunCancelled` when the run is cancelled while it waits.
+    Shared by `human_task` nodes, `trigger: user` choices and the agents' `ask_user` tool.
+    ``about`` are the context fields the task is about, shown with it in Prefect's form. Raises
+    :class:`TaskExpired`, and :class:`RunCancelled` when the run is cancelled while it waits.
     """
     pauses, run_state, run_id = services.pauses, services.run_state, services.run_id
     if pauses is None or run_state is None or run_id is None:
@@ -132,7 +175,8 @@ async def ask_person(services: Services, *, visit_id: str | None, node_id: str, 
     mode: WaitMode = "subflow" if own_subflow else "suspend" if pauses.can_suspend(timeout) else "pause"
     key = task.pause_key or visit_pause_key(node_id, run_id, visit_id or node_id)
     waiting = pauses.wait_for_answer(AnswerWait(
-        task_id=task.id, fields=fields, model_name=f"{node_id}_answer", prompt=f"**{title}**\n\n{description or ''}",
+        task_id=task.id, fields=fields, model_name=f"{node_id}_answer",
+        prompt=form_description(title, description, about, task.id),
         key=key, seconds=int(timeout or DEFAULT_WAIT_SECONDS), title=f"{node_id}: {title}"[:120], mode=mode,
     ))
     answer = await _unless_cancelled(waiting, run_state)
@@ -180,7 +224,7 @@ async def run(node: PlanNode, context: dict[str, Any], services: Services, visit
         task, answer = await ask_person(
             services, visit_id=visit_id, node_id=node.id, title=title, description=description,
             assignee=spec.assignee, fields=[ir_json(f) for f in spec.fields], four_eyes=spec.four_eyes,
-            timeout=wait,
+            timeout=wait, about=fields_about([spec.title, spec.description], context),
         )
     except TaskExpired:
         if body.on_timeout:
