@@ -12,7 +12,8 @@ A task's run is in one of three states:
   the run is ``crashed``. The answer is recorded — kept on the task — and the run resumed from
   its checkpoint in the background (``ergon runs resume``); the visit that asked is entered again,
   finds its task answered and goes on with that answer
-  (:func:`flows.runtime.bodies.human_task.reentered_task`).
+  (:func:`flows.runtime.bodies.human_task.reentered_task`). An answer to another of its tasks
+  while it is on its way back is kept the same way; once the visit waits again, Prefect gets it.
 * ``over`` — the run ended (completed, failed, cancelled), is gone, or is a sub-process whose
   process stopped (resuming its parent runs the sub-process again, which asks again). Nothing can
   take an answer: the task is closed (``cancelled``, with the reason) and the answer refused.
@@ -130,6 +131,23 @@ def run_stopped(run: Run) -> None:
         close_open_tasks(run.id, f"its process stopped ({run.error}); resuming run {run.parent_run_id} asks again")
 
 
+def _taken_on_reentry(task: HumanTask) -> bool:
+    """Whether the run is on its way back to the task (resumed from its checkpoint, not yet
+    re-entered the visit that asked): no flow run waits for the task, its visit ended, and the
+    run is starting again or a process has executed it since that visit ended (its heartbeat is
+    newer). The re-entered visit then finds the task answered and takes that answer; a visit that
+    re-entered before the answer came waits in a flow run the answer is handed to."""
+    from flows.store import visits as visit_store
+
+    run = run_store.get_run(task.run_id)
+    if run is None or run.status not in ("pending", "running", "paused") or task.prefect_flow_run_id:
+        return False
+    visit = visit_store.get_visit(task.visit_id) if task.visit_id else None
+    if visit is None or visit.status == "running" or visit.ended_at is None:
+        return False
+    return run.status == "pending" or (run.heartbeat_at is not None and run.heartbeat_at > visit.ended_at)
+
+
 def deliver(task: HumanTask) -> None:
     """Hand a recorded answer to the Prefect flow run that waits for it (the ``waiting`` state)."""
     from flows.prefect.resume import resume_answered
@@ -168,6 +186,9 @@ def answer(task_id: str, user: str | User | humans.Actor, raw_answer: Any, via: 
         log_file = logs_dir() / f"run-{state.run.id}.resume.log"
         return Answered(result.task, "checkpoint", f"run {state.run.id} had stopped ({state.run.error}); it resumes "
                                                    f"from its checkpoint with this answer (log: {log_file})", errors)
+    if _taken_on_reentry(result.task):
+        return Answered(result.task, "checkpoint", f"run {result.task.run_id} is resuming from its checkpoint; it "
+                                                   "takes this answer when it reaches the task", errors)
     try:
         deliver(result.task)
     except Exception as exc:  # noqa: BLE001 - the answer is recorded and final; say the run did not get it

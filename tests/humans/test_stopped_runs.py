@@ -159,3 +159,41 @@ def test_a_task_of_a_run_stopped_with_ctrl_c_closes_and_refuses_answers(env, def
     after = task_store.get_task(task.id)
     assert after.answer in (None, {}) and after.answered_by is None, "nothing recorded"
     assert run_store.get_run(task.run_id).status == "cancelled"
+
+
+def test_two_parallel_tasks_of_a_killed_run_resume_it_once(env, definitions):
+    """A pipeline whose two parallel tasks wait in subflows of their own; its process is killed.
+    The first answer resumes the run from its checkpoint; the second reaches the resumed run
+    (its task re-entered, in a new subflow); both tasks are used, none asked twice."""
+    from test_parallel_tasks import APPROVALS
+
+    from flows.store import runs as run_store
+    from flows.store import tasks as task_store
+
+    (definitions / "two_approvals.yaml").write_text(APPROVALS)
+    proc = start("two_approvals", env)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            rows, _ = task_store.list_tasks(status="pending")
+            tasks = [t for t in rows if run_store.get_run(t.run_id).definition_name == "two_approvals"]
+            if len(tasks) == 2 and all(t.prefect_flow_run_id for t in map(task_store.get_task, [t.id for t in tasks])):
+                break
+            assert time.monotonic() < deadline, "the two tasks never waited"
+            time.sleep(0.3)
+        for t in tasks:
+            _wait_paused_in_prefect(task_store.get_task(t.id).prefect_flow_run_id)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    by_node = {t.node_id: t for t in tasks}
+    first = cli(["tasks", "answer", by_node["legal"].id, "--set", "legal_ok=yes"], env)
+    assert first.returncode == 0 and "resumes from its checkpoint" in first.stdout, first.stdout + first.stderr
+    second = cli(["tasks", "answer", by_node["finance"].id, "--set", "finance_ok=no"], env)
+    assert second.returncode == 0, second.stdout + second.stderr
+    run_id = tasks[0].run_id
+    assert _wait_status(run_id, ("completed", "failed", "cancelled")) == "completed", run_store.get_run(run_id).error
+    assert run_store.get_run(run_id).context["summary"] == "legal=yes finance=no"
+    assert sorted(t.id for t in task_store.tasks_for_run(run_id)) == sorted(t.id for t in tasks), "none asked twice"
