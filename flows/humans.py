@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flows.errors import TaskError
+from flows.schema import schema_errors
 from flows.store import people as people_store
 from flows.store import runs as run_store
 from flows.store import tasks as task_store
@@ -178,7 +179,9 @@ def normalize_fields(fields: Iterable[Any] | None) -> list[dict[str, Any]]:
         d = f.model_dump() if hasattr(f, "model_dump") else dict(f)
         result.append({"name": d["name"], "type": d.get("type") or "string", "required": bool(d.get("required")),
                        "options": d.get("options"), "label": d.get("label"), "description": d.get("description"),
-                       "default": d.get("default"), "option_labels": d.get("option_labels")})
+                       "default": d.get("default"), "option_labels": d.get("option_labels"),
+                       # what the run checks the value against when it writes it (set at task creation)
+                       "schema": d.get("schema"), "context_budget": d.get("context_budget")})
     return result
 
 
@@ -189,11 +192,17 @@ def _empty(f: dict[str, Any]) -> Any:
     return {"text": "", "string": "", "boolean": False}.get(f["type"])
 
 
+#: An optional field left out that has neither a default nor a natural empty value: not written.
+OMITTED = object()
+
+
 def default_of(f: dict[str, Any]) -> tuple[Any, str | None]:
     """The value of an optional field the answer leaves out: its ``default`` (as the field's
-    type), else its empty value."""
+    type), else its empty value ("" for text, false for a boolean), else :data:`OMITTED` — a
+    number or a date left out is not written at all (a ``null`` would break the field's type)."""
     if f["default"] is None:
-        return _empty(f), None
+        empty = _empty(f)
+        return (OMITTED if empty is None else empty), None
     value, error = _coerce(f, f["default"])
     return value, (f"{error} (the field's default)" if error else None)
 
@@ -259,12 +268,14 @@ def _coerce(f: dict[str, Any], value: Any) -> tuple[Any, str | None]:
 def validate_answer(fields: Iterable[Any] | None, answer: Any) -> tuple[dict[str, Any], list[str]]:
     """Check ``answer`` against the task's fields; ``(clean_answer, errors)``.
 
-    The clean answer has every field: the given values converted to the field's type (strings
-    parsed, see :func:`_coerce`), then each missing optional field's ``default``, or its empty
-    value (``""`` for text, ``false`` for a boolean, ``null`` otherwise). It is exactly what the
-    generated :func:`run_input_model` produces, so the CLI, the dashboard and Prefect's form give
-    the same context. ``errors`` lists every problem (required fields missing or blank, values
-    not among a select's options, wrong types, unknown keys); only an empty list is an answer.
+    The clean answer has the given values converted to the field's type (strings parsed, see
+    :func:`_coerce`), then each missing optional field's ``default``, or its empty value (``""``
+    for text, ``false`` for a boolean); other optional fields left out are not in it. It is
+    exactly what the generated :func:`run_input_model` produces, so the CLI, the dashboard and
+    Prefect's form give the same context. ``errors`` lists every problem (required fields missing
+    or blank, values not among a select's options, wrong types, unknown keys, and what the run
+    itself would refuse: a value against the context schema of the field it writes, an answer
+    larger than what is left of the context's size cap); only an empty list is an answer.
     """
     specs = normalize_fields(fields)
     if not isinstance(answer, Mapping):
@@ -287,8 +298,16 @@ def validate_answer(fields: Iterable[Any] | None, answer: Any) -> tuple[dict[str
             coerced, error = _coerce(f, value)
         if error is not None:
             errors.append(error)
-        else:
+        elif coerced is not OMITTED:
+            if f.get("schema") and not blank:
+                errors += [f"{name}: {problem.split(': ', 1)[-1]}" for problem in schema_errors(f["schema"], coerced)]
             clean[name] = coerced
+    budgets = [f["context_budget"] for f in specs if isinstance(f.get("context_budget"), int)]
+    if budgets and not errors:
+        size = len(json.dumps(clean, default=str).encode("utf-8"))
+        if size > min(budgets):
+            errors.append(f"the answer is {size:,} bytes, more than the {max(0, min(budgets)):,} left of the run's "
+                          "context (capped at 64 KB): shorten it, or attach long text as a document")
     return clean, errors
 
 

@@ -16,6 +16,9 @@ from pathlib import Path
 PAUSE_POLL_SECONDS = 1
 #: Runs whose heartbeat is older than this (and whose process is gone) are marked crashed.
 HEARTBEAT_TIMEOUT_SECONDS = 300
+#: How deep sub-process runs may nest. `ergon check` refuses call cycles; this catches what it
+#: cannot see (a pinned older version that calls back), before the interpreter's own limit.
+DEFAULT_MAX_SUBPROCESS_DEPTH = 20
 
 
 def ergon_home_path() -> Path:
@@ -61,3 +64,11 @@ def dashboard_url() -> str:
 def current_user() -> str:
     """Who the caller acts as: ``ERGON_USER``, else the OS user."""
     return os.environ.get("ERGON_USER") or getpass.getuser()
+
+
+def max_subprocess_depth() -> int:
+    """``ERGON_MAX_SUBPROCESS_DEPTH``, else :data:`DEFAULT_MAX_SUBPROCESS_DEPTH`."""
+    try:
+        return max(1, int(os.environ.get("ERGON_MAX_SUBPROCESS_DEPTH") or DEFAULT_MAX_SUBPROCESS_DEPTH))
+    except ValueError:
+        return DEFAULT_MAX_SUBPROCESS_DEPTH

@@ -181,6 +181,8 @@ def run_input_model(fields: Iterable[Any] | None, name: str, *, description: str
             default, error = humans.default_of(f)
             if error:
                 raise ValueError(error)
+            if default is humans.OMITTED:  # left out: the form sends null, the answer omits it
+                default = None
             # null only where the field has no natural empty value (select, number, integer
             # without a default): a text box or a checkbox always sends something.
             field_type = Optional[py_type] if default is None else py_type
@@ -194,4 +196,5 @@ def run_input_model(fields: Iterable[Any] | None, name: str, *, description: str
 
 def input_to_answer(run_input: Any) -> dict[str, Any]:
     """The answer dict (keyed by field name) of an instance of a :func:`run_input_model` model."""
-    return run_input.model_dump(by_alias=True)
+    # a null is an optional field left empty in the form: not given, as validate_answer omits it
+    return {k: v for k, v in run_input.model_dump(by_alias=True).items() if v is not None}

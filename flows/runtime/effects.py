@@ -132,6 +132,9 @@ class Services:
     process_description: str | None = None
     #: the run's token/cost ceiling (the definition's `budget:`)
     run_budget: dict[str, Any] | None = None
+    #: the run's `context.schema` (what a write is checked against; a task's answer is checked
+    #: against it before it is accepted)
+    context_schema: dict[str, Any] = field(default_factory=dict)
     #: the engine's progress listener (event, node id, detail)
     listener: Listener = no_listener
     #: how the run waits for a person's answer

@@ -43,6 +43,7 @@ from compiler.ir import HumanTaskNode
 from compiler.plan import PlanNode, ir_json
 from flows import humans
 from flows.humans import TaskExpired
+from flows.runtime.context import MAX_CONTEXT_BYTES
 from flows.runtime.effects import AnswerWait, Effect, Services, WaitMode
 from flows.runtime.errors import NodeFailed, RunCancelled
 from flows.runtime.parallel import IN_PARALLEL
@@ -55,6 +56,8 @@ from flows.store.models import TASK_OPEN, utcnow
 #: longer waits belong to deployments, where the run suspends instead and frees its process).
 DEFAULT_WAIT_SECONDS = 30 * 24 * 3600
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+
+
 def seconds(value: Any) -> float | None:
     """`90`, `"90s"`, `"30m"`, `"2h"`, `"3d"` → seconds (None when unset or unreadable)."""
     if value is None:
@@ -215,6 +218,25 @@ async def _unless_cancelled(waiting: Awaitable[Any], run_state: Any) -> Any:
     raise RunCancelled("cancelled while waiting for a person")
 
 
+def answer_fields(fields: Any, writes: list[str], context: dict[str, Any], schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """The task's fields as stored on it, each written field carrying what the run will check
+    its value against — its ``context.schema`` property and the bytes left under the context's
+    size cap — so that an answer the run would refuse is refused when it is given, with the
+    task still open (:func:`flows.humans.validate_answer`)."""
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    left = MAX_CONTEXT_BYTES - len(json.dumps(context, default=str).encode("utf-8"))
+    out = []
+    for f in fields:
+        d = ir_json(f)
+        if d["name"] in writes:
+            sub = props.get(d["name"]) if isinstance(props, dict) else None
+            if isinstance(sub, dict):
+                d["schema"] = sub
+            d["context_budget"] = left
+        out.append(d)
+    return out
+
+
 async def run(node: PlanNode, context: dict[str, Any], services: Services, visit_id: str | None) -> Effect:
     body = node.body_as(HumanTaskNode)
     spec = body.task
@@ -223,8 +245,8 @@ async def run(node: PlanNode, context: dict[str, Any], services: Services, visit
     try:
         task, answer = await ask_person(
             services, visit_id=visit_id, node_id=node.id, title=title, description=description,
-            assignee=spec.assignee, fields=[ir_json(f) for f in spec.fields], four_eyes=spec.four_eyes,
-            timeout=wait, about=fields_about([spec.title, spec.description], context),
+            assignee=spec.assignee, fields=answer_fields(spec.fields, node.writes, context, services.context_schema),
+            four_eyes=spec.four_eyes, timeout=wait, about=fields_about([spec.title, spec.description], context),
         )
     except TaskExpired:
         if body.on_timeout:
