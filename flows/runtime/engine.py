@@ -456,6 +456,8 @@ class Engine:
 
 
 def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, asyncio.CancelledError) and not str(exc):  # the process is being stopped
+        return "interrupted: the process was stopped"
     text = str(exc) or type(exc).__name__
     return text if isinstance(exc, NodeFailed) else f"{type(exc).__name__}: {text}"
 
