@@ -17,9 +17,11 @@ handling of Prefect's own resume form — so that all of them end in the same st
 Every claim, answer and refusal is a ``task_events`` row (the store writes ``created``,
 ``claimed`` and ``answered``; this module adds ``refused`` with the reason).
 
-This module never touches Prefect at run time. The engine integration resumes the paused flow
-by registering a callback in :data:`on_answered`; :func:`pause_key` is the key it pauses under,
-and :func:`flows.prefect.pause.run_input_model` builds Prefect's form from the same fields.
+This module never touches Prefect at run time, nor decides whether a task's run can still take
+an answer: the channels answer through the run owner (:func:`flows.runs.answers.answer`), which
+refuses a task whose run is over and hands a recorded answer to the run (Prefect's resume, or a
+resume from the checkpoint). :func:`pause_key` is the key a run pauses under, and
+:func:`flows.prefect.pause.run_input_model` builds Prefect's form from the same fields.
 """
 
 from __future__ import annotations
@@ -43,16 +45,15 @@ from flows.store.models import TASK_OPEN, HumanTask, TaskChannel, User
 
 __all__ = [
     "Actor", "AnswerResult", "TaskExpired", "TaskNotFound", "TaskRefused", "actor", "answer", "can_answer", "can_claim",
-    "can_see", "claim", "normalize_fields", "on_answered", "pause_key", "render_task",
+    "can_see", "claim", "normalize_fields", "on_answered", "pause_key", "refuse", "render_task",
     "task_dict", "validate_answer",
 ]
 
 log = logging.getLogger(__name__)
 
-#: Called with the completed task after an answer is recorded, in registration order. The engine
-#: integration registers the callback that resumes the paused Prefect flow run with
-#: ``task.answer`` (already validated, see :func:`validate_answer`); the dashboard may register
-#: a notifier. A callback that raises does not undo the answer (it is recorded and final): the
+#: Called with the completed task after an answer is recorded, in registration order (a notifier;
+#: a benchmark registers :func:`flows.prefect.resume.resume_answered` to answer without the run
+#: owner). A callback that raises does not undo the answer (it is recorded and final): the
 #: error is logged and returned in :attr:`AnswerResult.hook_errors`, so the caller can say that the
 #: run did not resume and the engine can retry from the stored answer.
 on_answered: list[Callable[[HumanTask], None]] = []
@@ -366,8 +367,9 @@ def _load(task_id: str) -> tuple[HumanTask, str | None]:
     return task, (run.started_by if run is not None else None)
 
 
-def _refuse(task_id: str, who: Actor, action: str, reason: str, *, errors: list[str] | None = None,
-            detail: dict[str, Any] | None = None) -> TaskRefused:
+def refuse(task_id: str, who: Actor, action: str, reason: str, *, errors: list[str] | None = None,
+           detail: dict[str, Any] | None = None) -> TaskRefused:
+    """Record a ``refused`` event for ``who``'s ``action`` and return the :class:`TaskRefused` to raise."""
     task_store.record_task_event(task_id, "refused", actor=who.name,
                                  detail={"action": action, "reason": reason, **({"errors": errors} if errors else {}),
                                          **(detail or {})})
@@ -381,11 +383,11 @@ def claim(task_id: str, user: str | User | Actor) -> HumanTask:
     task, started_by = _load(task_id)
     ok, reason = can_claim(task, who, started_by)
     if not ok:
-        raise _refuse(task_id, who, "claim", reason)
+        raise refuse(task_id, who, "claim", reason)
     try:
         return task_store.claim_task(task_id, who.name)
     except TaskConflict as exc:  # somebody else was faster
-        raise _refuse(task_id, who, "claim", str(exc)) from None
+        raise refuse(task_id, who, "claim", str(exc)) from None
 
 
 def answer(task_id: str, user: str | User | Actor, raw_answer: Any, via: TaskChannel = "cli") -> AnswerResult:
@@ -401,15 +403,15 @@ def answer(task_id: str, user: str | User | Actor, raw_answer: Any, via: TaskCha
     task, started_by = _load(task_id)
     ok, reason = can_answer(task, who, started_by)
     if not ok:
-        raise _refuse(task_id, who, "answer", reason, detail={"via": via})
+        raise refuse(task_id, who, "answer", reason, detail={"via": via})
     clean, errors = validate_answer(task.fields, raw_answer)
     if errors:
-        raise _refuse(task_id, who, "answer", "invalid answer: " + "; ".join(errors), errors=errors,
+        raise refuse(task_id, who, "answer", "invalid answer: " + "; ".join(errors), errors=errors,
                       detail={"via": via})
     try:
         task = task_store.answer_task(task_id, clean, answered_by=who.name, answered_via=via)
     except TaskConflict as exc:  # answered or closed meanwhile, by another channel
-        raise _refuse(task_id, who, "answer", str(exc), detail={"via": via}) from None
+        raise refuse(task_id, who, "answer", str(exc), detail={"via": via}) from None
     hook_errors = []
     for hook in list(on_answered):
         try:

@@ -26,17 +26,22 @@ def ergon_home_path() -> Path:
     return Path(os.environ.get("ERGON_HOME") or ".ergon").expanduser().resolve()
 
 
+def private_dir(path: Path) -> Path:
+    """``path`` as a folder; created readable by its owner only (0700) — it holds the store, keys
+    and Prefect's database. A folder that exists already keeps its mode (it may be shared)."""
+    if not path.is_dir():
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path.chmod(0o700)  # mkdir's mode is filtered by the umask
+    return path
+
+
 def ergon_home() -> Path:
-    """The state folder (created on first use)."""
-    home = ergon_home_path()
-    home.mkdir(parents=True, exist_ok=True)
-    return home
+    """The state folder (created on first use, owner-only)."""
+    return private_dir(ergon_home_path())
 
 
 def prefect_home() -> Path:
-    path = ergon_home() / "prefect"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return private_dir(ergon_home() / "prefect")
 
 
 def documents_dir() -> Path:
@@ -53,6 +58,12 @@ def logs_dir() -> Path:
 
 def definitions_dir() -> Path:
     return Path(os.environ.get("ERGON_DEFINITIONS", "definitions"))
+
+
+def dashboard_url() -> str:
+    """Where Ergon's dashboard is served (``ERGON_UI_URL``, default ``ergon ui``'s address), for
+    links back to it from elsewhere (Prefect's UI)."""
+    return (os.environ.get("ERGON_UI_URL") or "http://127.0.0.1:8501").rstrip("/")
 
 
 def current_user() -> str:

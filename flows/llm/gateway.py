@@ -246,6 +246,11 @@ def _structured_args(req: LlmRequest, json_mode: bool) -> tuple[list[dict[str, A
 # litellm calls
 
 
+#: How litellm and the SDK report a body that is not JSON (they call it a server error).
+_NOT_JSON = re.compile(r"Empty or invalid response|Unterminated string|Expecting (?:value|property name|',' delimiter)|"
+                       r"JSONDecodeError|Extra data: line")
+
+
 def describe_fault(exc: BaseException) -> str:
     """A provider failure in words: what went wrong, then the provider's own message (shortened)."""
     status = getattr(exc, "status_code", None)
@@ -254,7 +259,7 @@ def describe_fault(exc: BaseException) -> str:
         words = "timed out"
     elif status == 429:
         words = "rate limited (HTTP 429)"
-    elif "Empty or invalid response" in text or isinstance(exc, json.JSONDecodeError):
+    elif isinstance(exc, json.JSONDecodeError) or _NOT_JSON.search(text):
         words = "the response is not a JSON completion (an HTML error page, or a body cut short)"
     elif isinstance(status, int) and status >= 500:
         words = f"server error (HTTP {status})"

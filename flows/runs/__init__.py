@@ -5,6 +5,8 @@
 * :mod:`~flows.runs.detached`  — start in the background (the dashboard, webhooks, chained runs,
   replays), and the dashboard's resume.
 * :mod:`~flows.runs.cancel`    — cancel, whatever state the run is in.
+* :mod:`~flows.runs.answers`   — answering a human task only while its run can take the answer
+  (it waits; it stopped while waiting and resumes from its checkpoint; it is over).
 * :mod:`~flows.runs.execution` — one execution inside the flow body (Prefect-free), and its
   :class:`~flows.runtime.effects.RunResult`.
 * :mod:`~flows.runs.recorder`  — the store writer the engine gets; the only writer of a run's

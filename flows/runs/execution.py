@@ -14,6 +14,9 @@ sub-run — and turns the :class:`RunResult` into a Prefect state.
   ``retry`` policy by re-entering this body (:mod:`flows.triggers.retries`).
 * When the run completes, the definitions whose ``on_complete`` trigger waits for it start
   (:mod:`flows.triggers.chaining`, never raises).
+* When its process is stopped (SIGTERM) the run is recorded ``crashed`` — it resumes from its
+  checkpoint, and a task it waited for keeps an answer for it (:mod:`flows.runs.answers`) —
+  unless the orchestrator stopped the process to cancel the run.
 """
 
 from __future__ import annotations
@@ -51,6 +54,11 @@ class Backend(Protocol):
 
     async def run_subflow(self, plan: Plan, params: dict[str, Any], request: RunRequest) -> Any:
         """Run a child Plan as a sub-run; returns the orchestrator's final state (used for its message)."""
+        ...
+
+    def cancel_requested(self) -> bool:
+        """Whether the orchestrator stopped this process to cancel the run (a worker or ``serve``
+        cancelling a deployment run), rather than the process being stopped from outside."""
         ...
 
 
@@ -109,7 +117,12 @@ async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest,
     try:
         outcome = await engine.run()
     except (KeyboardInterrupt, asyncio.CancelledError):
-        recorder.end("cancelled", None, engine.context, "interrupted")
+        # The process is being stopped (SIGTERM, Ctrl-C): a crash the run resumes from, unless
+        # the orchestrator stopped it to cancel the run. Ctrl-C becomes a cancel in flows.runs.lifecycle.start.
+        if backend.cancel_requested():
+            recorder.end("cancelled", None, engine.context, "cancelled by the orchestrator")
+        else:
+            recorder.end("crashed", None, engine.context, f"interrupted: process {os.getpid()} was stopped", "world")
         raise
     except Exception as exc:  # a bug, not a node failure: the run record must still end
         recorder.end("failed", None, engine.context, f"{type(exc).__name__}: {exc}", "internal")

@@ -34,7 +34,8 @@ from flows.runtime.errors import ErrorKind
 from flows.settings import current_user
 from flows.store import definitions as definition_store
 from flows.store import runs as run_store
-from flows.store.models import RUN_TERMINAL, Run, RunTrigger
+from flows.store.errors import InvalidTransition
+from flows.store.models import Run, RunTrigger
 
 
 class StartRefused(RunError, ValueError):
@@ -51,15 +52,20 @@ class ResumeRefused(RunError):
 
 
 def prepare() -> list[Run]:
-    """Point at the Prefect API, bring the store to head, mark runs of dead processes crashed;
-    returns the runs just marked crashed (the CLI says so)."""
+    """Point at the Prefect API, bring the store to head, mark runs of dead processes crashed
+    (running ones, and paused ones a process blocked in); returns the runs just marked crashed
+    (the CLI says so)."""
     from flows.prefect.server import ensure_api_url
+    from flows.runs.answers import run_stopped
     from flows.settings import HEARTBEAT_TIMEOUT_SECONDS
     from flows.store import db
 
     ensure_api_url()
     db.init_db()
-    return list(run_store.mark_stale_runs_crashed(heartbeat_timeout=HEARTBEAT_TIMEOUT_SECONDS))
+    crashed = list(run_store.mark_stale_runs_crashed(heartbeat_timeout=HEARTBEAT_TIMEOUT_SECONDS))
+    for run in crashed:
+        run_stopped(run)
+    return crashed
 
 
 def compile_definition(name: str, *, catalog: Catalog | None = None, version: int | None = None) -> Compiled:
@@ -113,6 +119,7 @@ def start(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog, run_i
     """
     from flows.llm.cassettes import use_cassette
     from flows.prefect.build import run_in_process
+    from flows.runs.answers import run_ended
 
     if run_id is None:
         run = create(compiled, inputs, catalog=catalog, trigger=trigger, started_by=started_by, version=version,
@@ -130,13 +137,15 @@ def start(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog, run_i
     try:
         with use_cassette(record=record, replay=replay):
             state = run_in_process(plan, {k: v for k, v in inputs.items() if k in accepted}, request)
-    except KeyboardInterrupt:
-        if run_store.run_status(run.id) not in RUN_TERMINAL:
+    except KeyboardInterrupt:  # a person stopped it: a cancel (a stop from outside is a crash, see execution)
+        if run_store.run_status(run.id) not in ("completed", "failed", "cancelled"):
             run_store.set_run_status(run.id, "cancelled", error="interrupted (Ctrl-C)")
+            run_ended(run.id, "cancelled", "interrupted (Ctrl-C)")
     ended = run_store.require_run(run.id)
     if ended.status == "pending":  # Prefect refused the call before the flow body ran
         message = getattr(state, "message", None) or "the flow did not start"
         ended = run_store.set_run_status(run.id, "failed", error=message, error_kind="internal")
+        run_ended(run.id, "failed", message)
     return RunResult(ended.id, ended.status, ended.outcome, dict(ended.context or {}), ended.error,
                      cast(ErrorKind | None, ended.error_kind))
 
@@ -164,6 +173,9 @@ def resume(run_id: str, *, catalog: Catalog | None = None, listener: Listener = 
     resumable(run)
     catalog = catalog or catalog_for_run(run)  # the folders (and file) it started from, tools included
     compiled = snapshot_compiled(run, catalog)
-    run_store.set_run_status(run_id, "pending")
+    try:  # claimed once: two resumes at the same time (two answers to one stopped run) run it once
+        run_store.set_run_status(run_id, "pending", expect=("failed", "crashed"))
+    except InvalidTransition as exc:
+        raise ResumeRefused(f"run {run_id} is being resumed already ({exc})") from None
     return start(compiled, dict(run.inputs or {}), catalog=catalog, run_id=run_id, listener=listener,
                  record=record, replay=replay)

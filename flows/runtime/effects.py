@@ -16,6 +16,7 @@ protocols implemented elsewhere:
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
@@ -25,6 +26,11 @@ from flows.runtime.errors import ErrorKind
 
 #: listener(event, node_id, detail) — the CLI prints live progress from these
 Listener = Callable[[str, str, dict[str, Any]], None]
+
+#: The orchestrator's id of the task run executing the current visit attempt, set by the executor
+#: around each attempt (:mod:`flows.prefect.executor`); the recorder stores it on the visit it
+#: starts, so the dashboard links each visit to its Prefect task run. None outside a task run.
+TASK_RUN_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("ergon_task_run_id", default=None)
 
 
 def no_listener(event: str, node: str, detail: dict[str, Any]) -> None:

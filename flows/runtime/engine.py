@@ -41,6 +41,7 @@ from flows.runtime.effects import Effect, Listener, Services, no_listener
 from flows.runtime.errors import ErrorKind, NodeFailed, RunCancelled, error_kind
 from flows.runtime.parallel import mark_parallel
 from flows.runtime.routing import ask_user_exit, next_node, run_artifact_keys
+from flows.secrets.redaction import redact
 
 MAX_FOREACH_ITEMS = 1000
 #: the key of a paused visit's output that holds the effect it computed before asking a person
@@ -228,6 +229,8 @@ class Engine:
         """Validate and apply the effect, route, checkpoint — synchronously, so no other visit
         of this run can interleave between applying and writing."""
         old = self.context
+        # a secret a model echoed or a tool returned never enters the context (nor later prompts)
+        effect = replace(effect, update=redact(effect.update), output=redact(effect.output))
         new = apply_update(old, effect.update, writes=node.writes, schema=self.plan.context_schema, node_id=node.id)
         target: str | None
         if effect.route_to is not None:
@@ -461,6 +464,8 @@ class Engine:
 
 
 def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, asyncio.CancelledError) and not str(exc):  # the process is being stopped
+        return "interrupted: the process was stopped"
     text = str(exc) or type(exc).__name__
     return text if isinstance(exc, NodeFailed) else f"{type(exc).__name__}: {text}"
 

@@ -143,8 +143,11 @@ def set_run_status(
     now: datetime | None = None,
     pid: int | None = None,
     host: str | None = None,
+    expect: Iterable[RunStatus] | None = None,
 ) -> Run:
-    """Move a run to ``status``; raises :class:`InvalidTransition` for an impossible change.
+    """Move a run to ``status``; raises :class:`InvalidTransition` for an impossible change, and
+    when ``expect`` is given and the run is not in one of those statuses (a compare-and-set: of
+    two processes claiming the same change, one wins).
 
     Setting the same status again is allowed (retries of the same report). Going to ``running``
     stamps ``started_at`` (first time), the heartbeat, and the pid/host of the calling process
@@ -156,6 +159,8 @@ def set_run_status(
     with session(write=True) as s:
         run = require_row(s, Run, run_id, lock=True)
         current: RunStatus = run.status  # type: ignore[assignment]
+        if expect is not None and current not in expect:
+            raise InvalidTransition(f"run {run_id} is {current}, not {' or '.join(expect)}")
         if status != current and status not in RUN_TRANSITIONS[current]:
             allowed = ", ".join(sorted(RUN_TRANSITIONS[current])) or "nothing (final)"
             raise InvalidTransition(f"run {run_id}: cannot go from {current} to {status} (allowed: {allowed})")
@@ -304,23 +309,32 @@ def definition_names_with_runs() -> list[str]:
 
 
 def mark_stale_runs_crashed(
-    now: datetime | None = None, heartbeat_timeout: timedelta | float = timedelta(minutes=5)
+    now: datetime | None = None, heartbeat_timeout: timedelta | float = timedelta(minutes=5),
+    run_ids: Iterable[str] | None = None,
 ) -> list[Run]:
-    """Mark ``running`` runs whose process is gone as ``crashed``; return them.
+    """Mark runs whose process is gone as ``crashed``; return them (only ``run_ids`` when given).
 
-    A run is stale when its last heartbeat (or start, if it never beat) is older than
-    ``heartbeat_timeout`` (a timedelta or seconds), or when it runs on this host under a pid
-    that no longer exists. The reason goes into ``error``; the run's visits still ``running``
-    become ``failed``, so a resume restarts them.
+    The candidates are ``running`` runs, and ``paused`` runs with a visit still ``running``: a
+    process blocks in that visit waiting for a person. A paused run with no running visit is
+    *suspended* (under a deployment its process exits on purpose, and Prefect reschedules it
+    when the answer comes), so it is never a candidate. A candidate is stale when its last
+    heartbeat (or start, if it never beat) is older than ``heartbeat_timeout`` (a timedelta or
+    seconds), or when it runs on this host under a pid that no longer exists. The reason goes
+    into ``error``; the run's visits still ``running`` become ``failed``, so a resume restarts them.
     """
     now = now or utcnow()
     timeout = heartbeat_timeout if isinstance(heartbeat_timeout, timedelta) else timedelta(seconds=heartbeat_timeout)
+    blocking = select(NodeVisit.run_id).where(col(NodeVisit.status) == "running")
+    where: list[Any] = [or_(col(Run.status) == "running",
+                            (col(Run.status) == "paused") & col(Run.id).in_(blocking))]
+    if run_ids is not None:
+        where.append(col(Run.id).in_(list(run_ids)))
     with session() as s:
-        running = s.exec(select(Run).where(Run.status == "running")).all()
+        candidates = s.exec(select(Run).where(*where)).all()
     crashed = []
-    for run in running:
+    for run in candidates:
         reason = _stale_reason(run, now, timeout)
-        if reason and (row := _crash(run.id, reason, now)) is not None:
+        if reason and (row := _crash(run.id, run.status, reason, now)) is not None:
             crashed.append(row)
     return crashed
 
@@ -346,10 +360,10 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _crash(run_id: str, reason: str, now: datetime) -> Run | None:
+def _crash(run_id: str, seen: str, reason: str, now: datetime) -> Run | None:
     with session(write=True) as s:
         run = s.get(Run, run_id, with_for_update=True)
-        if run is None or run.status != "running":
+        if run is None or run.status != seen:
             return None  # it moved on while we looked
         # the process that ran it died: the world's doing, whatever the definition says
         run.status, run.error, run.error_kind, run.ended_at = "crashed", reason, "world", now

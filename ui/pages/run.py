@@ -81,6 +81,9 @@ def _header(run: Any) -> None:
                + (f" · ended {fmt.when(run.ended_at)}" if run.ended_at else ""))
     if run.error:
         st.error(run.error)
+    if run.prefect_flow_run_id and (url := nav.prefect_url("flow-run", run.prefect_flow_run_id)):
+        st.markdown(f"[Prefect flow run `{run.prefect_flow_run_id}`]({url}) — its task runs, logs and artifacts "
+                    "in Prefect's UI")
     if run.parent_run_id:
         nav.run_link(run.parent_run_id, f"Parent run {run.parent_run_id}")
     for child in run_store.child_runs(run.id):
@@ -234,8 +237,9 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any) -> None:
         llm, tools = visit_store.calls_for_visits(run.id, ids)
         for i, v in enumerate(shown):
             with st.expander(_visit_label(v), expanded=i == 0):
+                task_run = nav.prefect_url("task-run", v.prefect_task_run_id) if v.prefect_task_run_id else None
                 st.caption(f"started {fmt.when(v.started_at)} · ended {fmt.when(v.ended_at) or '—'}"
-                           + (f" · Prefect task run `{v.prefect_task_run_id}`" if v.prefect_task_run_id else ""))
+                           + (f" · [Prefect task run]({task_run})" if task_run else ""))
                 if v.error:
                     st.error(v.error)
                 c1, c2 = st.columns(2)
