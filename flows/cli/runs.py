@@ -197,6 +197,9 @@ def runs_list(
     from flows.store import runs as run_store
 
     db.init_db()
+    from flows import runs
+
+    runs.detect_crashed()  # a dead process's run is shown crashed, not running or pending
     # not checked against RUN_STATUSES: an unknown status lists no runs
     rows, total = run_store.list_runs(status=cast("RunStatus | None", status), definition=definition, limit=limit)
     data = [_run_row(r) for r in rows]

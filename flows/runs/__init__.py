@@ -1,7 +1,7 @@
 """The run owner: everything that starts, continues or stops a run goes through this package.
 
 * :mod:`~flows.runs.lifecycle` — compile, create (inputs validated once), start in this process,
-  resume, prepare.
+  resume, prepare, detect_crashed.
 * :mod:`~flows.runs.detached`  — start in the background (the dashboard, webhooks, chained runs,
   replays), and the dashboard's resume.
 * :mod:`~flows.runs.cancel`    — cancel, whatever state the run is in.
@@ -27,6 +27,7 @@ from flows.runs.lifecycle import (
     compile_definition,
     create,
     current_user,
+    detect_crashed,
     prepare,
     resumable,
     resume,
@@ -36,6 +37,6 @@ from flows.runs.lifecycle import (
 
 __all__ = [
     "AlreadyEnded", "ResumeRefused", "RunResult", "StartRefused", "cancel", "compile_definition", "create",
-    "current_user", "prepare", "replay", "resumable", "resume", "resume_detached", "snapshot_compiled", "start",
+    "current_user", "detect_crashed", "prepare", "replay", "resumable", "resume", "resume_detached", "snapshot_compiled", "start",
     "start_detached",
 ]

@@ -22,6 +22,9 @@ its process gave up (interrupted, refused by Prefect before the body ran).
 
 from __future__ import annotations
 
+import os
+import socket
+
 from typing import Any, cast
 
 from compiler import CompileError, Diagnostic
@@ -49,6 +52,29 @@ class StartRefused(RunError, ValueError):
 
 class ResumeRefused(RunError):
     """The run is not in a state that resumes (only failed or crashed runs do)."""
+
+
+def detect_crashed() -> list[Run]:
+    """Mark runs of dead processes crashed without starting a Prefect server (``ergon runs list``):
+    their Prefect flow runs are marked too when a local server is up, else by the next
+    :func:`prepare`'s owner commands (the store alone decides who may answer)."""
+    from flows.prefect.server import status
+    from flows.runs.answers import run_stopped
+    from flows.settings import HEARTBEAT_TIMEOUT_SECONDS
+
+    crashed = list(run_store.mark_stale_runs_crashed(heartbeat_timeout=HEARTBEAT_TIMEOUT_SECONDS))
+    if crashed and (os.environ.get("PREFECT_API_URL") or status() is not None):
+        from flows.prefect.server import ensure_api_url
+
+        ensure_api_url()
+        for run in crashed:
+            run_stopped(run)
+    elif crashed:
+        from flows.store import tasks as task_store
+
+        for run in crashed:
+            task_store.release_open_tasks(run.id)
+    return crashed
 
 
 def prepare() -> list[Run]:
@@ -101,9 +127,11 @@ def create(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog | Non
         from flows.versions import version_of_content
 
         version = version_of_content(compiled.plan.name, content_hash)
+    # this process owns the run until one starts it (start_detached hands it to its child)
     return run_store.create_run(compiled.plan.name, content_hash=content_hash, inputs=inputs, trigger=trigger,
                                 started_by=started_by or current_user(), definition_version=version,
-                                catalog_sources=catalog.sources if catalog is not None else None)
+                                catalog_sources=catalog.sources if catalog is not None else None,
+                                pid=os.getpid(), host=socket.gethostname())
 
 
 def start(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog, run_id: str | None = None,

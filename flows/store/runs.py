@@ -79,8 +79,14 @@ def create_run(
     prefect_flow_run_id: str | None = None,
     run_id: str | None = None,
     catalog_sources: list[str] | None = None,
+    pid: int | None = None,
+    host: str | None = None,
 ) -> Run:
     """Record a new ``pending`` run.
+
+    ``pid``/``host`` name the process that will start it (its owner until the flow body stamps
+    its own): a pending run whose owner died before starting it is found by
+    :func:`mark_stale_runs_crashed`.
 
     Pass the definition ``content`` (it is snapshotted, deduplicated by hash) or the
     ``content_hash`` of a snapshot stored earlier; the run keeps executing that snapshot.
@@ -93,7 +99,7 @@ def create_run(
         definition_name=definition_name, definition_version=definition_version, content_hash=content_hash,
         inputs=inputs or {}, context=context or {}, trigger=trigger,
         started_by=started_by, parent_run_id=parent_run_id, parent_visit_id=parent_visit_id,
-        prefect_flow_run_id=prefect_flow_run_id, catalog_sources=catalog_sources or None,
+        prefect_flow_run_id=prefect_flow_run_id, catalog_sources=catalog_sources or None, pid=pid, host=host,
     )
     if run_id:
         row.id = run_id
@@ -314,7 +320,8 @@ def mark_stale_runs_crashed(
 ) -> list[Run]:
     """Mark runs whose process is gone as ``crashed``; return them (only ``run_ids`` when given).
 
-    The candidates are ``running`` runs, and ``paused`` runs with a visit still ``running``: a
+    The candidates are ``running`` runs, ``pending`` ones with an owner process (the one that
+    recorded it to start it: stale only when that process is gone), and ``paused`` runs with a visit still ``running``: a
     process blocks in that visit waiting for a person. A paused run with no running visit is
     *suspended* (under a deployment its process exits on purpose, and Prefect reschedules it
     when the answer comes), so it is never a candidate. A candidate is stale when its last
@@ -326,7 +333,8 @@ def mark_stale_runs_crashed(
     timeout = heartbeat_timeout if isinstance(heartbeat_timeout, timedelta) else timedelta(seconds=heartbeat_timeout)
     blocking = select(NodeVisit.run_id).where(col(NodeVisit.status) == "running")
     where: list[Any] = [or_(col(Run.status) == "running",
-                            (col(Run.status) == "paused") & col(Run.id).in_(blocking))]
+                            (col(Run.status) == "paused") & col(Run.id).in_(blocking),
+                            (col(Run.status) == "pending") & col(Run.pid).is_not(None))]
     if run_ids is not None:
         where.append(col(Run.id).in_(list(run_ids)))
     with session() as s:
@@ -341,7 +349,11 @@ def mark_stale_runs_crashed(
 
 def _stale_reason(run: Run, now: datetime, timeout: timedelta) -> str | None:
     if run.pid and run.host == socket.gethostname() and not _pid_alive(run.pid):
+        if run.status == "pending":
+            return f"crashed: process {run.pid} on {run.host} recorded the run and died before starting it"
         return f"crashed: process {run.pid} on {run.host} is gone"
+    if run.status == "pending":  # never started, so no heartbeat: only its owner's death counts
+        return None
     last = run.heartbeat_at or run.started_at or run.created_at
     if last < now - timeout:
         return f"crashed: no heartbeat since {last.isoformat()} (timeout {timeout.total_seconds():g}s)"
