@@ -30,3 +30,14 @@ class InputRejected(NodeFailed):
 
 class BudgetExhausted(NodeFailed):
     """The node or the run reached its token/cost budget. Never retried."""
+
+
+def with_visit_input(exc: BaseException, received: object) -> BaseException:
+    """Mark ``exc`` with what the failing body received (its rendered arguments): the engine
+    records it as the failed visit's input, so a failure can be read next to its input. Returns
+    ``exc`` (raise it again); an exception that takes no attributes is left as it is."""
+    try:
+        exc.visit_input = received  # type: ignore[attr-defined]
+    except AttributeError:
+        pass
+    return exc

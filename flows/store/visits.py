@@ -116,17 +116,23 @@ def close_visit(
     error: str | None = None,
     next_node: str | None = None,
     context: dict | None = None,
+    input: Any = None,
 ) -> RunStatus | None:
     """The engine's hot path: close a visit and (when ``context`` is given) store the run's new
     context in ONE transaction; returns the run's status as of that transaction, which is how
-    the engine sees a cancel request before its next node without another query."""
+    the engine sees a cancel request before its next node without another query.
+
+    ``input``, when given, is what the node's body received (a tool's rendered arguments): the
+    engine knows it only once the body has rendered it, after the visit started."""
     check(status, VISIT_STATUSES, "visit status")
     now = utcnow()
+    values: dict[str, Any] = dict(status=status, output=output, error=error, next_node=next_node,
+                                  context_diff=context_diff or [], ended_at=now,
+                                  duration_ms=max(0, ms_between(started_at, now)))
+    if input is not None:
+        values["input"] = input
     with connection(write=True) as conn:
-        conn.execute(update(_VISITS).where(_VISITS.c.id == visit_id).values(
-            status=status, output=output, error=error, next_node=next_node, context_diff=context_diff or [],
-            ended_at=now, duration_ms=max(0, ms_between(started_at, now)),
-        ))
+        conn.execute(update(_VISITS).where(_VISITS.c.id == visit_id).values(**values))
         if context is not None:
             return conn.execute(update(_RUNS).where(_RUNS.c.id == run_id).values(context=context, heartbeat_at=now)
                                 .returning(_RUNS.c.status)).scalar()

@@ -214,6 +214,9 @@ def test_run_page_graph_shows_the_executed_route(server, page):
     assert edges["first->explode"] == ["#2e7d32", "2.5"], "the transition taken is drawn stronger"
     assert edges["explode->done"][0] == "#555555" and edges["explode->done"][1] in (None, "1")
     expect(page.get_by_text("item 3 is bad").first).to_be_visible()
+    # the inspector opens on the failed tool: the arguments it received, and no broken JSON box
+    expect(page.get_by_test_id("stJson").filter(has_text="bad").first).to_be_visible()
+    expect(page.get_by_text("src property must be a valid json object")).to_have_count(0)
     shot(page, "run-failed")
 
     nav(page, "Artifacts").click()

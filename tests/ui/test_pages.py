@@ -3,6 +3,7 @@ foreach run, run through Prefect by ``run_def``) and a run waiting at a human ta
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -114,6 +115,10 @@ def test_failed_run_page_shows_the_route_the_error_and_offers_resume(make_app, r
     assert "type `tool`" in text and "1 visit(s), newest first" in text
     codes = [c.value for c in at.code]
     assert any("explode:" in c and "tool: double_unless" in c for c in codes), "the node's definition as YAML"
+    recorded = {v.node_id: v.input for v in visit_store.visits_for_run(runs["failed"])}
+    assert recorded == {"first": {"value": 2}, "explode": {"value": 3, "bad": 3}}, \
+        "a tool node's visit keeps the arguments the tool received, also when the tool fails"
+    assert {"value": 3, "bad": 3} in [json.loads(j.proto.body) for j in at.json], "the inspector shows them"
     assert at.get("download_button"), "export JSON"
 
     # Actions need a sign-in; signed in, a resume starts `ergon runs resume` in the background.

@@ -169,12 +169,25 @@ def _conversation(calls: list[Any], tools: list[Any]) -> None:
     for t in tools:
         st.markdown(f"**Tool `{t.tool}`** · {fmt.status(t.status)}" + (f" · {t.latency_ms} ms" if t.latency_ms else ""))
         c1, c2 = st.columns(2)
-        c1.caption("arguments")
-        c1.json(t.args, expanded=1)
-        c2.caption("result")
-        c2.json(t.result, expanded=1)
+        with c1:
+            st.caption("arguments")
+            _value(t.args, "no arguments")
+        with c2:
+            st.caption("result")
+            _value(t.result, "no result")
         if t.error:
             st.error(t.error)
+
+
+def _value(value: Any, empty: str) -> None:
+    """A recorded value: JSON as a tree, text as text, nothing as ``empty`` (``st.json`` draws
+    an error box for ``None`` and for text that is not JSON)."""
+    if value is None:
+        st.caption(f"_{empty}_")
+    elif isinstance(value, (dict, list)):
+        st.json(value, expanded=1)
+    else:
+        st.code(value if isinstance(value, str) else json.dumps(value), language=None, wrap_lines=True)
 
 
 def _diff_table(diff: list[dict]) -> None:
@@ -239,10 +252,12 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any) -> None:
                 if v.error:
                     st.error(v.error)
                 c1, c2 = st.columns(2)
-                c1.caption("input")
-                c1.json(v.input, expanded=1)
-                c2.caption("output")
-                c2.json(v.output, expanded=1)
+                with c1:
+                    st.caption("input")
+                    _value(v.input, "no input recorded")
+                with c2:
+                    st.caption("output")
+                    _value(v.output, "no output")
                 st.caption("context diff")
                 _diff_table(v.context_diff or [])
                 kids = children_of.get(v.id, [])
