@@ -9,6 +9,7 @@ the executed route in the SVG. Each page is saved under ``screenshots/`` (git-ig
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -230,3 +231,30 @@ def test_run_page_graph_shows_the_executed_route(server, page):
     expect(page.get_by_role("heading", name="Definitions")).to_be_visible()
     expect(page.locator("svg g.node").first).to_be_visible()
     shot(page, "definitions")
+
+
+def _selected_rows(grid) -> list[str]:
+    """The texts of the grid rows the browser shows as selected (glide's accessible table)."""
+    return grid.evaluate("""g => [...g.querySelectorAll('[role=row][aria-selected=true]')].map(r => r.innerText)""")
+
+
+def test_runs_list_keeps_the_selected_run_when_a_new_run_arrives(server, page):
+    from flows.store import runs as run_store
+
+    made = [run_store.create_run("bulk", inputs={"i": i}, started_by="loader").id for i in range(3)]
+    page.goto(server)
+    caption = page.get_by_text(re.compile(r"of [\d,]+ run\(s\), newest first"))
+    expect(caption).to_be_visible()
+    total = int(re.search(r"of ([\d,]+) run", caption.inner_text()).group(1).replace(",", ""))
+    grid = page.get_by_test_id("stDataFrame").first
+    grid.locator("canvas").first.wait_for()
+    box = grid.bounding_box()
+    page.mouse.click(box["x"] + 18, box["y"] + 35 * 2 + 17)  # the second row's selection box (newest first)
+    link = page.get_by_role("link", name=re.compile(r"^Open run "))
+    expect(link).to_contain_text(made[1])
+    assert [made[1] in row for row in _selected_rows(grid)] == [True]
+
+    run_store.create_run("bulk", inputs={"i": 3}, started_by="loader")  # arrives at the top
+    expect(page.get_by_text(f"of {total + 1:,} run(s), newest first")).to_be_visible()  # Live re-drew the table
+    expect(link).to_contain_text(made[1])
+    assert [made[1] in row for row in _selected_rows(grid)] == [True], "the selection moved down with its run"

@@ -4,7 +4,9 @@ Filters (status, definition, date range, text) go to :func:`flows.store.runs.lis
 which counts and fetches one page with SQL, so the page costs the same over 100 or 100,000
 runs. The table is a fragment that re-draws itself every few seconds while "Live" is on, so
 running rows move on without a reload. The run column links to each run's page; selecting a
-row offers a link too.
+row offers a link too. The selection belongs to a run, not to a row position: when a live
+refresh brings a new run in at the top, the selection moves down with its run
+(:func:`ui.tables.keep_selection`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from flows.store import runs as run_store
 from flows.store.models import RUN_STATUSES
 from ui import format as fmt
 from ui import nav
+from ui.tables import keep_selection
 
 REFRESH_SECONDS = 3
 PAGE_SIZES = (25, 50, 100, 200)
@@ -68,14 +71,18 @@ def _table() -> None:
     first = (page - 1) * size + 1 if rows else 0
     st.caption(f"{first}–{first + len(rows) - 1 if rows else 0} of {total:,} run(s), newest first"
                + (f" · refreshed {fmt.when(now)} UTC" if live else ""))
-    event = st.dataframe(
+    ids = [r["id"] for r in rows]
+    chosen, at = keep_selection(st.session_state.get("_runs_shown", []), ids, st.session_state.get("runs_table"),
+                                st.session_state.get("_runs_chosen"), st.session_state.get("_runs_drawn_at"))
+    st.session_state["runs_table"] = {"selection": {"rows": [] if at is None else [at], "columns": []}}
+    st.session_state.update(_runs_shown=ids, _runs_chosen=chosen, _runs_drawn_at=at)
+    st.dataframe(
         data, hide_index=True, key="runs_table", on_select="rerun", selection_mode="single-row",
         column_config={"run": st.column_config.LinkColumn("run", display_text=r"run\?run=(.*)", width="medium")},
     )
-    selected = getattr(getattr(event, "selection", None), "rows", None) or []
-    if selected and selected[0] < len(rows):
-        chosen = rows[selected[0]]
-        nav.run_link(chosen["id"], f"Open run {chosen['id']} ({chosen['definition_name']}, {chosen['status']})")
+    if at is not None:
+        r = rows[at]
+        nav.run_link(r["id"], f"Open run {r['id']} ({r['definition_name']}, {r['status']})")
     if pages > 1:
         st.pagination(pages, default=min(page, pages), key="runs_page", max_visible_pages=9)
 
