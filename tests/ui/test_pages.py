@@ -109,7 +109,7 @@ def test_failed_run_page_shows_the_route_the_error_and_offers_resume(make_app, r
         "the failed node is red and emphasised"
     assert '"first" -> "explode" [color="#2e7d32", penwidth="2.5"]' in dot, "the transition taken is drawn stronger"
     assert '"explode" -> "done";' in dot, "the transition not taken stays plain"
-    assert {b.label for b in at.button} >= {"Resume", "Replay"} and "Cancel" not in {b.label for b in at.button}
+    assert {b.label for b in at.button} >= {"Resume", "Replay"} and "Cancel…" not in {b.label for b in at.button}
     assert at.selectbox(key="inspect_node").value == "explode", "the inspector opens where the run stopped"
     text = _texts(at)
     assert "type `tool`" in text and "1 visit(s), newest first" in text
@@ -175,7 +175,13 @@ def test_paused_run_page_cancel_and_replay(make_app, runs):
     assert f"Replay started: run {replay.id}" in [p.proto.label for p in at.get("page_link")]
     run_store.set_run_status(replay.id, "cancelled")  # no one will answer the replay's task
 
-    _button(at, "Cancel").click().run()
+    _button(at, "Cancel…").click().run()
+    assert "**Cancel this run?**" in _texts(at) and run_store.get_run(runs["paused"]).status == "paused", \
+        "one click only asks"
+    _button(at, "No, keep it").click().run()
+    assert "**Cancel this run?**" not in _texts(at) and run_store.get_run(runs["paused"]).status == "paused"
+    _button(at, "Cancel…").click().run()
+    _button(at, "Yes, cancel the run").click().run()
     # flows.runs.cancel decides: a fresh heartbeat means a process waits for the answer and ends the run
     assert run_store.get_run(runs["paused"]).status in ("cancelling", "cancelled")
     assert task_store.get_task(runs["task"]).status == "cancelled", "a cancelled run's task closes"

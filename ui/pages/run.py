@@ -88,18 +88,36 @@ def _header(run: Any) -> None:
 
 
 def _actions(run: Any) -> None:
-    cols = st.columns([1, 1, 1, 1.5, 3])
+    """The run's actions in one row, sized to their labels. Cancel asks first: it ends a paused
+    run's wait and closes its tasks, which cannot be undone."""
     user = auth.user_name()
     pressed = None
-    if run.status in ("failed", "crashed"):
-        pressed = "resume" if cols[0].button("Resume", key="act_resume", icon=":material/replay:") else pressed
-    if run.status in fmt.ACTIVE_RUN and run.status != "cancelling":
-        pressed = "cancel" if cols[1].button("Cancel", key="act_cancel", icon=":material/stop:") else pressed
-    pressed = "replay" if cols[2].button("Replay", key="act_replay", icon=":material/repeat:",
-                                         help="A new run of this definition with the same inputs") else pressed
-    cols[3].download_button("Export JSON", lambda: json.dumps(export_store.export_run(run.id), indent=2, default=str),
-                            file_name=f"run-{run.id}.json", mime="application/json", key="act_export",
-                            icon=":material/download:", on_click="ignore")
+    confirm_key = f"_confirm_cancel_{run.id}"
+    cancellable = run.status in fmt.ACTIVE_RUN and run.status != "cancelling"
+    with st.container(horizontal=True, gap="small"):
+        if run.status in ("failed", "crashed"):
+            pressed = "resume" if st.button("Resume", key="act_resume", icon=":material/replay:") else pressed
+        if cancellable:
+            st.button("Cancel…", key="act_cancel", icon=":material/stop:", help="Stop the run before its next node (asks first)",
+                      on_click=st.session_state.__setitem__, args=(confirm_key, True))
+        pressed = "replay" if st.button("Replay", key="act_replay", icon=":material/repeat:",
+                                        help="A new run of this definition with the same inputs") else pressed
+        st.download_button("Export JSON", lambda: json.dumps(export_store.export_run(run.id), indent=2, default=str),
+                           file_name=f"run-{run.id}.json", mime="application/json", key="act_export",
+                           icon=":material/download:", on_click="ignore")
+    if st.session_state.get(confirm_key) == "yes":
+        st.session_state.pop(confirm_key)
+        pressed = "cancel"
+    elif cancellable and st.session_state.get(confirm_key):
+        with st.container(border=True):
+            st.markdown("**Cancel this run?** It stops before its next node"
+                        + (" and its open tasks close; whoever was to answer them no longer can."
+                           if run.status == "paused" else ".") + " This cannot be undone.")
+            with st.container(horizontal=True, gap="small"):
+                # the callbacks run before the re-draw, so the question is gone from it at once
+                st.button("Yes, cancel the run", key="act_cancel_yes", type="primary",
+                          on_click=st.session_state.update, kwargs={confirm_key: "yes"})
+                st.button("No, keep it", key="act_cancel_no", on_click=st.session_state.pop, args=(confirm_key, None))
     replayed = st.session_state.get(f"_replayed_{run.id}")
     if replayed:
         nav.run_link(replayed, f"Replay started: run {replayed}")
