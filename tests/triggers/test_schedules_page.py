@@ -33,7 +33,11 @@ def test_page_lists_triggers_and_pauses_one(store, definitions, monkeypatch):
     assert list(table["schedule"]) == ["cron 0 2 * * * (Europe/Paris)", "POST /hooks/nightly"]
     assert list(table["acts as"]) == ["night-bot", "ergon"]
     assert at.info and "Sign in" in at.info[0].value  # actions need a signed-in user
-    at.session_state["ergon_user"] = "ann"
+    from flows import people
+    from ui import auth, session
+
+    people.add_user("ann", password="pw")
+    at.session_state[auth.TEST_TOKEN_KEY] = session.issue("ann")[0]  # what the sign-in cookie holds
     at.run()
     at.button(key="schedules_toggle").click().run()
     assert not at.exception

@@ -130,6 +130,17 @@ def nav(page, name: str):
     return page.get_by_test_id("stSidebarNavItems").get_by_role("link", name=name, exact=True)
 
 
+def sign_in(page, name: str = "alice", password: str = "wonderland") -> None:
+    """Sign in as a person does: the sidebar's link, the sign-in form, back to the same page."""
+    before = page.url
+    page.get_by_test_id("stSidebar").get_by_role("link", name="Sign in").click()
+    page.get_by_label("Name").fill(name)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(before)
+    expect(page.get_by_text(f"Signed in as {name}")).to_be_visible()
+
+
 def test_approver_answers_in_the_inbox_and_the_run_completes(server, page):
     from flows.runs import start_detached
     from flows.store import runs as run_store
@@ -151,10 +162,7 @@ def test_approver_answers_in_the_inbox_and_the_run_completes(server, page):
     page.locator("[data-testid=stDataFrame] canvas").first.wait_for()
     shot(page, "runs")
 
-    page.get_by_role("textbox", name="Name").fill("alice")
-    page.get_by_role("textbox", name="Password").fill("wonderland")
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_text("Signed in as")).to_be_visible()
+    sign_in(page)
 
     nav(page, "Task inbox").click()
     expect(page.get_by_role("heading", name="Review ACME")).to_be_visible()
@@ -258,3 +266,79 @@ def test_runs_list_keeps_the_selected_run_when_a_new_run_arrives(server, page):
     expect(page.get_by_text(f"of {total + 1:,} run(s), newest first")).to_be_visible()  # Live re-drew the table
     expect(link).to_contain_text(made[1])
     assert [made[1] in row for row in _selected_rows(grid)] == [True], "the selection moved down with its run"
+
+
+def _session_cookie(context) -> dict | None:
+    return next((c for c in context.cookies() if c["name"] == "ergon_session"), None)
+
+
+def test_sign_in_holds_across_reloads_tabs_and_deep_links_until_sign_out(server, page):
+    from datetime import UTC, datetime, timedelta
+
+    from ui import session
+
+    run, task = seed.paused_review("Initech")
+    deep = f"{server}/inbox?task={task.id}"
+    page.goto(deep)
+    expect(page.get_by_text("Sign in (in the sidebar) to see the tasks you can answer.")).to_be_visible()
+    page.get_by_test_id("stSidebar").get_by_role("link", name="Sign in").click()
+    page.get_by_label("Name").fill("alice")
+    page.get_by_label("Password").fill("not her password")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_contain_text("Wrong name or password")
+    assert _session_cookie(page.context) is None
+    page.get_by_label("Password").fill("wonderland")
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(deep)  # back on the deep link it started from
+    expect(page.get_by_role("heading", name="Review Initech")).to_be_visible()
+    cookie = _session_cookie(page.context)
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Lax" and "wonderland" not in cookie["value"]
+    assert page.evaluate("document.cookie").find("ergon_session") == -1, "page scripts cannot read it"
+
+    page.reload()
+    expect(page.get_by_text("Signed in as alice")).to_be_visible()
+    expect(page.get_by_role("heading", name="Review Initech")).to_be_visible()
+    tab = page.context.new_page()  # a new tab of the same browser, opened on a deep link
+    tab.goto(deep)
+    expect(tab.get_by_role("heading", name="Review Initech")).to_be_visible()
+    expect(tab.get_by_text("Signed in as alice")).to_be_visible()
+    tab.close()
+
+    # Cancel asks first, on the run's page
+    page.goto(f"{server}/run?run={run.id}")
+    page.get_by_role("button", name="Cancel…").click()
+    expect(page.get_by_text("Cancel this run?")).to_be_visible()
+    page.get_by_role("button", name="No, keep it").click()
+    expect(page.get_by_text("Cancel this run?")).to_have_count(0)
+    assert run_status(run.id) == "paused", "asking is not cancelling"
+    page.get_by_role("button", name="Cancel…").click()
+    page.get_by_role("button", name="Yes, cancel the run").click()
+    _wait(lambda: run_status(run.id) in ("cancelling", "cancelled"), "the cancel")
+
+    page.get_by_test_id("stSidebar").get_by_role("button", name="Sign out").click()
+    expect(page.get_by_test_id("stSidebar").get_by_role("link", name="Sign in")).to_be_visible()
+    page.reload()
+    expect(page.get_by_test_id("stSidebar").get_by_role("link", name="Sign in")).to_be_visible()
+    assert _session_cookie(page.context) is None
+
+    def refused(value: str) -> None:
+        page.context.add_cookies([{"name": "ergon_session", "value": value, "url": server}])
+        page.goto(deep)
+        expect(page.get_by_text("Sign in (in the sidebar) to see the tasks you can answer.")).to_be_visible()
+
+    refused(cookie["value"])  # the signed-out token: revoked
+    live, _ = session.issue("alice")
+    version, sign_in_id, expiry, signature = live.split(".")
+    refused(f"{version}.{sign_in_id}.{int(expiry) + 86400 * 365}.{signature}")  # a longer expiry, same signature
+    refused(f"{version}.{sign_in_id}.{expiry}.{signature[:-2]}AA")  # a forged signature
+    expired, _ = session.issue("alice", now=datetime.now(UTC) - timedelta(days=2))
+    refused(expired)
+    page.context.add_cookies([{"name": "ergon_session", "value": live, "url": server}])
+    page.goto(deep)
+    expect(page.get_by_role("heading", name="Review Initech")).to_be_visible()  # the real one still works
+
+
+def run_status(run_id: str) -> str:
+    from flows.store import runs as run_store
+
+    return run_store.run_status(run_id)

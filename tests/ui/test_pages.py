@@ -9,6 +9,7 @@ import time
 import pytest
 
 import ui_seed as seed
+from ui_seed import sign_in
 from ui_defs import ALL
 from flows.store import runs as run_store
 from flows.store import tasks as task_store
@@ -124,7 +125,7 @@ def test_failed_run_page_shows_the_route_the_error_and_offers_resume(make_app, r
     # Actions need a sign-in; signed in, a resume starts `ergon runs resume` in the background.
     _button(at, "Resume").click().run()
     assert "Sign in (in the sidebar) to resume runs." in _texts(at)
-    at.session_state["ergon_user"] = "alice"
+    sign_in(at, "alice")
     at.run()
     _button(at, "Resume").click().run()
     assert "Resuming" in _texts(at)
@@ -246,32 +247,6 @@ def test_inbox_refuses_inline_then_claims_and_answers(make_app, runs):
     assert "Answered by **alice** via dashboard" in _texts(at)
 
 
-def _sign_in_only():
-    from ui import auth
-
-    auth.sidebar()
-
-
-def test_sign_in_form(people):
-    # The sidebar form alone: AppTest loses sidebar widgets on reruns of an st.navigation app
-    # (the browser tests sign in through the whole app).
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_function(_sign_in_only, default_timeout=30)
-    at.run()
-    at.sidebar.text_input(key="login_name").input("alice")
-    at.sidebar.text_input(key="login_password").input("wrong")
-    _button(at.sidebar, "Sign in").click().run()
-    assert "Wrong name or password" in at.sidebar.error[0].value
-    assert "ergon_user" not in at.session_state
-    at.sidebar.text_input(key="login_password").input("wonderland")
-    _button(at.sidebar, "Sign in").click().run()
-    assert at.session_state["ergon_user"] == "alice"
-    assert at.sidebar.markdown[0].value == "Signed in as **alice**  \nlegal"
-    _button(at.sidebar, "Sign out").click().run()
-    assert "ergon_user" not in at.session_state
-
-
 def test_require_login_setting_hides_every_page(make_app, people, monkeypatch):
     monkeypatch.setenv("ERGON_UI_REQUIRE_LOGIN", "1")
     at = make_app()
@@ -330,7 +305,7 @@ def test_definitions_diagnostics_graph_and_start_form(make_app, ui_defs, people)
     assert '"start" [label="start", shape="parallelogram"' in _dot(at)
     assert "Sign in (in the sidebar) to start runs." in _texts(at)
 
-    at.session_state["ergon_user"] = "alice"
+    sign_in(at, "alice")
     at.run()
     labels = {t.label for t in at.text_area} | {s.label for s in at.selectbox}
     assert "numbers * (JSON)" in labels and "mode" in labels, "required marks and enums from context.schema"

@@ -89,10 +89,10 @@ def test_text_diff_is_unified():
 
 
 def test_ergon_ui_command_line():
-    from flows.cli.ui import APP, streamlit_command
+    from flows.cli.ui import APP, SERVER, streamlit_command
 
     cmd = streamlit_command(9999, "127.0.0.1")
-    assert cmd[1:4] == ["-m", "ui.serve", "run"] and cmd[4] == str(APP) and APP.is_file()
+    assert cmd[1:4] == ["-m", "ui.serve", "run"] and cmd[4] == str(SERVER) and SERVER.is_file() and APP.is_file()
     for flag in ("--server.address=127.0.0.1", "--server.port=9999", "--server.headless=true",
                  "--browser.gatherUsageStats=false", "--server.fileWatcherType=none"):
         assert flag in cmd

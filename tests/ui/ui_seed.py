@@ -1,5 +1,6 @@
 """Store seeding for the dashboard tests, through the store's own functions (the same calls
-the engine makes), for states a real run reaches only with a person in the loop."""
+the engine makes), for states a real run reaches only with a person in the loop, and a signed-in
+AppTest session."""
 
 from __future__ import annotations
 
@@ -45,3 +46,15 @@ def artifacts(run_id: str, *, title: str = "Hello", score: int = 1) -> None:
     artifact_store.record_artifact(run_id, "lines", "table", [{"item": "x", "amount": 1}, {"item": "y", "amount": 2}])
     artifact_store.record_artifact(run_id, "trend", "chart", {"data": [{"day": "mon", "n": 1}, {"day": "tue", "n": 3}],
                                                               "x": "day", "y": "n", "kind": "line"})
+
+
+def sign_in(at, user: str) -> None:
+    """Sign ``user`` in for an AppTest: a real session token where the browser's cookie would be
+    (AppTest sends no cookies; ``ui/auth.py`` checks this token like the cookie)."""
+    from flows import people
+    from flows.store import people as people_store
+    from ui import auth, session
+
+    if people_store.get_user(user) is None:
+        people.add_user(user)
+    at.session_state[auth.TEST_TOKEN_KEY] = session.issue(user)[0]
