@@ -223,6 +223,24 @@ def node_visits(run_id: str, node_id: str, *, limit: int = 20, offset: int = 0) 
     return rows, int(total)
 
 
+def last_changing_node(run_id: str, *, batch: int = 50) -> str | None:
+    """The node of the run's latest top-level visit that changed the context, or None: where
+    the story of an ended run is (its final node changes nothing). Reads newest first, a batch
+    at a time, and stops at the first change (nearly always in the first batch)."""
+    where = (col(NodeVisit.run_id) == run_id, col(NodeVisit.parent_visit_id).is_(None))
+    offset = 0
+    with session() as s:
+        while True:
+            q = select(NodeVisit.node_id, NodeVisit.context_diff).where(*where).order_by(col(NodeVisit.sequence).desc())
+            rows = s.exec(q.offset(offset).limit(batch)).all()
+            for node_id, diff in rows:
+                if diff:
+                    return node_id
+            if len(rows) < batch:
+                return None
+            offset += batch
+
+
 def child_visits(run_id: str, parent_visit_id: str) -> list[NodeVisit]:
     """The item visits of a foreach/branch visit, in sequence order."""
     with session() as s:

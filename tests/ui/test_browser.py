@@ -190,6 +190,11 @@ def test_approver_answers_in_the_inbox_and_the_run_completes(server, page):
     shot(page, "run")
 
 
+def svg_node(page, node_id: str):
+    """The node of the rendered graph whose title is ``node_id``."""
+    return page.locator("svg g.node").filter(has=page.locator("title").get_by_text(node_id, exact=True))
+
+
 def _graph(page) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
     """Node fill by node id, and edge (stroke, width) by "a->b", read from the rendered SVG."""
     return page.evaluate("""() => {
@@ -227,6 +232,17 @@ def test_run_page_graph_shows_the_executed_route(server, page):
     expect(page.get_by_test_id("stJson").filter(has_text="bad").first).to_be_visible()
     expect(page.get_by_text("src property must be a valid json object")).to_have_count(0)
     shot(page, "run-failed")
+
+    # the graph fits the page's width, and a click on a node inspects it
+    svg = page.locator("svg:has(g.node)").first
+    graph, main = svg.bounding_box(), page.get_by_test_id("stMain").bounding_box()
+    assert graph["width"] <= main["width"] and graph["height"] < graph["width"], (graph, main)
+    expect(page.get_by_text(re.compile(r"^#2 explode · failed"))).to_be_visible()
+    svg_node(page, "first").click()
+    expect(page.get_by_text(re.compile(r"^#1 first · completed"))).to_be_visible()
+    expect(page.get_by_text(re.compile(r"^#2 explode · failed"))).to_have_count(0)
+    svg_node(page, "explode").press("Enter")  # the nodes are keyboard-reachable too
+    expect(page.get_by_text(re.compile(r"^#2 explode · failed"))).to_be_visible()
 
     nav(page, "Artifacts").click()
     expect(page.get_by_role("heading", name="Artifacts")).to_be_visible()

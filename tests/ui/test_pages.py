@@ -140,6 +140,9 @@ def test_foreach_run_page_shows_items_diffs_and_tool_calls(make_app, runs):
     at.switch_page("pages/run.py").run()
     assert not at.exception
     assert at.metric[0].value.endswith("completed") and at.metric[1].value == "done"
+    assert at.selectbox(key="inspect_node").value == "start", \
+        "a completed run opens on the last node that changed the context, not its empty final node"
+    assert 'rankdir="LR"' in _dot(at), "laid out left to right, to fit the page's width"
     at.selectbox(key="inspect_node").set_value("start").run()
     frames = {id(f): f.value for f in at.dataframe}
     items = next(v for v in frames.values() if "item" in v.columns and "attempt" in v.columns and len(v) == 4)

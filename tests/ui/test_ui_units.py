@@ -6,7 +6,7 @@ from compiler import workspace_from_texts
 from compiler.plan import build_plan
 from ui_defs import BOOM, REVIEW
 from ui.artifact_view import chart_spec, json_diff, table_rows, text_diff
-from ui.route import route_highlight
+from ui.route import first_inspected, route_highlight
 
 PIPE = """
 kind: pipeline
@@ -97,3 +97,13 @@ def test_ergon_ui_command_line():
                  "--browser.gatherUsageStats=false", "--server.fileWatcherType=none"):
         assert flag in cmd
 
+
+
+def test_the_inspector_opens_where_the_story_is():
+    plan = _plan(BOOM, "boom")
+    failed = route_highlight(plan, [_visit(1, "first", "completed", "explode"), _visit(2, "explode", "failed")], "failed")
+    assert first_inspected(failed, "failed", "first") == "explode", "a failed run: the node that failed"
+    done = route_highlight(plan, [_visit(1, "first", "completed", "explode"), _visit(2, "explode", "completed", "done"),
+                                  _visit(3, "done", "completed")], "completed")
+    assert first_inspected(done, "completed", "explode") == "explode", "not the final node, which changes nothing"
+    assert first_inspected(done, "completed", None) == "done"

@@ -27,7 +27,8 @@ from ui import auth, nav
 from ui import catalog as cat
 from ui import format as fmt
 from ui.artifact_view import show as show_artifact
-from ui.route import route_highlight
+from ui.graph import clickable_graph
+from ui.route import first_inspected, route_highlight
 
 REFRESH_SECONDS = 2
 WATCH_SECONDS = 60  # after an action, keep refreshing while the run's process picks it up
@@ -216,16 +217,35 @@ def _diff_table(diff: list[dict]) -> None:
                    "new": json.dumps(d.get("new"), default=str)} for d in diff], hide_index=True)
 
 
-def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any) -> None:
+def _pick(node_id: str) -> None:
+    st.session_state["inspect_node"] = node_id
+
+
+@st.fragment
+def _story(run: Any, plan: Any, why: str | None, visits: list[dict], highlight: Any) -> None:
+    """The graph and the node inspector, re-drawn on their own when a node is picked (the rest
+    of the page does not change with it)."""
     nodes = _node_options(plan, visits)
+    if st.session_state.get("_inspect_run") != run.id or st.session_state.get("inspect_node") not in nodes:
+        first = first_inspected(highlight, run.status, visit_store.last_changing_node(run.id)) if highlight else None
+        st.session_state["inspect_node"] = first if first in nodes else (nodes[0] if nodes else None)
+        st.session_state["_inspect_run"] = run.id
+    if plan is not None:
+        clickable_graph(render_dot(plan, highlight, rankdir="LR"), nodes, key="run_graph",
+                        selected=st.session_state.get("inspect_node"), on_pick=_pick)
+        st.caption("Click a node to inspect it · green: completed · red: failed · amber: running or waiting · "
+                   "grey: skipped · thick green arrows: transitions taken · bold outline: where the run is (or ended)")
+    else:
+        st.warning(f"The definition this run executed cannot be drawn: {why}")
+    _inspector(run, plan, visits, highlight, nodes)
+
+
+def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any, nodes: list[str]) -> None:
     if not nodes:
         return
     counts: dict[str, int] = {}
     for v in visits:
         counts[v["node_id"]] = counts.get(v["node_id"], 0) + 1
-    default = highlight.current if highlight is not None and highlight.current in nodes else nodes[0]
-    if st.session_state.get("inspect_node") not in nodes:
-        st.session_state["inspect_node"] = default
     visited = highlight.visited if highlight is not None else {}
     node_id = st.selectbox(
         "Inspect node", nodes, key="inspect_node",
@@ -353,13 +373,7 @@ def _body() -> None:
     visits = visit_store.visits_for_run(run.id, light=True)
     plan, why = cat.run_plan(run)
     highlight = route_highlight(plan, visits, run.status) if plan is not None else None
-    if plan is not None:
-        st.graphviz_chart(render_dot(plan, highlight))
-        st.caption("green: completed · red: failed · amber: running or waiting · grey: skipped · "
-                   "thick green arrows: transitions taken · bold outline: where the run is (or ended)")
-    else:
-        st.warning(f"The definition this run executed cannot be drawn: {why}")
-    _inspector(run, plan, visits, highlight)
+    _story(run, plan, why, visits, highlight)
     timeline, table, artifacts, context, tasks = st.tabs(["Timeline", "Visits", "Artifacts", "Context", "Tasks"])
     with timeline:
         _timeline(visits)
