@@ -358,3 +358,31 @@ def run_status(run_id: str) -> str:
     from flows.store import runs as run_store
 
     return run_store.run_status(run_id)
+
+
+def test_inbox_rows_open_tasks_new_tasks_arrive_live_and_the_card_reads_as_text(server, page):
+    from flows.store import tasks as task_store
+
+    first_run, first = seed.paused_review("Hooli")
+    page.goto(f"{server}/inbox")
+    sign_in(page)
+    card = page.locator(".st-key-task_card")
+    expect(card.get_by_role("heading")).to_be_visible()
+    expect(page.get_by_text("click a row to open it")).to_be_visible()
+
+    # a second review arrives while the page is open (a run looping back after "request edits")
+    second = task_store.create_task(first_run.id, "review", "Review Hooli again", assignee="group:legal",
+                                    description="Second pass on **Hooli**.", fields=seed.FIELDS)
+    grid = page.get_by_test_id("stDataFrame").first
+    expect(grid).to_contain_text("Review Hooli again")  # no click, no reload: the list re-draws itself
+    rows = grid.evaluate("g => [...g.querySelectorAll('[role=row]')].slice(1).map(r => r.innerText)")
+    row = next(i for i, text in enumerate(rows) if second.id in text)
+    box = grid.bounding_box()
+    page.mouse.click(box["x"] + 200, box["y"] + 35 * (row + 1) + 17)  # a click anywhere on the row
+    expect(card.get_by_role("heading", name="Review Hooli again")).to_be_visible()
+    assert f"task={second.id}" in page.url, "the open task is in the address, to share or reload"
+    expect(card).to_contain_text("Second pass on Hooli.")
+    expect(card).to_contain_text("The other party")  # the field it is about, labelled from the schema…
+    expect(card.get_by_test_id("stHorizontalBlock").get_by_text("Hooli", exact=True)).to_be_visible()  # …as text
+    expect(card.get_by_test_id("stJson")).to_have_count(0)
+    shot(page, "inbox-card")

@@ -214,7 +214,7 @@ def test_inbox_needs_a_sign_in_and_shows_only_visible_tasks(make_app, runs):
     at = make_app("bob")
     at.run()
     at.switch_page("pages/inbox.py").run()
-    assert "0 open task(s) you may see" in _texts(at), "bob is not in group legal"
+    assert "0 open tasks you may see" in _texts(at), "bob is not in group legal"
 
 
 def test_inbox_refuses_inline_then_claims_and_answers(make_app, runs):
@@ -225,6 +225,9 @@ def test_inbox_refuses_inline_then_claims_and_answers(make_app, runs):
     table = at.dataframe[0].value
     assert list(table["title"]) == ["Review ACME"] and list(table["definition"]) == ["review"]
     assert "Please decide about **ACME**." in _texts(at), "the rendered description"
+    text = _texts(at)
+    assert "What to review" in text and "**party**  \n<small>The other party</small>" in text and "ACME" in text, \
+        "the context field the task is about, labelled from the schema, as text"
     assert any(p.proto.label.startswith("Run review") for p in at.get("page_link")), "a link to the run"
 
     _button(at, "Submit answer").click().run()
