@@ -386,3 +386,16 @@ def test_inbox_rows_open_tasks_new_tasks_arrive_live_and_the_card_reads_as_text(
     expect(card.get_by_test_id("stHorizontalBlock").get_by_text("Hooli", exact=True)).to_be_visible()  # …as text
     expect(card.get_by_test_id("stJson")).to_have_count(0)
     shot(page, "inbox-card")
+
+
+def test_conversation_shows_prompts_as_sent_and_responses_as_json(server, page):
+    run, _ = seed.paused_review("Pied Piper")
+    page.goto(f"{server}/run?run={run.id}")
+    svg_node(page, "prepare").click()
+    prompt = page.get_by_test_id("stCode").filter(has_text="never skip a number")
+    expect(prompt).to_be_visible()
+    assert "You count.\n\nRules:\n- add one\n- never skip a number" in prompt.inner_text(), "line breaks kept"
+    expect(page.get_by_role("listitem").filter(has_text="add one")).to_have_count(0)  # not turned into bullets
+    expect(page.get_by_test_id("stChatMessage").filter(has_text="response").get_by_test_id("stJson")).to_contain_text("counter")
+    expect(page.get_by_text(re.compile(r"LLM call 1 · offline · 12\+7 tokens · \$0\.0020 · 840 ms"))).to_be_visible()
+    shot(page, "run-conversation")

@@ -135,6 +135,9 @@ def test_failed_run_page_shows_the_route_the_error_and_offers_resume(make_app, r
 
 
 def test_foreach_run_page_shows_items_diffs_and_tool_calls(make_app, runs):
+    item = next(v for v in visit_store.visits_for_run(runs["foreach"]) if v.item_key == "n2")
+    visit_store.record_llm_call(runs["foreach"], "offline", visit_id=item.id, messages=[{"role": "user", "content": "2?"}],
+                                response="4", latency_ms=42)
     at = make_app(run=runs["foreach"])
     at.run()
     at.switch_page("pages/run.py").run()
@@ -151,6 +154,8 @@ def test_foreach_run_page_shows_items_diffs_and_tool_calls(make_app, runs):
     diff = next(v for v in frames.values() if list(v.columns) == ["op", "path", "old", "new"])
     assert list(diff["path"]) == ["/results"] and diff["op"].iloc[0] == "add"
     assert "item `n3` failed" in _texts(at) or "item 3 is bad" in items["error"].str.cat()
+    assert "**LLM call 1** · item `n2` · `offline`" in _texts(at) and "· 42 ms" in _texts(at), \
+        "a foreach's calls say which item they belong to"
     visits_table = next(v for v in frames.values() if "next" in v.columns)
     assert len(visits_table) == 6, "the foreach visit, four items and the final node"
 
@@ -167,7 +172,11 @@ def test_paused_run_page_cancel_and_replay(make_app, runs):
     at.selectbox(key="inspect_node").set_value("prepare").run()
     text = _texts(at)
     assert "conversation · 1 LLM call(s) · 19 tokens · $0.0020 · 1 tool call(s)" in text
-    assert "Tool `increment`" in text and "Count, please." in text, "LLM messages and tool calls of the visit"
+    assert "Tool `increment`" in text, "the visit's tool calls"
+    codes = [c.value for c in at.code]
+    assert seed.PROMPT in codes and "Count, please." in codes, "prompts preformatted, as the model read them"
+    assert {"counter": 1} in [json.loads(j.value) for j in at.json], "a response written as JSON text reads as JSON"
+    assert "· 840 ms" in text, "each call's latency"
     assert [m.name for m in at.chat_message][:2] == ["ai", "user"], "system prompt, then the user's message"
     art = at.tabs[2]
     assert any("report" in e.label for e in art.expander), "the run's artifacts"

@@ -25,6 +25,7 @@ from flows.store import visits as visit_store
 from flows import runs
 from ui import auth, nav
 from ui import catalog as cat
+from ui import conversation as conv
 from ui import format as fmt
 from ui.artifact_view import show as show_artifact
 from ui.graph import clickable_graph
@@ -165,28 +166,37 @@ def _visit_label(v: Any) -> str:
     return f"#{v.sequence} {v.node_id}{item} · {fmt.status(v.status)} · attempt {v.attempt}{took}{nxt}"
 
 
-def _conversation(calls: list[Any], tools: list[Any]) -> None:
-    for i, call in enumerate(calls):
-        st.markdown(f"**LLM call {i + 1}** · `{call.model}` · {call.tokens_in}+{call.tokens_out} tokens · "
-                    f"{fmt.money(call.cost_usd) or '$0'}" + (f" · {call.latency_ms} ms" if call.latency_ms else "")
-                    + (" · repair" if call.repair else "") + (" · offline" if call.offline else ""))
+def _text_or_json(value: Any) -> None:
+    """A prompt or response: preformatted text as sent (line breaks and ``-`` lines kept), or the
+    JSON it holds as a tree."""
+    if isinstance(value, (dict, list)):
+        st.json(value, expanded=2)
+    elif value is None:
+        st.caption("_empty_")
+    else:
+        st.code(str(value), language=None, wrap_lines=True)
+
+
+def _conversation(calls: list[tuple[Any, str | None]], tools: list[tuple[Any, str | None]]) -> None:
+    for i, (call, item) in enumerate(calls):
+        st.markdown(conv.call_heading(i + 1, call, item, fmt.money(call.cost_usd) or "$0"))
         for m in call.messages or []:
-            role = m.get("role", "user") if isinstance(m, dict) else "user"
+            role, content = conv.message_text(m)
             with st.chat_message("assistant" if role == "assistant" else ("user" if role == "user" else "ai"),
                                  avatar=":material/settings:" if role in ("system", "tool") else None):
                 st.caption(role)
-                content = m.get("content") if isinstance(m, dict) else m
-                st.markdown(content if isinstance(content, str) else f"```json\n{json.dumps(content, indent=2, default=str)}\n```")
+                _text_or_json(content)
                 if isinstance(m, dict) and m.get("tool_calls"):
-                    st.json(m["tool_calls"], expanded=False)
+                    st.json(conv.unwrap(m["tool_calls"]), expanded=False)
         if call.response is not None:
             with st.chat_message("assistant"):
                 st.caption("response")
-                st.json(call.response, expanded=1)
+                _text_or_json(conv.unwrap(call.response))
         if call.error:
             st.error(call.error)
-    for t in tools:
-        st.markdown(f"**Tool `{t.tool}`** · {fmt.status(t.status)}" + (f" · {t.latency_ms} ms" if t.latency_ms else ""))
+    for t, item in tools:
+        st.markdown(f"**Tool `{t.tool}`**" + (f" · item `{item}`" if item else "") + f" · {fmt.status(t.status)}"
+                    + (f" · {t.latency_ms:,} ms" if t.latency_ms is not None else ""))
         c1, c2 = st.columns(2)
         with c1:
             st.caption("arguments")
@@ -304,12 +314,14 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any, nodes: l
                     st.dataframe([{"#": k["sequence"], "item": k["item_key"], "status": fmt.status(k["status"]),
                                    "attempt": k["attempt"], "ms": k["duration_ms"], "error": fmt.short(k["error"])}
                                   for k in kids], hide_index=True, key=f"kids:{v.id}")
-                calls = llm.get(v.id, []) + [c for k in kids for c in llm.get(k["id"], [])]
-                tool_calls = tools.get(v.id, []) + [c for k in kids for c in tools.get(k["id"], [])]
+                own = v.item_key
+                calls = [(c, own) for c in llm.get(v.id, [])] + [(c, k["item_key"]) for k in kids for c in llm.get(k["id"], [])]
+                tool_calls = [(c, own) for c in tools.get(v.id, [])] \
+                    + [(c, k["item_key"]) for k in kids for c in tools.get(k["id"], [])]
                 if calls or tool_calls:
-                    tokens = sum(c.tokens_in + c.tokens_out for c in calls)
+                    tokens = sum(c.tokens_in + c.tokens_out for c, _ in calls)
                     st.caption(f"conversation · {len(calls)} LLM call(s) · {tokens} tokens · "
-                               f"{fmt.money(sum(c.cost_usd for c in calls)) or '$0'} · {len(tool_calls)} tool call(s)")
+                               f"{fmt.money(sum(c.cost_usd for c, _ in calls)) or '$0'} · {len(tool_calls)} tool call(s)")
                     _conversation(calls, tool_calls)
         if pages > 1:
             st.pagination(pages, key=f"visits_page:{node_id}")
