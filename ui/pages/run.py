@@ -26,6 +26,7 @@ from flows import runs
 from ui import auth, nav
 from ui import catalog as cat
 from ui import conversation as conv
+from ui import timeline
 from ui import format as fmt
 from ui.artifact_view import show as show_artifact
 from ui.graph import clickable_graph
@@ -328,26 +329,14 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any, nodes: l
 
 
 def _timeline(visits: list[dict]) -> None:
-    now = datetime.now(UTC).isoformat()
-    values = [{"visit": f"#{v['sequence']} {v['node_id']}" + (f"[{v['item_key']}]" if v["item_key"] else ""),
-               "node": v["node_id"], "status": v["status"], "start": v["started_at"].isoformat(),
-               "end": v["ended_at"].isoformat() if v["ended_at"] else now, "ms": v["duration_ms"]} for v in visits]
-    if not values:
-        st.caption("No visits yet.")
+    lay = timeline.layout(visits, datetime.now(UTC))
+    if not lay.rows:
+        st.caption("No visits yet: the timeline fills in as the run's nodes start.")
         return
-    st.vega_lite_chart(spec={
-        "data": {"values": values},
-        "mark": {"type": "bar", "tooltip": True},
-        "height": {"step": 14} if len(values) <= 60 else 600,
-        "encoding": {
-            "y": {"field": "node", "type": "nominal", "sort": None, "title": None},
-            "x": {"field": "start", "type": "temporal", "title": None},
-            "x2": {"field": "end"},
-            "color": {"field": "status", "type": "nominal",
-                      "scale": {"domain": ["completed", "failed", "running", "paused", "skipped", "cancelled"],
-                                "range": ["#66bb6a", "#e53935", "#ffb300", "#ffb300", "#bdbdbd", "#616161"]}},
-        },
-    }, key="timeline")
+    st.vega_lite_chart(spec=timeline.spec(lay), key="timeline", width="stretch")
+    if lay.shortened:
+        st.caption("Waits for a person and idle stretches (a failed run before its resume) are drawn short, "
+                   "hatched; their labels and the axis give their real length.")
 
 
 def _visits_table(visits: list[dict]) -> None:
