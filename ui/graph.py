@@ -63,6 +63,6 @@ def clickable_graph(dot: str, nodes: list[str], *, key: str, selected: str | Non
             on_pick(node)
 
     with st.container(key=container):
-        st.graphviz_chart(dot, width="stretch")
+        st.graphviz_chart(dot)
         _component(key=key, data={"container": container, "nodes": nodes, "selected": selected},
                    on_clicked_change=picked, height=0)

@@ -89,7 +89,7 @@ plan = compiled.plan
 
 graph, start = st.tabs(["Graph", "Start a run"])
 with graph:
-    st.graphviz_chart(render_dot(plan))
+    st.graphviz_chart(render_dot(plan, rankdir="LR", max_size=(10.5, 6)))
 with start:
     if plan.description:
         st.markdown(plan.description)

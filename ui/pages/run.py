@@ -35,6 +35,9 @@ from ui.route import first_inspected, route_highlight
 REFRESH_SECONDS = 2
 WATCH_SECONDS = 60  # after an action, keep refreshing while the run's process picks it up
 VISITS_PER_PAGE = 10
+#: The graph's largest drawing (inches of 72 px): the main column's width at 1280 px, and short
+#: enough to leave the inspector in view; Graphviz shrinks a larger graph to fit it.
+GRAPH_INCHES = (10.5, 4.5)
 
 run_id = nav.param("run")
 if run_id is None:
@@ -242,7 +245,7 @@ def _story(run: Any, plan: Any, why: str | None, visits: list[dict], highlight: 
         st.session_state["inspect_node"] = first if first in nodes else (nodes[0] if nodes else None)
         st.session_state["_inspect_run"] = run.id
     if plan is not None:
-        clickable_graph(render_dot(plan, highlight, rankdir="LR"), nodes, key="run_graph",
+        clickable_graph(render_dot(plan, highlight, rankdir="LR", max_size=GRAPH_INCHES), nodes, key="run_graph",
                         selected=st.session_state.get("inspect_node"), on_pick=_pick)
         st.caption("Click a node to inspect it · green: completed · red: failed · amber: running or waiting · "
                    "grey: skipped · thick green arrows: transitions taken · bold outline: where the run is (or ended)")
