@@ -76,6 +76,12 @@ def seed() -> dict[str, str]:
             "task": task_store.tasks_for_run(waiting)[0].id}
 
 
+def run_store_status(run_id: str) -> str | None:
+    from flows.store import runs as run_store
+
+    return run_store.run_status(run_id)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "screenshots"))
@@ -100,6 +106,7 @@ def main() -> None:
     db.init_db()
     prefect_server.ensure_api_url()
     dashboard = None
+    ids: dict[str, str] = {}
     try:
         ids = seed()
         from flows.cli.ui import streamlit_command
@@ -122,7 +129,13 @@ def main() -> None:
         if dashboard is not None:
             dashboard.terminate()
             dashboard.wait(timeout=30)
+        if ids.get("waiting"):  # its `ergon run` process waits for an answer: end it, then its process
+            from flows import runs
+
+            runs.cancel(ids["waiting"], actor="screenshots")
+            _wait(lambda: run_store_status(ids["waiting"]) == "cancelled", "the waiting run to end", timeout=60)
         prefect_server.stop()
+        shutil.rmtree(home, ignore_errors=True)
     print(f"screenshots in {out}")
 
 

@@ -213,9 +213,13 @@ def visits_for_run(run_id: str, *, light: bool = False) -> list[NodeVisit] | lis
         return list(s.exec(select(NodeVisit).where(NodeVisit.run_id == run_id).order_by(col(NodeVisit.sequence))).all())
 
 
-def node_visits(run_id: str, node_id: str, *, limit: int = 20, offset: int = 0) -> tuple[list[NodeVisit], int]:
-    """Whole visits of one node of a run (newest first, foreach items included), and how many."""
-    where = (col(NodeVisit.run_id) == run_id, col(NodeVisit.node_id) == node_id)
+def node_visits(run_id: str, node_id: str, *, limit: int = 20, offset: int = 0,
+                top_only: bool = False) -> tuple[list[NodeVisit], int]:
+    """Whole visits of one node of a run (newest first, foreach items included unless
+    ``top_only``: then only the node's own visits, whose items :func:`child_visits` lists), and how many."""
+    where: tuple[Any, ...] = (col(NodeVisit.run_id) == run_id, col(NodeVisit.node_id) == node_id)
+    if top_only:
+        where = (*where, col(NodeVisit.parent_visit_id).is_(None))
     with session() as s:
         total = s.exec(select(func.count()).select_from(NodeVisit).where(*where)).one()
         q = select(NodeVisit).where(*where).order_by(col(NodeVisit.sequence).desc())

@@ -114,6 +114,9 @@ def test_failed_run_page_shows_the_route_the_error_and_offers_resume(make_app, r
     assert at.selectbox(key="inspect_node").value == "explode", "the inspector opens where the run stopped"
     text = _texts(at)
     assert "type `tool`" in text and "1 visit(s), newest first" in text
+    assert not at.code, "the node's definition is drawn only when asked for"
+    at.session_state["yaml:explode"] = True  # opening its expander
+    at.run()
     codes = [c.value for c in at.code]
     assert any("explode:" in c and "tool: double_unless" in c for c in codes), "the node's definition as YAML"
     recorded = {v.node_id: v.input for v in visit_store.visits_for_run(runs["failed"])}
@@ -151,12 +154,14 @@ def test_foreach_run_page_shows_items_diffs_and_tool_calls(make_app, runs):
     items = next(v for v in frames.values() if "item" in v.columns and "attempt" in v.columns and len(v) == 4)
     assert sorted(items["item"]) == ["n1", "n2", "n3", "n4"]
     assert sum("failed" in s for s in items["status"]) == 1, "item n3 failed (collect_errors keeps the rest)"
-    diff = next(v for v in frames.values() if list(v.columns) == ["op", "path", "old", "new"])
+    diff = next(t.value for t in at.table if list(t.value.columns) == ["op", "path", "old", "new"])
     assert list(diff["path"]) == ["/results"] and diff["op"].iloc[0] == "add"
     assert "item `n3` failed" in _texts(at) or "item 3 is bad" in items["error"].str.cat()
     assert "**LLM call 1** · item `n2` · `offline`" in _texts(at) and "· 42 ms" in _texts(at), \
         "a foreach's calls say which item they belong to"
-    visits_table = next(v for v in frames.values() if "next" in v.columns)
+    at.session_state["run_tabs"] = "Visits"  # the other tabs are drawn when opened
+    at.run()
+    visits_table = next(f.value for f in at.dataframe if "next" in f.value.columns)
     assert len(visits_table) == 6, "the foreach visit, four items and the final node"
 
 
@@ -178,7 +183,9 @@ def test_paused_run_page_cancel_and_replay(make_app, runs):
     assert {"counter": 1} in [json.loads(j.value) for j in at.json], "a response written as JSON text reads as JSON"
     assert "· 840 ms" in text, "each call's latency"
     assert [m.name for m in at.chat_message][:2] == ["ai", "user"], "system prompt, then the user's message"
-    art = at.tabs[2]
+    at.session_state["run_tabs"] = "Artifacts"
+    at.run()
+    art = next(t for t in at.tabs if t.label == "Artifacts")
     assert any("report" in e.label for e in art.expander), "the run's artifacts"
 
     _button(at, "Replay").click().run()

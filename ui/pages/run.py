@@ -29,7 +29,7 @@ from ui import conversation as conv
 from ui import timeline
 from ui import format as fmt
 from ui.artifact_view import show as show_artifact
-from ui.graph import clickable_graph
+from ui import graph
 from ui.route import first_inspected, route_highlight
 
 REFRESH_SECONDS = 2
@@ -38,6 +38,9 @@ VISITS_PER_PAGE = 10
 #: The graph's largest drawing (inches of 72 px): the main column's width at 1280 px, and short
 #: enough to leave the inspector in view; Graphviz shrinks a larger graph to fit it.
 GRAPH_INCHES = (10.5, 4.5)
+#: The context first: it is what the run made, and the cheapest to draw (the timeline's chart and
+#: the visits' grid load the browser's heaviest code; they are drawn when their tab opens).
+TABS = ("Context", "Timeline", "Visits", "Artifacts", "Tasks")
 
 run_id = nav.param("run")
 if run_id is None:
@@ -227,30 +230,36 @@ def _diff_table(diff: list[dict]) -> None:
     if not diff:
         st.caption("no context change")
         return
-    st.dataframe([{"op": d.get("op"), "path": d.get("path"), "old": json.dumps(d.get("old"), default=str),
-                   "new": json.dumps(d.get("new"), default=str)} for d in diff], hide_index=True)
+    # a plain table: a few rows, and a data grid costs the browser far more to draw
+    st.table([{"op": d.get("op"), "path": d.get("path"), "old": json.dumps(d.get("old"), default=str),
+               "new": json.dumps(d.get("new"), default=str)} for d in diff], border="horizontal", hide_index=True)
 
 
 def _pick(node_id: str) -> None:
     st.session_state["inspect_node"] = node_id
 
 
-@st.fragment
 def _story(run: Any, plan: Any, why: str | None, visits: list[dict], highlight: Any) -> None:
-    """The graph and the node inspector, re-drawn on their own when a node is picked (the rest
-    of the page does not change with it)."""
+    """The graph, and under it the node inspector (a fragment of its own: picking a node re-draws
+    the inspector only, not the graph or the rest of the page)."""
     nodes = _node_options(plan, visits)
     if st.session_state.get("_inspect_run") != run.id or st.session_state.get("inspect_node") not in nodes:
         first = first_inspected(highlight, run.status, visit_store.last_changing_node(run.id)) if highlight else None
         st.session_state["inspect_node"] = first if first in nodes else (nodes[0] if nodes else None)
         st.session_state["_inspect_run"] = run.id
     if plan is not None:
-        clickable_graph(render_dot(plan, highlight, rankdir="LR", max_size=GRAPH_INCHES), nodes, key="run_graph",
-                        selected=st.session_state.get("inspect_node"), on_pick=_pick)
+        graph.graph(render_dot(plan, highlight, rankdir="LR", max_size=GRAPH_INCHES), key="run_graph")
         st.caption("Click a node to inspect it · green: completed · red: failed · amber: running or waiting · "
                    "grey: skipped · thick green arrows: transitions taken · bold outline: where the run is (or ended)")
     else:
         st.warning(f"The definition this run executed cannot be drawn: {why}")
+    _inspect(run, plan, visits, highlight, nodes)
+
+
+@st.fragment
+def _inspect(run: Any, plan: Any, visits: list[dict], highlight: Any, nodes: list[str]) -> None:
+    if plan is not None:
+        graph.node_clicks(nodes, key="run_graph", selected=st.session_state.get("inspect_node"), on_pick=_pick)
     _inspector(run, plan, visits, highlight, nodes)
 
 
@@ -259,7 +268,8 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any, nodes: l
         return
     counts: dict[str, int] = {}
     for v in visits:
-        counts[v["node_id"]] = counts.get(v["node_id"], 0) + 1
+        if v["parent_visit_id"] is None:
+            counts[v["node_id"]] = counts.get(v["node_id"], 0) + 1
     visited = highlight.visited if highlight is not None else {}
     node_id = st.selectbox(
         "Inspect node", nodes, key="inspect_node",
@@ -275,7 +285,12 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any, nodes: l
             extra = [f"type `{node.type}`"] + ([f"lane `{node.lane}`"] if node.lane else []) \
                 + ([f"phase `{node.phase}`"] if node.phase else []) + ([f"writes `{', '.join(node.writes)}`"] if node.writes else [])
             st.caption(" · ".join(extra))
-            st.code(yaml.safe_dump({node.id: node.body_json()}, sort_keys=False, allow_unicode=True), language="yaml")
+            # drawn only when opened: a highlighted code block is the dearest element of the page
+            definition = st.expander("Its definition (YAML)", key=f"yaml:{node.id}", on_change="rerun")
+            if definition.open:
+                with definition:
+                    st.code(yaml.safe_dump({node.id: node.body_json()}, sort_keys=False, allow_unicode=True),
+                            language="yaml")
         for task in [t for t in task_store.tasks_for_run(run.id) if t.node_id == node_id]:
             st.markdown(f"**Task** {task.title} · {fmt.status(task.status)}"
                         + (f" · answered by {task.answered_by} via {task.answered_via}" if task.answered_by else ""))
@@ -289,7 +304,8 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any, nodes: l
             return
         pages = max(1, -(-total // VISITS_PER_PAGE))
         page = st.session_state.get(f"visits_page:{node_id}", 1)
-        shown, total = visit_store.node_visits(run.id, node_id, limit=VISITS_PER_PAGE, offset=(page - 1) * VISITS_PER_PAGE)
+        shown, total = visit_store.node_visits(run.id, node_id, limit=VISITS_PER_PAGE, offset=(page - 1) * VISITS_PER_PAGE,
+                                               top_only=True)  # a foreach's items are listed in its visit
         st.caption(f"{total} visit(s), newest first")
         children_of: dict[str, list[dict]] = {}
         for v in visits:
@@ -298,7 +314,12 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any, nodes: l
         ids = [v.id for v in shown] + [c["id"] for v in shown for c in children_of.get(v.id, [])]
         llm, tools = visit_store.calls_for_visits(run.id, ids)
         for i, v in enumerate(shown):
-            with st.expander(_visit_label(v), expanded=i == 0):
+            # Only an open visit is drawn (its JSON, tables and conversation are what the
+            # browser spends its time on); opening another re-runs the inspector with it.
+            box = st.expander(_visit_label(v), expanded=i == 0, key=f"visit:{v.id}", on_change="rerun")
+            if not box.open:
+                continue
+            with box:
                 st.caption(f"started {fmt.when(v.started_at)} · ended {fmt.when(v.ended_at) or '—'}"
                            + (f" · Prefect task run `{v.prefect_task_run_id}`" if v.prefect_task_run_id else ""))
                 if v.error:
@@ -378,20 +399,28 @@ def _body() -> None:
     plan, why = cat.run_plan(run)
     highlight = route_highlight(plan, visits, run.status) if plan is not None else None
     _story(run, plan, why, visits, highlight)
-    timeline, table, artifacts, context, tasks = st.tabs(["Timeline", "Visits", "Artifacts", "Context", "Tasks"])
-    with timeline:
-        _timeline(visits)
-    with table:
-        _visits_table(visits)
-    with artifacts:
-        _artifacts(run)
-    with context:
-        st.caption("inputs")
-        st.json(run.inputs or {}, expanded=1)
-        st.caption("context")
-        st.json(run.context or {}, expanded=2)
-    with tasks:
-        _tasks(run)
+    # Only the open tab is drawn (a 2,000-visit table or chart costs the browser more than the
+    # rest of the page): switching tabs re-runs this fragment with the other one open.
+    tabs = st.tabs(TABS, key="run_tabs", on_change="rerun")
+    context, timeline, table, artifacts, tasks = tabs
+    if timeline.open:
+        with timeline:
+            _timeline(visits)
+    if table.open:
+        with table:
+            _visits_table(visits)
+    if artifacts.open:
+        with artifacts:
+            _artifacts(run)
+    if context.open:
+        with context:
+            st.caption("inputs")
+            st.json(run.inputs or {}, expanded=1)
+            st.caption("context")
+            st.json(run.context or {}, expanded=2)
+    if tasks.open:
+        with tasks:
+            _tasks(run)
 
 
 st.fragment(_body, run_every=REFRESH_SECONDS if LIVE else None)()
