@@ -399,3 +399,22 @@ def test_conversation_shows_prompts_as_sent_and_responses_as_json(server, page):
     expect(page.get_by_test_id("stChatMessage").filter(has_text="response").get_by_test_id("stJson")).to_contain_text("counter")
     expect(page.get_by_text(re.compile(r"LLM call 1 · offline · 12\+7 tokens · \$0\.0020 · 840 ms"))).to_be_visible()
     shot(page, "run-conversation")
+
+
+def test_pages_load_nothing_from_outside_this_server(server, page):
+    """Every asset is shipped: the dashboard works offline and tells no outside host who looks."""
+    outside: list[str] = []
+    page.on("request", lambda r: outside.append(r.url)
+            if not r.url.startswith((server, "data:", "blob:", "about:")) else None)
+    run, task = seed.paused_review("Offline Inc")
+    page.goto(f"{server}/_ergon/sign-in?next=/")
+    expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+    page.goto(server)
+    sign_in(page)
+    for path, ready in (("/", "[data-testid=stDataFrame]"), (f"/run?run={run.id}", "svg g.node"),
+                        (f"/inbox?task={task.id}", ".st-key-task_card"), ("/artifacts", "h1"),
+                        ("/definitions", "svg g.node"), ("/schedules", "h1")):
+        page.goto(server + path)
+        page.locator(ready).first.wait_for()
+        page.wait_for_load_state("networkidle")
+    assert outside == [], outside
