@@ -245,6 +245,22 @@ def last_changing_node(run_id: str, *, batch: int = 50) -> str | None:
             offset += batch
 
 
+def top_level_spans(run_ids: Iterable[str]) -> dict[str, list[tuple[str, datetime, datetime | None]]]:
+    """``(status, started_at, ended_at)`` of each run's top-level visits in order, for a page of
+    runs in one query: where a run lay failed before it was resumed (``ui.format.run_seconds``)."""
+    ids = list(dict.fromkeys(run_ids))
+    out: dict[str, list[tuple[str, datetime, datetime | None]]] = {i: [] for i in ids}
+    if not ids:
+        return out
+    q = (select(NodeVisit.run_id, NodeVisit.status, NodeVisit.started_at, NodeVisit.ended_at)
+         .where(col(NodeVisit.run_id).in_(ids), col(NodeVisit.parent_visit_id).is_(None))
+         .order_by(col(NodeVisit.run_id), col(NodeVisit.sequence)))
+    with session() as s:
+        for run_id, status, started, ended in s.exec(q).all():
+            out[run_id].append((status, started, ended))
+    return out
+
+
 def child_visits(run_id: str, parent_visit_id: str) -> list[NodeVisit]:
     """The item visits of a foreach/branch visit, in sequence order."""
     with session() as s:

@@ -276,12 +276,13 @@ def test_runs_list_keeps_the_selected_run_when_a_new_run_arrives(server, page):
     page.mouse.click(box["x"] + 18, box["y"] + 35 * 2 + 17)  # the second row's selection box (newest first)
     link = page.get_by_role("link", name=re.compile(r"^Open run "))
     expect(link).to_contain_text(made[1])
-    assert [made[1] in row for row in _selected_rows(grid)] == [True]
+    _wait(lambda: [made[1] in row for row in _selected_rows(grid)] == [True], "the grid to show the row picked", 30)
 
     run_store.create_run("bulk", inputs={"i": 3}, started_by="loader")  # arrives at the top
     expect(page.get_by_text(f"of {total + 1:,} run(s), newest first")).to_be_visible()  # Live re-drew the table
     expect(link).to_contain_text(made[1])
-    assert [made[1] in row for row in _selected_rows(grid)] == [True], "the selection moved down with its run"
+    # the selection moved down with its run (the grid re-draws it a moment after the rows)
+    _wait(lambda: [made[1] in row for row in _selected_rows(grid)] == [True], "the selection on the picked run", 30)
 
 
 def _session_cookie(context) -> dict | None:

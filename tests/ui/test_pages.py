@@ -75,12 +75,21 @@ def test_runs_page_lists_filters_and_paginates(make_app, runs):
     assert len(table) == 50, "one page of 50, newest first"
     assert "1–50 of 60 run(s)" in _texts(at)
     assert table["definition"].iloc[0] == "bulk"
+    assert set(table["version"]) == {"draft"} and "None" not in set(table["version"]), "unpublished runs say so"
+    assert "$0" in set(table["cost"]) and "" not in set(table["cost"])
 
     at.session_state["runs_page"] = 2
     at.run()
     page2 = at.dataframe[0].value
     assert "51–60 of 60 run(s)" in _texts(at)
     assert set(page2["definition"]) == {"bulk", "boom", "doubler", "review"}, "the oldest runs are on page 2"
+
+    child = run_store.create_run("bulk_step", started_by="loader", parent_run_id=runs["failed"])
+    at.session_state["runs_page"] = 1
+    at.run()
+    marked = at.dataframe[0].value
+    row = marked[marked["run"] == f"run?run={child.id}"].iloc[0]
+    assert row["definition"] == "↳ bulk_step" and row["trigger"] == "sub-process", "a sub-process run is marked"
 
     at.multiselect(key="runs_status").set_value(["failed"]).run()
     only = at.dataframe[0].value

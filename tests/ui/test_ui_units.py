@@ -107,3 +107,16 @@ def test_the_inspector_opens_where_the_story_is():
                                   _visit(3, "done", "completed")], "completed")
     assert first_inspected(done, "completed", "explode") == "explode", "not the final node, which changes nothing"
     assert first_inspected(done, "completed", None) == "done"
+
+
+def test_a_resumed_run_does_not_count_the_time_it_lay_failed():
+    from datetime import UTC, datetime, timedelta
+
+    from ui.format import run_seconds
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    at = lambda s: t0 + timedelta(seconds=s)  # noqa: E731
+    spans = [("completed", at(0), at(2)), ("failed", at(2), at(3)), ("completed", at(86403), at(86405))]
+    assert run_seconds(at(0), at(86405), spans) == 5.0, "a day between the failure and the resume is not run time"
+    assert run_seconds(at(0), at(3), spans[:2]) == 3.0
+    assert run_seconds(None, None, []) is None

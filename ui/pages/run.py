@@ -80,8 +80,10 @@ def _header(run: Any) -> None:
     cols = st.columns(6)
     cols[0].metric("Status", fmt.status(run.status))
     cols[1].metric("Outcome", run.outcome or "—")
-    cols[2].metric("Duration", fmt.duration(fmt.seconds_between(
-        run.started_at, run.ended_at, now=now if run.status in fmt.ACTIVE_RUN else None)) or "—")
+    spans = visit_store.top_level_spans([run.id])[run.id]
+    cols[2].metric("Duration", fmt.duration(fmt.run_seconds(
+        run.started_at, run.ended_at, spans, now=now if run.status in fmt.ACTIVE_RUN else None)) or "—",
+        help="Time it ran; the time a failed run lay stopped before its resume is not counted")
     cols[3].metric("Cost", fmt.money(run.cost_usd) or "$0")
     cols[4].metric("Tokens", f"{run.tokens:,}")
     cols[5].metric("Trigger", run.trigger)
