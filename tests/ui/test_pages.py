@@ -285,7 +285,7 @@ def test_require_login_setting_hides_every_page(make_app, people, monkeypatch):
     assert "Sign in (in the sidebar) to see this dashboard." in _texts(at) and not at.dataframe
     at = make_app("alice")
     at.run()
-    assert at.dataframe, "signed in, the runs are shown"
+    assert "No runs yet. Start one from **Definitions**" in _texts(at), "signed in, the Runs page (empty: it says what to do)"
 
 
 # --------------------------------------------------------------------------------- artifacts
@@ -328,6 +328,8 @@ def test_definitions_diagnostics_graph_and_start_form(make_app, ui_defs, people)
     assert set(summary["definition"]) >= {"review", "doubler", "boom", "broken"}
     assert int(summary.loc[summary["definition"] == "broken", "errors"].iloc[0]) >= 1
 
+    summary_kinds = dict(zip(summary["definition"], summary["kind"], strict=True))
+    assert summary_kinds[at.selectbox(key="def_pick").value] in ("process", "pipeline"), "opens on something that runs"
     at.selectbox(key="def_pick").set_value("broken").run()
     assert any("unknown-target" in e.value and "dne" in e.value for e in at.error), "the checker's diagnostic"
 
@@ -339,17 +341,19 @@ def test_definitions_diagnostics_graph_and_start_form(make_app, ui_defs, people)
     sign_in(at, "alice")
     at.run()
     labels = {t.label for t in at.text_area} | {s.label for s in at.selectbox}
-    assert "numbers * (JSON)" in labels and "mode" in labels, "required marks and enums from context.schema"
+    assert "Numbers *" in labels and "Mode" in labels, "field names in words, required marks, enums from context.schema"
     assert at.selectbox(key="input:doubler:mode").options == ["fast", "careful"]
     before = run_store.list_runs()[1]
     _button(at, "Start run").click().run()
-    assert "missing required input `numbers`" in "\n".join(e.value for e in at.error)
-    at.text_area(key="input:doubler:numbers").input('["x"]')
+    refused = "\n".join(e.value for e in at.error)
+    assert "**Numbers** is required (Numbers to double)" in refused and "--input" not in refused, \
+        "the form's words, not the command line's"
+    at.text_area(key="input:doubler:numbers").input("x")
     _button(at, "Start run").click().run()
-    assert "'x' is not of type 'integer'" in "\n".join(e.value for e in at.error)
+    assert "Numbers: line 1 is not a whole number" in "\n".join(e.value for e in at.error), "a list, one item per line"
     assert run_store.list_runs()[1] == before, "a refused start records nothing"
 
-    at.text_area(key="input:doubler:numbers").input("[5, 6]")
+    at.text_area(key="input:doubler:numbers").input("5\n6")
     at.selectbox(key="input:doubler:mode").set_value("fast")
     _button(at, "Start run").click().run()
     started = run_store.list_runs(definition="doubler")[0][0]

@@ -375,7 +375,7 @@ def _visits_table(visits: list[dict]) -> None:
 def _artifacts(run: Any) -> None:
     rows = artifact_store.artifacts_for_run(run.id, latest_only=True)
     if not rows:
-        st.caption("No artifacts.")
+        st.caption("No artifacts: a node makes one with the `write_artifact` tool (reports, tables, charts).")
     for a in rows:
         with st.expander(f"{a.key} · {a.type} · v{a.version}" + (f" — {a.description}" if a.description else "")):
             show_artifact(a.type, a.content, key=f"art:{a.id}")
@@ -384,7 +384,7 @@ def _artifacts(run: Any) -> None:
 def _tasks(run: Any) -> None:
     tasks = task_store.tasks_for_run(run.id)
     if not tasks:
-        st.caption("No human tasks.")
+        st.caption("No human tasks: this run has not reached a `human_task` node.")
     for t in tasks:
         st.markdown(f"**{t.title}** · node `{t.node_id}` · {fmt.status(t.status)} · assigned to {t.assignee or 'anyone'}"
                     + (f" · answered by {t.answered_by} via {t.answered_via}" if t.answered_by else ""))
