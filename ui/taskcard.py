@@ -15,6 +15,8 @@ from typing import Any
 
 import streamlit as st
 
+from ui.forms import field_label
+
 
 @dataclass(frozen=True)
 class Field:
@@ -52,7 +54,7 @@ def subject(plan: Any, task: Any, context: dict[str, Any] | None) -> list[Field]
         if name not in context:
             continue
         spec = props.get(name) if isinstance(props.get(name), dict) else {}
-        out.append(Field(name, spec.get("title") or name.replace("_", " "), spec.get("description"), context[name]))
+        out.append(Field(name, field_label(name, spec.get("title")), spec.get("description"), context[name]))
     return out
 
 

@@ -251,7 +251,7 @@ def test_inbox_refuses_inline_then_claims_and_answers(make_app, runs):
     assert list(table["title"]) == ["Review ACME"] and list(table["definition"]) == ["review"]
     assert "Please decide about **ACME**." in _texts(at), "the rendered description"
     text = _texts(at)
-    assert "What to review" in text and "**party**  \n<small>The other party</small>" in text and "ACME" in text, \
+    assert "What to review" in text and "**Party**  \n<small>The other party</small>" in text and "ACME" in text, \
         "the context field the task is about, labelled from the schema, as text"
     assert any(p.proto.label.startswith("Run review") for p in at.get("page_link")), "a link to the run"
 

@@ -120,3 +120,26 @@ def test_a_resumed_run_does_not_count_the_time_it_lay_failed():
     assert run_seconds(at(0), at(86405), spans) == 5.0, "a day between the failure and the resume is not run time"
     assert run_seconds(at(0), at(3), spans[:2]) == 3.0
     assert run_seconds(None, None, []) is None
+
+
+def test_task_card_reads_what_the_task_is_about_and_audit_details_as_words():
+    from types import SimpleNamespace
+
+    from ui.taskcard import detail_text, subject
+
+    plan = _plan(REVIEW, "review")
+    task = SimpleNamespace(node_id="review")
+    about = subject(plan, task, {"party": "ACME", "counter": 3, "notes": "x"})
+    assert [(f.name, f.label, f.help, f.value) for f in about] == [("party", "Party", "The other party", "ACME")], \
+        "the field its title and description read, described by the schema"
+    assert subject(plan, SimpleNamespace(node_id="prepare"), {"party": "ACME"}) == [], "not a human task"
+    assert detail_text({"assignee": "group:legal", "via": None}) == "assignee: group:legal"
+    assert detail_text(None) == ""
+
+
+def test_start_form_labels_read_as_words():
+    from ui.forms import _read_lines, field_label
+
+    assert field_label("due_date") == "Due date" and field_label("x", "Amount (EUR)") == "Amount (EUR)"
+    assert _read_lines("5\n\n6\nseven", "integer") == ([5, 6], [4])
+    assert _read_lines("yes\nno", "boolean") == ([True, False], [])
