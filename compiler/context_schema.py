@@ -1,14 +1,22 @@
 """What a definition's ``context.schema`` says about its fields, for the data-flow passes.
 
 Small lookups shared by the guard, definite-assignment and write-race passes: which fields are
-declared, which are set when a run starts, and which values an enum field allows.
+declared, which are set when a run starts, and which values an enum field allows; and for the
+authoring and trigger passes, whether a literal value the definition gives a field (a fixed
+``context_update``, a trigger's ``input``) fits that field's schema, as the run will check.
 """
 
 from __future__ import annotations
 
+import json
+from functools import lru_cache
 from typing import Any
 
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
 from compiler.ir import ContextSpec
+from compiler.templates import is_template
 
 
 def declared_properties(context: ContextSpec) -> dict[str, Any] | None:
@@ -73,3 +81,41 @@ def same_value(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a is b
     return a == b
+
+
+def literal_value_error(context: ContextSpec, field: str, value: Any) -> tuple[str, tuple] | None:
+    """``(message, path inside the value)`` when the literal ``value`` given to ``field`` does not
+    fit the field's schema; None when it fits, holds a template (known only at run time), or the
+    field's schema cannot be judged alone (undeclared, ``$ref``, itself invalid)."""
+    props = declared_properties(context)
+    sub = props.get(field) if props else None
+    if not isinstance(sub, dict) or _holds_template(value):
+        return None
+    text = json.dumps(sub, sort_keys=True, default=str)
+    if "$ref" in text:
+        return None
+    try:
+        err = best_match(_validator(text).iter_errors(value))
+    except Exception:  # noqa: BLE001 - an invalid sub-schema is the bad-schema finding's business
+        return None
+    if err is None:
+        return None
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
+    return (f"`{field}{where}` is given {json.dumps(value, default=str)[:60]}, which `context.schema` refuses: "
+            f"{err.message[:200]}", tuple(err.absolute_path))
+
+
+@lru_cache(maxsize=1024)
+def _validator(schema_text: str) -> Draft202012Validator:
+    """A validator per distinct field schema (most fields share a handful of schemas)."""
+    return Draft202012Validator(json.loads(schema_text))
+
+
+def _holds_template(value: Any) -> bool:
+    if isinstance(value, str):
+        return is_template(value)
+    if isinstance(value, dict):
+        return any(_holds_template(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_template(v) for v in value)
+    return False

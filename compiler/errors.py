@@ -29,6 +29,7 @@ DocPath = tuple[PathSeg, ...]
 CODES: dict[str, str] = {
     # loading and structure
     "yaml-syntax": "the file is not valid YAML/JSON",
+    "yaml-limit": "the file is beyond what the loader reads: too large, nested too deep, aliases that expand too far or form a cycle, a number too long",
     "duplicate-key": "a mapping has the same key twice",
     "not-a-mapping": "the document is not a mapping",
     "unknown-kind": "`kind` is missing or not one of the known kinds",
@@ -67,16 +68,18 @@ CODES: dict[str, str] = {
     "unknown-interaction": "an interaction name that is not defined (nor a built-in `sys:` interaction)",
     "agent-only-interaction": "an interaction node names `sys:ProcessAgentNode`, the agent nodes' contract",
     "unused-agent-input": "an agent node sets `input` but uses the default interaction, which reads none",
-    "unsupported-template": "a prompt template language or syntax Ergon does not render (it would reach the model as written)",
+    "unsupported-template": "`${…}` (JavaScript-template interpolation) in a Jinja2 prompt segment, which would reach the model as written; `content_type: jst` makes it JavaScript",
     "unknown-tool": "a tool name that is not registered",
     "unknown-process": "a sub-process name that is not defined",
+    "process-cycle": "a definition runs itself through its sub-processes or child workflows (the runs would nest without end)",
     "tool-params": "a workflow step's params do not match the parameters of the tool it calls",
     "dsl-unsupported": "a workflow-DSL feature or activity Ergon does not run (yet); the message says what to use",
     "unknown-form": "a form name that is not defined",
     "unknown-environment": "an environment name that is not defined",
-    "unknown-field": "a reference to a field the context schema does not have",
+    "unknown-field": "a reference to a field the context schema (or an interaction's input schema, or a `runJavascriptCode` step's `data`) does not have",
     # templates and guards
-    "template-syntax": "a Jinja2 template does not parse",
+    "template-syntax": "a template does not parse: Jinja2, or a Handlebars or JST prompt segment",
+    "code-syntax": "the JavaScript `code` of a `runJavascriptCode` workflow step does not parse",
     "guard-invalid": "a JSON Logic guard uses an unknown operator or a wrong argument count",
     "enum-value": "a guard compares an enum field with a value outside the enum",
     # data flow

@@ -388,10 +388,11 @@ class PromptSegment(IRModel):
     """One ordered segment of an interaction's prompt."""
 
     role: Literal["safety", "system", "user", "assistant"] = Field(description="Segment role; safety segments render first.")
-    template: str = Field(description="The segment's template (Jinja2: `{{var}}`, `{% if %}`, `{% for %}`).")
+    template: str = Field(description="The segment's template, in its `content_type` (Jinja2: `{{var}}`, `{% if %}`, "
+                          "`{% for %}`; Handlebars: `{{var}}`, `{{#if}}`, `{{#each}}`; JST: a JavaScript template literal).")
     content_type: Literal["jinja", "handlebars", "jst"] = Field(
-        "jinja", description="Template language: `jinja` (Ergon's); `handlebars` and `jst` are refused by the checker "
-        "until Ergon renders them (the segment would otherwise reach the model as written).")
+        "jinja", description="Template language: `jinja` (Jinja2, the default), `handlebars` (handlebars.js) or `jst` "
+        "(JavaScript whose last expression is the prompt; fields are variables, `_` has the helpers).")
     name: str | None = Field(None, description="Optional segment name.")
 
 
@@ -403,6 +404,8 @@ class ModelParameters(BaseModel):
     temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature (0 = most deterministic).")
     max_tokens: int | None = Field(None, gt=0, description="Upper bound on the tokens of the answer.")
     top_p: float | None = Field(None, ge=0, le=1, description="Nucleus sampling: keep the most likely tokens up to this mass.")
+    timeout: float | None = Field(None, gt=0, description="Seconds one attempt of a call may take (default 120).")
+    deadline: float | None = Field(None, gt=0, description="Seconds all attempts of one call may take together, retries and backoff included (default 180, `ERGON_LLM_DEADLINE_SECONDS`).")
 
 
 class InteractionDef(IRModel):
@@ -469,7 +472,7 @@ class WorkflowDef(IRModel):
     """The Vertesia workflow DSL; lowered to a pipeline."""
 
     kind: Literal["workflow"] = Field("workflow", description="Definition kind `workflow` (optional: a document with `steps` and no `input_form` is a workflow).")
-    name: str = Field(description="Workflow name.")
+    name: str = Field(description="Workflow name (default: the file's name without its extension).")
     description: str | None = Field(None, description="What it does.")
     vars: dict[str, Any] = Field(default_factory=dict, description="Variables (literal values; `${}` references allowed).")
     input_schema: JsonSchema | None = Field(None, description="JSON Schema of the run's input variables.")

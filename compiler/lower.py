@@ -16,7 +16,9 @@ since they depend on the run's input. Every step needs the previous step, which 
 sequential order. An ``async: true`` child workflow needs the previous step but nobody needs it
 except a ``_join`` node added at the end, so it runs beside the following steps and the run still
 waits for it. ``${a.b}`` becomes the Jinja ``{{a.b}}`` (a value that is exactly one reference
-becomes exactly one ``{{x}}``, which the runtime renders to the native value). Conditions
+becomes exactly one ``{{x}}``, which the runtime renders to the native value), except in the
+params an activity takes as written (``extras["verbatim"]``: a ``runJavascriptCode`` step's
+``code``, whose ``${}`` are JavaScript's). Conditions
 become the node's JSON Logic ``when``:
 
 ==========  ===============================================
@@ -47,6 +49,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from compiler.forms import form_schema
+from compiler.tools import VERBATIM_PARAMS
 from compiler.ir import (
     AgentNode,
     ContextSpec,
@@ -261,9 +264,17 @@ def workflow_step_ids(defn: WorkflowDef) -> list[str]:
     return out
 
 
+def verbatim_params(step: WorkflowStep) -> tuple[str, ...]:
+    """The params of ``step`` passed as written (:data:`compiler.tools.VERBATIM_PARAMS`)."""
+    if step.type != "activity":
+        return ()
+    return tuple(k for k in VERBATIM_PARAMS.get(step.name, ()) if k in step.params)
+
+
 def _step_node(step: WorkflowStep, needs: list[str]) -> ToolNode | ProcessNode:
     when, _ = lower_condition(step.condition)
-    params = to_jinja(step.params) if step.params else None
+    verbatim = verbatim_params(step)
+    params = {k: v if k in verbatim else to_jinja(v) for k, v in step.params.items()} if step.params else None
     writes = [step.output] if step.output else []
     if step.type == "workflow":
         return ProcessNode(
@@ -318,6 +329,8 @@ def lower_workflow(defn: WorkflowDef) -> Lowered:
             extra["fetch"] = to_jinja(step.fetch)
         if step.import_:
             extra["import"] = list(step.import_)
+        if verbatim_params(step):
+            extra["verbatim"] = list(verbatim_params(step))
         extras[nid] = extra
         if step.type == "workflow" and step.async_:
             async_ids.append(nid)

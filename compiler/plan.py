@@ -31,8 +31,8 @@ Nodes of a lowered workflow may carry ``skip_propagates = False``: when one of t
 skipped (its ``when`` was false) they still run — the workflow DSL's condition concerns its own
 step only. ``extras`` holds what the lowering could not express in IR: ``projection`` and
 ``fetch`` of a workflow step (applied by the ``tool`` body: ``flows.runtime.dsl``), ``when_regexp`` (``[{var, pattern}]``: the node runs only if
-``re.search(pattern, str(value))`` matches for each, in addition to ``when``), ``import``, and
-``source_step`` (index or key of the step the node came from). Everything else a lowered node
+``re.search(pattern, str(value))`` matches for each, in addition to ``when``), ``import``,
+``verbatim`` (input keys the ``tool`` body passes as written, unrendered) and ``source_step`` (index or key of the step the node came from). Everything else a lowered node
 says is in its body: the lowerings build IR nodes (``AgentNode``, ``ToolNode``, ``ProcessNode``),
 which refuse keys they do not declare.
 """
@@ -170,6 +170,10 @@ class PlanNode(PlanModel):
     def projection(self) -> Projection | None:
         """The workflow step's ``projection`` (extras), if any."""
         return self.extras.get("projection") or None
+
+    def verbatim_inputs(self) -> frozenset[str]:
+        """Keys of the tool input passed as written, not rendered (extras ``verbatim``)."""
+        return frozenset(self.extras.get("verbatim") or ())
 
     def body_as(self, cls: builtins.type[N]) -> N:  # `type` is a field here
         """The body, typed as the IR node class ``cls``; ``TypeError`` when it is another one."""

@@ -47,12 +47,17 @@ def _item_error(item: str, low: int, high: int, names: tuple[str, ...]) -> str |
     match = _ITEM.match(item)
     if not match:
         return f"`{item}` is not `*`, a number, a range `A-B` or one of those with `/STEP`"
-    if match.group("step") is not None and int(match.group("step")) == 0:
+    step = match.group("step")
+    if step is not None and len(step) > 6:  # no cron field counts that far (and int() refuses 4,300+ digits)
+        return f"the step `{step[:12]}…` is larger than any field's range"
+    if step is not None and int(step) == 0:
         return "a step of 0 never advances"
     if match.group("range") == "*":
         return None
     bounds = []
     for token in match.group("range").split("-"):
+        if token.isdigit() and len(token) > 6:
+            return f"`{token[:12]}…` is outside {low}-{high}"
         if token.isdigit():
             value = int(token)
         elif token in names:

@@ -11,6 +11,14 @@ under its document path. Two departures from stock PyYAML, both deliberate:
 
 JSON is a subset of YAML 1.2, so ``.json`` files go through the same loader and get positions too.
 The libyaml-backed loader is used when available (it is several times faster).
+
+Definition files come from anyone who can open a pull request, so loading is bounded: a file
+larger than :data:`MAX_FILE_BYTES`, nesting deeper than :data:`MAX_DEPTH`, an alias that
+contains itself, a document that expands (through aliases, the "billion laughs") to more than
+:data:`MAX_ELEMENTS` values, and a number too long to convert are each a ``yaml-limit``
+finding with its place and the limit — never a hang, a multi-gigabyte allocation or a traceback.
+The limits are far above any real definition (the 1,000-node benchmark definition is ~0.3 MB
+and ~20,000 values).
 """
 
 from __future__ import annotations
@@ -47,6 +55,23 @@ _Loader.add_implicit_resolver(
 
 Position = tuple[int, int]  # 1-based line, 1-based column
 
+#: Largest definition file the loader reads.
+MAX_FILE_BYTES = 4 * 1024 * 1024
+#: Deepest nesting of mappings and lists.
+MAX_DEPTH = 100
+#: Most values (mapping entries, list items, scalars) a document may expand to, aliases counted
+#: each time they are used.
+MAX_ELEMENTS = 200_000
+
+
+class _LimitExceeded(Exception):
+    """A document beyond one of the loader's limits; carries where and why."""
+
+    def __init__(self, path: DocPath, message: str, hint: str):
+        super().__init__(message)
+        self.path = path
+        self.hint = hint
+
 
 @dataclass
 class SourceMap:
@@ -61,6 +86,8 @@ class SourceMap:
     values: dict[DocPath, Position] = field(default_factory=dict)
     keys: dict[DocPath, Position] = field(default_factory=dict)
     block: set[DocPath] = field(default_factory=set)
+    #: indentation of each block scalar's text (columns before it on its file lines)
+    indent: dict[DocPath, int] = field(default_factory=dict)
 
     def locate(self, path: DocPath, *, key: bool = False) -> Position:
         """Position of ``path``, or of its nearest enclosing element that exists."""
@@ -99,27 +126,67 @@ def _mark(node: yaml.Node) -> Position:
 class _Builder:
     """Turns a composed node tree into plain data, recording positions as it goes."""
 
-    def __init__(self, loader: _Loader, source: SourceMap):
+    def __init__(self, loader: _Loader, source: SourceMap, text: str = ""):
         self.loader = loader
         self.source = source
+        self.text = text
+        self._lines: list[str] | None = None  # the text's lines, split once when a block scalar needs them
         self.findings: list[Finding] = []
+        self._elements = 0
+        self._open: set[int] = set()  # ids of the collections being built: an alias to one is a cycle
+
+    def _indent(self, first_line: int) -> int:
+        """Indentation of a block scalar's text: its first non-blank line's (0-based ``first_line`` on)."""
+        if self._lines is None:
+            self._lines = self.text.splitlines()
+        for i in range(first_line, len(self._lines)):
+            line = self._lines[i]
+            if line.strip():
+                return len(line) - len(line.lstrip(" "))
+        return 0
 
     def build(self, node: yaml.Node, path: DocPath) -> Any:
+        self._elements += 1
+        if self._elements > MAX_ELEMENTS:
+            # at the top-level entry being built: deeper positions inside an alias are its anchor's
+            raise _LimitExceeded(path[:1], f"the document expands to more than {MAX_ELEMENTS:,} values",
+                                 "YAML aliases (`*name`) copy what they refer to each time: use fewer of them")
         self.source.values[path] = _mark(node)
-        if isinstance(node, yaml.MappingNode):
-            return self._mapping(node, path)
-        if isinstance(node, yaml.SequenceNode):
-            return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
+        if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+            if id(node) in self._open:
+                raise _LimitExceeded(path, "an alias refers to a value that contains it (a cycle)",
+                                     "a definition is a tree: copy the value instead of aliasing its parent")
+            if len(self._open) >= MAX_DEPTH:
+                raise _LimitExceeded(path, f"values are nested more than {MAX_DEPTH} levels deep",
+                                     "flatten the structure")
+            self._open.add(id(node))
+            try:
+                if isinstance(node, yaml.MappingNode):
+                    return self._mapping(node, path)
+                return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
+            finally:
+                self._open.discard(id(node))
         if isinstance(node, yaml.ScalarNode) and node.style in ("|", ">"):
             self.source.block.add(path)
-        return self.loader.construct_object(node, deep=True)
+            self.source.indent[path] = self._indent(node.start_mark.line + 1)
+        return self._scalar(node, path)
+
+    def _scalar(self, node: yaml.Node, path: DocPath) -> Any:
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except ValueError as exc:  # e.g. an integer longer than Python converts (4,300 digits)
+            raise _LimitExceeded(path, f"this value cannot be read: {exc}".split("; use")[0],
+                                 "quote it to keep it as text") from None
 
     def _mapping(self, node: yaml.MappingNode, path: DocPath) -> dict:
         self.loader.flatten_mapping(node)  # resolves `<<` merge keys
         out: dict[Any, Any] = {}
         first_seen: dict[Any, Position] = {}
         for key_node, value_node in node.value:
-            key = self.loader.construct_object(key_node, deep=True)
+            if not isinstance(key_node, yaml.ScalarNode):  # a mapping or list as a key
+                self.findings.append(Finding("wrong-type", path, "mapping keys must be strings, not mappings or lists"))
+                continue
+            key = self._scalar(key_node, path)
             if not isinstance(key, (str, int, float, bool)) or key is None:
                 self.findings.append(Finding("wrong-type", path, f"mapping keys must be strings, got {key!r}"))
                 continue
@@ -147,15 +214,26 @@ def load_text(text: str, file: str) -> LoadedDocument:
     """Parse one YAML/JSON document, keeping positions. Never raises on bad input."""
     source = SourceMap(file=file)
     doc = LoadedDocument(file=file, source=source)
+    if len(text) > MAX_FILE_BYTES:  # characters, a lower bound of the bytes: checked before parsing
+        doc.findings.append(Finding("yaml-limit", (), f"the file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB",
+                                    hint="split it into several definitions, or keep data in documents"))
+        return doc
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
         if node is None:
             doc.findings.append(Finding("not-a-mapping", (), "the file is empty"))
             return doc
-        builder = _Builder(loader, source)
+        builder = _Builder(loader, source, text)
         doc.data = builder.build(node, ())
         doc.findings.extend(builder.findings)
+    except _LimitExceeded as exc:
+        doc.findings.append(Finding("yaml-limit", exc.path, str(exc), hint=exc.hint))
+        doc.data = None
+    except RecursionError:  # the parser's own nesting limit, below ours in some builds
+        doc.findings.append(Finding("yaml-limit", (), f"values are nested more than {MAX_DEPTH} levels deep",
+                                    hint="flatten the structure"))
+        doc.data = None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "invalid YAML"
@@ -168,7 +246,7 @@ def load_text(text: str, file: str) -> LoadedDocument:
         doc.data = None
     finally:
         loader.dispose()
-    if doc.data is not None and not isinstance(doc.data, dict):
+    if not doc.findings and not isinstance(doc.data, dict):  # a list, a scalar, or a file holding only `null`
         doc.findings.append(Finding("not-a-mapping", (), "a definition must be a mapping at the top level"))
         doc.data = None
     return doc
@@ -178,6 +256,11 @@ def load_file(path: str | Path) -> LoadedDocument:
     """Read and parse a definition file."""
     p = Path(path)
     try:
+        if p.stat().st_size > MAX_FILE_BYTES:  # not even read: a huge file must not stall other commands
+            doc = LoadedDocument(file=str(path), source=SourceMap(file=str(path)))
+            doc.findings.append(Finding("yaml-limit", (), f"the file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB",
+                                        hint="split it into several definitions, or keep data in documents"))
+            return doc
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         doc = LoadedDocument(file=str(path), source=SourceMap(file=str(path)))

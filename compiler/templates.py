@@ -34,7 +34,7 @@ from typing import Any
 from jinja2 import StrictUndefined, TemplateSyntaxError, nodes
 from jinja2.exceptions import TemplateError, UndefinedError
 from jinja2.runtime import Undefined
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2.sandbox import SandboxedEnvironment, SecurityError
 from jinja2.utils import missing
 
 from compiler.errors import DocPath, did_you_mean
@@ -92,9 +92,68 @@ class ErgonUndefined(StrictUndefined):
         return False
 
 
+#: The largest string or list a template may build while rendering (a prompt, a value). Jinja's
+#: sandbox guards attribute access but not size: `'x' * 300000000` would allocate gigabytes.
+MAX_VALUE_CHARS = 1_000_000
+_TOO_LARGE = f"makes a value larger than the {MAX_VALUE_CHARS:,} characters a template may build"
+_WIDTH = re.compile(r"%[-+ #0]*(\d+)|\{[^{}]*:[^{}]*?(\d+)[^{}]*\}")
+
+
+def _widths_ok(text: str) -> bool:
+    """No ``%N…`` or ``{:N}`` width in a format string pads past the cap."""
+    return all(int(a or b) <= MAX_VALUE_CHARS for a, b in _WIDTH.findall(text))
+
+
+class _BoundedSandbox(SandboxedEnvironment):
+    """Jinja's sandbox, with the operators and filters that can inflate a value bounded."""
+
+    intercepted_binops = frozenset({"*", "**", "%"})
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if operator == "*":
+            for seq, times in ((left, right), (right, left)):
+                if isinstance(seq, (str, list, tuple)) and isinstance(times, int) and len(seq) * times > MAX_VALUE_CHARS:
+                    raise SecurityError(f"`*` {_TOO_LARGE}")
+        elif operator == "**" and isinstance(left, int) and isinstance(right, int) and abs(left) > 1 \
+                and right * abs(left).bit_length() > MAX_VALUE_CHARS * 3:  # ~3.3 bits a digit
+            raise SecurityError(f"`**` {_TOO_LARGE}")
+        elif operator == "%" and isinstance(left, str) and not _widths_ok(left):
+            raise SecurityError(f"`%` {_TOO_LARGE}")
+        return super().call_binop(context, operator, left, right)
+
+    def wrap_str_format(self, value: Any) -> Any:
+        """``str.format`` / ``format_map`` bound to a format string whose widths stay under the cap."""
+        wrapped = super().wrap_str_format(value)
+        if wrapped is not None and isinstance(getattr(value, "__self__", None), str) and not _widths_ok(value.__self__):
+            raise SecurityError(f"`format` {_TOO_LARGE}")
+        return wrapped
+
+
+def _bounded_filter(name: str, original: Any, size: Any) -> Any:
+    """``original`` refusing arguments that make a value past the cap (``size(value, *args)``)."""
+
+    def bounded(value: Any, *args: Any, **kwargs: Any) -> Any:
+        if size(value, *args, **kwargs) > MAX_VALUE_CHARS:
+            raise SecurityError(f"`{name}` {_TOO_LARGE}")
+        return original(value, *args, **kwargs)
+
+    return bounded
+
+
+def _width_arg(args: tuple, kwargs: dict, default: int) -> int:
+    width = kwargs.get("width", args[0] if args else default)
+    return width if isinstance(width, int) else len(str(width))
+
+
 def make_environment() -> SandboxedEnvironment:
     """The sandboxed Jinja2 environment every Ergon template is parsed and rendered with."""
-    env = SandboxedEnvironment(undefined=ErgonUndefined, autoescape=False, keep_trailing_newline=True)
+    env = _BoundedSandbox(undefined=ErgonUndefined, autoescape=False, keep_trailing_newline=True)
+    env.filters["center"] = _bounded_filter(
+        "center", env.filters["center"], lambda v, *a, **k: _width_arg(a, k, 80))
+    env.filters["indent"] = _bounded_filter(
+        "indent", env.filters["indent"], lambda v, *a, **k: len(str(v)) + _width_arg(a, k, 4) * (str(v).count("\n") + 1))
+    env.filters["format"] = _bounded_filter(
+        "format", env.filters["format"], lambda v, *a, **k: 0 if _widths_ok(str(v)) else MAX_VALUE_CHARS + 1)
     env.filters["stringify"] = _stringify
     env.globals["stringify"] = _stringify
     env.globals["_now"] = _now
@@ -161,7 +220,7 @@ def analyse(text: str) -> TemplateInfo:
         return TemplateInfo((exc.message or str(exc), exc.lineno or 1), frozenset(), frozenset())
     except TemplateError as exc:  # pragma: no cover - parse raises only syntax errors
         return TemplateInfo((str(exc), 1), frozenset(), frozenset())
-    problem = _unknown_filter_or_test(ast)
+    problem = _unknown_filter_or_test(ast) or _literal_size_bomb(ast)
     if problem is not None:
         return TemplateInfo(problem, frozenset(), frozenset())
     walker = _Reads()
@@ -199,6 +258,22 @@ def _fast_analyse(text: str) -> TemplateInfo | None:
         return None
     reads = frozenset(names - GLOBAL_NAMES)
     return TemplateInfo(None, reads, reads, frozenset(p for p in paths if p[0] not in GLOBAL_NAMES))
+
+
+def _literal_size_bomb(ast: nodes.Template) -> tuple[str, int] | None:
+    """``'x' * 300000000`` written with literals: refused when rendered, so refused at check."""
+    for node in ast.find_all((nodes.Mul, nodes.Pow)):
+        left, right = node.left, node.right
+        if isinstance(left, (nodes.Const, nodes.List)) and isinstance(right, (nodes.Const, nodes.List)):
+            try:
+                _ENV.call_binop(None, "*" if isinstance(node, nodes.Mul) else "**",  # type: ignore[arg-type]
+                                left.as_const() if isinstance(left, nodes.Const) else [None] * len(left.items),
+                                right.as_const() if isinstance(right, nodes.Const) else [None] * len(right.items))
+            except SecurityError as exc:
+                return str(exc), node.lineno or 1
+            except Exception:  # noqa: BLE001 - any other problem shows when it renders
+                continue
+    return None
 
 
 def _unknown_filter_or_test(ast: nodes.Template) -> tuple[str, int] | None:
@@ -366,16 +441,20 @@ def _values(value: Any, path: DocPath, scope: frozenset[str]) -> Iterator[Templa
 def node_templates(node: Any, path: DocPath, scope: frozenset[str] = frozenset()) -> Iterator[TemplateSite]:
     """Templates a node renders against *its own definition's* context, with extra names in scope.
 
-    Covers agent prompts, ``input`` mappings of tool/interaction/agent/process nodes, human-task
+    Covers agent prompts, ``input`` mappings of tool/interaction/agent/process nodes and tool
+    nodes' ``config.context_update``, human-task
     titles and descriptions, and for ``foreach``/``branch`` their children (a foreach child and
     its ``item_id`` also see the ``as`` name). Inline ``process_definition`` bodies render
     against the child's context, so they are not included (:func:`iter_templates` walks them).
-    ``config.context_update`` is a fixed value, never rendered.
+    ``config.context_update`` values are rendered too (a fixed value holding ``{{ }}``).
     """
     if isinstance(node, AgentNode) and node.prompt is not None and is_template(node.prompt):
         yield (*path, "prompt"), node.prompt, scope
     if isinstance(node, (ToolNode, InteractionNode, AgentNode, ProcessNode)) and node.input:
         yield from _values(node.input, (*path, "input"), scope)
+    if isinstance(node, ToolNode) and node.config is not None and node.config.context_update:
+        # rendered over the context before it is applied (flows/runtime/bodies/tool.py)
+        yield from _values(node.config.context_update, (*path, "config", "context_update"), scope)
     if isinstance(node, HumanTaskNode):
         if is_template(node.task.title):
             yield (*path, "task", "title"), node.task.title, scope

@@ -48,6 +48,10 @@ BUILTIN_TOOLS: dict[str, str] = {
     "analyzeSentiment": "Workflow DSL: the sentiment of a text (model call).",
     "classifyText": "Workflow DSL: classify a text into given categories (model call).",
     "extractEntities": "Workflow DSL: the named entities of a text (model call).",
+    "runJavascriptCode": "Workflow DSL: run JavaScript in the sandbox; `result` is the value of its last expression.",
+    "generateEmbeddings": "Workflow DSL: embed a text, or index documents of the local document store (embedding model).",
+    "searchEmbeddings": "Workflow DSL: the documents nearest to an embedding (the document store's vector index).",
+    "semantic_search_documents": "Search the local document store by meaning (embeddings).",
 }
 
 #: Parameters of built-in tools the checker holds workflow-step ``params`` to:
@@ -66,6 +70,17 @@ BUILTIN_TOOL_PARAMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "analyzeSentiment": (("text",), ()),
     "classifyText": (("text", "categories"), ()),
     "extractEntities": (("text",), ()),
+    "runJavascriptCode": (("code",), ("data",)),
+    "generateEmbeddings": ((), ("text", "document", "type", "force", "model")),
+    "searchEmbeddings": (("embeddings",), ("limit", "filter", "model")),
+}
+
+#: Parameters of built-in activities that a workflow passes as written, never interpolated:
+#: ``${…}`` in a ``runJavascriptCode`` step's ``code`` is JavaScript's own (a template literal);
+#: workflow values reach the code through ``data``. The lowering keeps them out of Jinja
+#: (``extras["verbatim"]``), and the checker reads no workflow reference in them.
+VERBATIM_PARAMS: dict[str, tuple[str, ...]] = {
+    "runJavascriptCode": ("code",),
 }
 
 DEFAULT_AGENT_TOOLS: tuple[str, ...] = (

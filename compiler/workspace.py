@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from compiler.errors import Finding
 from compiler.ir import IRModel, definition_name
@@ -51,6 +52,8 @@ class Workspace:
 
     units: list[Unit] = field(default_factory=list)
     tools: ToolCatalogue = field(default_factory=ToolCatalogue)
+    #: what passes derive from the whole workspace once and share (e.g. the call graph)
+    memo: dict[str, Any] = field(default_factory=dict)
 
     def named(self, *kinds: str) -> dict[str, Unit]:
         """Units of the given kinds by name (first one wins on duplicates)."""
@@ -73,7 +76,12 @@ def make_unit(doc: LoadedDocument, *, reported: bool = True) -> Unit:
     unit = Unit(file=doc.file, data=doc.data, source=doc.source or SourceMap(doc.file), findings=list(doc.findings), reported=reported)
     if isinstance(doc.data, dict):
         unit.kind, _ = detect_kind(doc.data)
-        defn, findings = parse_definition(doc.data)
+        data = doc.data
+        if unit.kind == "workflow" and "name" not in data:
+            # the seed's workflow-DSL examples are bare `{"steps": [...]}` documents: a workflow
+            # without a `name` is named after its file, as a CI workflow file is
+            data = {**data, "name": Path(doc.file).stem}
+        defn, findings = parse_definition(data)
         unit.defn = defn
         unit.findings.extend(findings)
     return unit

@@ -17,9 +17,11 @@ handling of Prefect's own resume form — so that all of them end in the same st
 Every claim, answer and refusal is a ``task_events`` row (the store writes ``created``,
 ``claimed`` and ``answered``; this module adds ``refused`` with the reason).
 
-This module never touches Prefect at run time. The engine integration resumes the paused flow
-by registering a callback in :data:`on_answered`; :func:`pause_key` is the key it pauses under,
-and :func:`flows.prefect.pause.run_input_model` builds Prefect's form from the same fields.
+This module never touches Prefect at run time, nor decides whether a task's run can still take
+an answer: the channels answer through the run owner (:func:`flows.runs.answers.answer`), which
+refuses a task whose run is over and hands a recorded answer to the run (Prefect's resume, or a
+resume from the checkpoint). :func:`pause_key` is the key a run pauses under, and
+:func:`flows.prefect.pause.run_input_model` builds Prefect's form from the same fields.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flows.errors import TaskError
+from flows.schema import schema_errors
 from flows.store import people as people_store
 from flows.store import runs as run_store
 from flows.store import tasks as task_store
@@ -42,16 +45,15 @@ from flows.store.models import TASK_OPEN, HumanTask, TaskChannel, User
 
 __all__ = [
     "Actor", "AnswerResult", "TaskExpired", "TaskNotFound", "TaskRefused", "actor", "answer", "can_answer", "can_claim",
-    "can_see", "claim", "normalize_fields", "on_answered", "pause_key", "render_task",
+    "can_see", "claim", "normalize_fields", "on_answered", "pause_key", "refuse", "render_task",
     "task_dict", "validate_answer",
 ]
 
 log = logging.getLogger(__name__)
 
-#: Called with the completed task after an answer is recorded, in registration order. The engine
-#: integration registers the callback that resumes the paused Prefect flow run with
-#: ``task.answer`` (already validated, see :func:`validate_answer`); the dashboard may register
-#: a notifier. A callback that raises does not undo the answer (it is recorded and final): the
+#: Called with the completed task after an answer is recorded, in registration order (a notifier;
+#: a benchmark registers :func:`flows.prefect.resume.resume_answered` to answer without the run
+#: owner). A callback that raises does not undo the answer (it is recorded and final): the
 #: error is logged and returned in :attr:`AnswerResult.hook_errors`, so the caller can say that the
 #: run did not resume and the engine can retry from the stored answer.
 on_answered: list[Callable[[HumanTask], None]] = []
@@ -177,7 +179,9 @@ def normalize_fields(fields: Iterable[Any] | None) -> list[dict[str, Any]]:
         d = f.model_dump() if hasattr(f, "model_dump") else dict(f)
         result.append({"name": d["name"], "type": d.get("type") or "string", "required": bool(d.get("required")),
                        "options": d.get("options"), "label": d.get("label"), "description": d.get("description"),
-                       "default": d.get("default"), "option_labels": d.get("option_labels")})
+                       "default": d.get("default"), "option_labels": d.get("option_labels"),
+                       # what the run checks the value against when it writes it (set at task creation)
+                       "schema": d.get("schema"), "context_budget": d.get("context_budget")})
     return result
 
 
@@ -188,11 +192,17 @@ def _empty(f: dict[str, Any]) -> Any:
     return {"text": "", "string": "", "boolean": False}.get(f["type"])
 
 
+#: An optional field left out that has neither a default nor a natural empty value: not written.
+OMITTED = object()
+
+
 def default_of(f: dict[str, Any]) -> tuple[Any, str | None]:
     """The value of an optional field the answer leaves out: its ``default`` (as the field's
-    type), else its empty value."""
+    type), else its empty value ("" for text, false for a boolean), else :data:`OMITTED` — a
+    number or a date left out is not written at all (a ``null`` would break the field's type)."""
     if f["default"] is None:
-        return _empty(f), None
+        empty = _empty(f)
+        return (OMITTED if empty is None else empty), None
     value, error = _coerce(f, f["default"])
     return value, (f"{error} (the field's default)" if error else None)
 
@@ -258,12 +268,14 @@ def _coerce(f: dict[str, Any], value: Any) -> tuple[Any, str | None]:
 def validate_answer(fields: Iterable[Any] | None, answer: Any) -> tuple[dict[str, Any], list[str]]:
     """Check ``answer`` against the task's fields; ``(clean_answer, errors)``.
 
-    The clean answer has every field: the given values converted to the field's type (strings
-    parsed, see :func:`_coerce`), then each missing optional field's ``default``, or its empty
-    value (``""`` for text, ``false`` for a boolean, ``null`` otherwise). It is exactly what the
-    generated :func:`run_input_model` produces, so the CLI, the dashboard and Prefect's form give
-    the same context. ``errors`` lists every problem (required fields missing or blank, values
-    not among a select's options, wrong types, unknown keys); only an empty list is an answer.
+    The clean answer has the given values converted to the field's type (strings parsed, see
+    :func:`_coerce`), then each missing optional field's ``default``, or its empty value (``""``
+    for text, ``false`` for a boolean); other optional fields left out are not in it. It is
+    exactly what the generated :func:`run_input_model` produces, so the CLI, the dashboard and
+    Prefect's form give the same context. ``errors`` lists every problem (required fields missing
+    or blank, values not among a select's options, wrong types, unknown keys, and what the run
+    itself would refuse: a value against the context schema of the field it writes, an answer
+    larger than what is left of the context's size cap); only an empty list is an answer.
     """
     specs = normalize_fields(fields)
     if not isinstance(answer, Mapping):
@@ -286,8 +298,16 @@ def validate_answer(fields: Iterable[Any] | None, answer: Any) -> tuple[dict[str
             coerced, error = _coerce(f, value)
         if error is not None:
             errors.append(error)
-        else:
+        elif coerced is not OMITTED:
+            if f.get("schema") and not blank:
+                errors += [f"{name}: {problem.split(': ', 1)[-1]}" for problem in schema_errors(f["schema"], coerced)]
             clean[name] = coerced
+    budgets = [f["context_budget"] for f in specs if isinstance(f.get("context_budget"), int)]
+    if budgets and not errors:
+        size = len(json.dumps(clean, default=str).encode("utf-8"))
+        if size > min(budgets):
+            errors.append(f"the answer is {size:,} bytes, more than the {max(0, min(budgets)):,} left of the run's "
+                          "context (capped at 64 KB): shorten it, or attach long text as a document")
     return clean, errors
 
 
@@ -347,8 +367,9 @@ def _load(task_id: str) -> tuple[HumanTask, str | None]:
     return task, (run.started_by if run is not None else None)
 
 
-def _refuse(task_id: str, who: Actor, action: str, reason: str, *, errors: list[str] | None = None,
-            detail: dict[str, Any] | None = None) -> TaskRefused:
+def refuse(task_id: str, who: Actor, action: str, reason: str, *, errors: list[str] | None = None,
+           detail: dict[str, Any] | None = None) -> TaskRefused:
+    """Record a ``refused`` event for ``who``'s ``action`` and return the :class:`TaskRefused` to raise."""
     task_store.record_task_event(task_id, "refused", actor=who.name,
                                  detail={"action": action, "reason": reason, **({"errors": errors} if errors else {}),
                                          **(detail or {})})
@@ -362,11 +383,11 @@ def claim(task_id: str, user: str | User | Actor) -> HumanTask:
     task, started_by = _load(task_id)
     ok, reason = can_claim(task, who, started_by)
     if not ok:
-        raise _refuse(task_id, who, "claim", reason)
+        raise refuse(task_id, who, "claim", reason)
     try:
         return task_store.claim_task(task_id, who.name)
     except TaskConflict as exc:  # somebody else was faster
-        raise _refuse(task_id, who, "claim", str(exc)) from None
+        raise refuse(task_id, who, "claim", str(exc)) from None
 
 
 def answer(task_id: str, user: str | User | Actor, raw_answer: Any, via: TaskChannel = "cli") -> AnswerResult:
@@ -382,15 +403,15 @@ def answer(task_id: str, user: str | User | Actor, raw_answer: Any, via: TaskCha
     task, started_by = _load(task_id)
     ok, reason = can_answer(task, who, started_by)
     if not ok:
-        raise _refuse(task_id, who, "answer", reason, detail={"via": via})
+        raise refuse(task_id, who, "answer", reason, detail={"via": via})
     clean, errors = validate_answer(task.fields, raw_answer)
     if errors:
-        raise _refuse(task_id, who, "answer", "invalid answer: " + "; ".join(errors), errors=errors,
+        raise refuse(task_id, who, "answer", "invalid answer: " + "; ".join(errors), errors=errors,
                       detail={"via": via})
     try:
         task = task_store.answer_task(task_id, clean, answered_by=who.name, answered_via=via)
     except TaskConflict as exc:  # answered or closed meanwhile, by another channel
-        raise _refuse(task_id, who, "answer", str(exc), detail={"via": via}) from None
+        raise refuse(task_id, who, "answer", str(exc), detail={"via": via}) from None
     hook_errors = []
     for hook in list(on_answered):
         try:

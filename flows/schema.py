@@ -31,5 +31,7 @@ def schema_errors(schema: dict[str, Any], value: Any) -> list[str]:
     out = []
     for err in sorted(validator_for(schema).iter_errors(value), key=lambda e: list(e.absolute_path)):
         where = ".".join(str(p) for p in err.absolute_path) or "(root)"
-        out.append(f"{where}: {err.message}")
+        # the message quotes the value: a long one is cut, never echoed whole into logs and errors
+        message = err.message if len(err.message) <= 300 else err.message[:300] + "…"
+        out.append(f"{where}: {message}")
     return out

@@ -16,6 +16,9 @@ from pathlib import Path
 PAUSE_POLL_SECONDS = 1
 #: Runs whose heartbeat is older than this (and whose process is gone) are marked crashed.
 HEARTBEAT_TIMEOUT_SECONDS = 300
+#: How deep sub-process runs may nest. `ergon check` refuses call cycles; this catches what it
+#: cannot see (a pinned older version that calls back), before the interpreter's own limit.
+DEFAULT_MAX_SUBPROCESS_DEPTH = 20
 
 
 def ergon_home_path() -> Path:
@@ -23,17 +26,22 @@ def ergon_home_path() -> Path:
     return Path(os.environ.get("ERGON_HOME") or ".ergon").expanduser().resolve()
 
 
+def private_dir(path: Path) -> Path:
+    """``path`` as a folder; created readable by its owner only (0700) — it holds the store, keys
+    and Prefect's database. A folder that exists already keeps its mode (it may be shared)."""
+    if not path.is_dir():
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path.chmod(0o700)  # mkdir's mode is filtered by the umask
+    return path
+
+
 def ergon_home() -> Path:
-    """The state folder (created on first use)."""
-    home = ergon_home_path()
-    home.mkdir(parents=True, exist_ok=True)
-    return home
+    """The state folder (created on first use, owner-only)."""
+    return private_dir(ergon_home_path())
 
 
 def prefect_home() -> Path:
-    path = ergon_home() / "prefect"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return private_dir(ergon_home() / "prefect")
 
 
 def documents_dir() -> Path:
@@ -52,6 +60,20 @@ def definitions_dir() -> Path:
     return Path(os.environ.get("ERGON_DEFINITIONS", "definitions"))
 
 
+def dashboard_url() -> str:
+    """Where Ergon's dashboard is served (``ERGON_UI_URL``, default ``ergon ui``'s address), for
+    links back to it from elsewhere (Prefect's UI)."""
+    return (os.environ.get("ERGON_UI_URL") or "http://127.0.0.1:8501").rstrip("/")
+
+
 def current_user() -> str:
     """Who the caller acts as: ``ERGON_USER``, else the OS user."""
     return os.environ.get("ERGON_USER") or getpass.getuser()
+
+
+def max_subprocess_depth() -> int:
+    """``ERGON_MAX_SUBPROCESS_DEPTH``, else :data:`DEFAULT_MAX_SUBPROCESS_DEPTH`."""
+    try:
+        return max(1, int(os.environ.get("ERGON_MAX_SUBPROCESS_DEPTH") or DEFAULT_MAX_SUBPROCESS_DEPTH))
+    except ValueError:
+        return DEFAULT_MAX_SUBPROCESS_DEPTH

@@ -4,8 +4,6 @@ after the first):
 * the store's schema (``init_db`` migrates once per process and database);
 * a Prefect API for the runs it starts and the paused runs it resumes: ``PREFECT_API_URL``, or
   the local server under ``ERGON_HOME`` (started on the first visit when it is not running);
-* the ``on_answered`` hook that resumes a paused run when its task is answered here — the same
-  hook the CLI registers, so an answer from the dashboard ends in the same state;
 * once per browser session, the CLI's crash detection (runs left ``running`` by a dead process
   are marked ``crashed``), so the Runs page does not show ghosts as running.
 """
@@ -19,7 +17,6 @@ import streamlit as st
 
 def boot() -> None:
     from flows import runs
-    from flows.prefect import resume
     from flows.prefect.server import ensure_api_url
     from flows.store import db
 
@@ -29,7 +26,6 @@ def boot() -> None:
     else:
         with st.spinner("Starting the local Prefect server (the first time takes up to a minute)…"):
             ensure_api_url()
-    resume.register()
     if not st.session_state.get("_ergon_stale_checked"):
         runs.prepare()  # the run owner's crash detection, as every CLI command that touches runs does
         st.session_state["_ergon_stale_checked"] = True

@@ -1,7 +1,7 @@
 """Where the pages are, and links between them (a run, a task), in one place.
 
 Paths are relative to ``ui/app.py``, as ``st.navigation``, ``st.page_link`` and
-``st.switch_page`` expect them. Deep links carry the object in the query string
+``st.switch_page`` expect them; links out go to Prefect's own UI (a run's flow run, a visit's task run). Deep links carry the object in the query string
 (``run?run=<id>``, ``inbox?task=<id>``), so a link can be shared or bookmarked.
 """
 
@@ -27,6 +27,15 @@ def task_link(task_id: str, label: str | None = None) -> None:
 def run_url(run_id: str) -> str:
     """A relative URL of a run's page, for link columns of tables."""
     return f"run?run={run_id}"
+
+
+def prefect_url(kind: str, obj_id: str) -> str | None:
+    """The page of a Prefect flow run (``kind`` ``flow-run``) or task run (``task-run``) in
+    Prefect's UI — the local server's, or ``PREFECT_UI_URL`` — or None when no server is known."""
+    from flows.prefect.server import ui_url
+
+    base = ui_url()
+    return f"{base}/runs/{kind}/{obj_id}" if base else None
 
 
 def param(name: str) -> str | None:

@@ -6,10 +6,13 @@ input: whatever it cannot make sense of, an earlier pass (or the parser) has alr
 
 from compiler.passes import (
     authoring,
+    call_cycles,
     definite_assignment,
     graph_shape,
     guards,
+    javascript_steps,
     lowered_kinds,
+    prompts,
     references,
     templates,
     triggers,
@@ -20,10 +23,13 @@ PASSES = (
     graph_shape.check,
     authoring.check,
     references.check,
+    call_cycles.check,
     templates.check,
     guards.check,
     definite_assignment.check,
     write_races.check,
     lowered_kinds.check,
+    prompts.check,  # interaction prompt segments in their formats
+    javascript_steps.check,  # the code of runJavascriptCode workflow steps
     triggers.check,  # schedules, webhook paths, on-complete chains
 )

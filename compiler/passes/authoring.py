@@ -16,8 +16,10 @@ catch first-time authors. Those a compiler can see without running anything are 
 * ``trigger: user`` exits: a node's ``assignee`` names who picks among them, so it is refused on
   a node without any (``assignee-without-choice``); a node cannot let both an agent and a person
   pick its exit (``mixed-triggers``);
+* ``bad-value`` — a fixed ``config.context_update`` value that ``context.schema`` refuses (the
+  run would refuse the write);
 * ``foreach-limit`` — a foreach runs at most 1000 items, at most 1000 at a time;
-* ``bad-schema`` — every JSON Schema in a definition is itself valid (Draft 2020-12).
+* ``bad-schema`` — every JSON Schema in a definition (a workflow's ``input_schema`` too) is itself valid.
 
 Every node is checked, including foreach/branch children and the nodes of inline child
 definitions (each against its own context); paths point into the nesting.
@@ -26,6 +28,7 @@ definitions (each against its own context); paths point into the nesting.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from collections.abc import Iterator
 from typing import Any
 
@@ -44,7 +47,9 @@ from compiler.ir import (
     PipelineDef,
     ProcessDef,
     ToolNode,
+    WorkflowDef,
 )
+from compiler.context_schema import literal_value_error
 from compiler.tools import PROCESS_CONTROL_TOOLS
 from compiler.walk import NodeSite, iter_definitions, iter_nodes, written
 
@@ -74,6 +79,9 @@ def check(unit, ws) -> Iterator[Finding]:
         for field in ("input_schema", "result_schema"):
             yield from _bad_schema(getattr(defn, field), (field,))
         return
+    if isinstance(defn, WorkflowDef):  # its run inputs are validated against it
+        yield from _bad_schema(defn.input_schema, ("input_schema",))
+        return
     if not isinstance(defn, (ProcessDef, PipelineDef)):
         return
     for graph, base in iter_definitions(defn):
@@ -102,13 +110,31 @@ def _context(graph: ProcessDef | PipelineDef, base: tuple) -> Iterator[Finding]:
 
 
 def _bad_schema(schema: Any, path: tuple) -> Iterator[Finding]:
-    """A JSON Schema that is not one: the meta-schema's best complaint, where it applies."""
+    """A JSON Schema that is not one: the meta-schema's best complaint, where it applies.
+
+    A context schema of a large definition has hundreds of properties, most of them alike
+    (``{type: string}``): each property's schema is judged on its own, once per distinct text,
+    and the schema around them without them — the same verdicts, a fraction of the cost."""
     if schema is None:
         return
-    err = best_match(_META_VALIDATOR.iter_errors(schema))
-    if err is not None:
-        yield Finding("bad-schema", (*path, *err.absolute_path), f"invalid JSON Schema: {err.message}",
-                      hint="schemas follow JSON Schema draft 2020-12 (https://json-schema.org)")
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    parts: list[tuple[tuple, Any]] = [((), schema)]
+    if isinstance(props, dict) and props and not any(k in json.dumps(schema, default=str) for k in ('"$ref"', '"$defs"')):
+        parts = [((), {**schema, "properties": {}})] + [(("properties", name), sub) for name, sub in props.items()]
+    for prefix, part in parts:
+        problem = _meta_problem(json.dumps(part, sort_keys=True, default=str))
+        if problem is not None:
+            message, inner = problem
+            yield Finding("bad-schema", (*path, *prefix, *inner), f"invalid JSON Schema: {message}",
+                          hint="schemas follow JSON Schema draft 2020-12 (https://json-schema.org)")
+            if not prefix:
+                return  # the schema's own shape is wrong: its properties are beside the point
+
+
+@lru_cache(maxsize=4096)
+def _meta_problem(schema_text: str) -> tuple[str, tuple] | None:
+    err = best_match(_META_VALIDATOR.iter_errors(json.loads(schema_text)))
+    return None if err is None else (err.message, tuple(err.absolute_path))
 
 
 def _document_fields(schema: Any, path: tuple) -> Iterator[Finding]:
@@ -141,6 +167,7 @@ def _document_fields(schema: Any, path: tuple) -> Iterator[Finding]:
 def _node(site: NodeSite) -> Iterator[Finding]:
     yield from _input_is_schema(site)
     yield from _undeclared_writes(site)
+    yield from _fixed_update_values(site)
     # a fan-out child's `writes` shape its per-item output, which the parent collects into its
     # own `collect` field; without `collect` they land in the context directly
     if site.parent is None or getattr(site.parent.node, "collect", None) is None:
@@ -150,6 +177,20 @@ def _node(site: NodeSite) -> Iterator[Finding]:
     yield from _set_context(site)
     yield from _skip(site)
     yield from _control_tools(site)
+
+
+def _fixed_update_values(site: NodeSite) -> Iterator[Finding]:
+    """A fixed ``config.context_update`` value must fit its field's schema: the run would refuse
+    the write (only literal values are checked; a value holding a template is known at run time)."""
+    node = site.node
+    if not isinstance(node, ToolNode) or node.config is None or not node.config.context_update or site.parent is not None:
+        return
+    for key, value in node.config.context_update.items():
+        problem = literal_value_error(site.owner.context, key, value)
+        if problem is not None:
+            message, inner = problem
+            yield Finding("bad-value", (*site.path, "config", "context_update", key, *inner), message,
+                          hint=f"give `{key}` a value of the declared type, or change its schema")
 
 
 def looks_like_schema(value: Any) -> bool:

@@ -54,7 +54,7 @@ from compiler.ir import ForeachNode, PipelineDef, ProcessDef
 from compiler.passes.guards import guard_sites
 from compiler.passes.templates import located, name_line
 from compiler.templates import TemplateSite, analyse, node_templates
-from compiler.walk import iter_definitions
+from compiler.walk import iter_definitions, sure_writes
 
 _HINT = "set it in context.initial, make it a required input, or write it on every path"
 
@@ -238,7 +238,7 @@ class _ProcessFlow:
         self.bits = _Bits()
         self.init_names = initially_set(defn.context)
         init = self.bits.mask(self.init_names)
-        self.writes = {nid: self.bits.mask(node.writes) for nid, node in defn.nodes.items()}
+        self.writes = {nid: self.bits.mask(sure_writes(node)) for nid, node in defn.nodes.items()}
         order = self._bfs_order()
         self.reachable = set(order)
         # incoming (source, carries OUT?) per reachable node
@@ -287,7 +287,7 @@ class _ProcessFlow:
 
     def witness(self, r: _Read) -> list[str] | None:
         """A shortest path from `initial` to the reader along which nothing writes the field."""
-        writers = {nid for nid, node in self.defn.nodes.items() if r.field in node.writes}
+        writers = {nid for nid, node in self.defn.nodes.items() if r.field in sure_writes(node)}
         prev: dict[str, str | None] = {self.initial: None}
         queue = deque([self.initial])
         while queue:
@@ -326,7 +326,7 @@ class _PipelineFlow:
         graph = pipeline_graph(defn)
         self.bits = _Bits()
         init = self.bits.mask(initially_set(defn.context))
-        writes = {nid: self.bits.mask(node.writes) for nid, node in defn.nodes.items()}
+        writes = {nid: self.bits.mask(sure_writes(node)) for nid, node in defn.nodes.items()}
         pred = graph.pred()
         before: dict[str, int] = {}
         for n in graph.topological_order():  # nodes on a `needs` cycle are left out (cycle pass)

@@ -14,7 +14,8 @@ on the *original* document, so that diagnostics point at what the author wrote:
   awaited step (``maybe-unset``), condition operators are known (``guard-invalid``) and their
   operands valid (``bad-value``: ``$regexp`` compiles, ``$in``/``$nin`` take a list), explicit
   step ids are unique (``bad-value``), activities are registered tools (``unknown-tool``) called with the
-  parameters the built-in ones take (``tool-params``, ``compiler.tools.BUILTIN_TOOL_PARAMS``), and not
+  parameters the built-in ones take (``tool-params``, ``compiler.tools.BUILTIN_TOOL_PARAMS``; the
+  embedding activities' values too, :mod:`compiler.activity_values`), and not
   one of the documented activities Ergon does not run yet (``dsl-unsupported``), child steps name
   a workflow, process or pipeline (``unknown-process``), ``fetch`` has the shape
   :mod:`flows.runtime.dsl` runs (``bad-value``; another type or a ``source`` is
@@ -23,7 +24,7 @@ on the *original* document, so that diagnostics point at what the author wrote:
 * form — group names and field names within a group are unique, a ``select`` has options
   (``bad-value``);
 * interaction — it has prompt segments and its ``test_data`` matches its ``input_schema``
-  (``bad-value``).
+  (``bad-value``); its segments are the ``prompts`` pass's.
 
 A lowered pipeline of a definition with no findings here passes every other pass unchanged
 (asserted in ``tests/compiler/test_lower.py``), which is why the other passes do not look at
@@ -36,12 +37,13 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from compiler import activity_values
 from compiler.errors import Finding, choices_hint
 from compiler.forms import form_schema
 from compiler.ir import FormDef, InteractionDef, TemplateDef, WorkflowDef
 from compiler.passes.definite_assignment import nested_findings
 from compiler.templates import TemplateSite, is_template
-from compiler.lower import VARS_NODE, condition_clauses, has_refs, iter_refs, ref_root, workflow_inputs
+from compiler.lower import VARS_NODE, condition_clauses, has_refs, iter_refs, ref_root, verbatim_params, workflow_inputs
 from compiler.tools import PROCESS_CONTROL_TOOLS
 
 
@@ -174,7 +176,9 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
                               hint="step ids are unique within a workflow")
             explicit_ids.setdefault(step.id, i)
         visible = known | set(outputs)
-        for section, value in (("params", step.params), ("fetch", step.fetch or {})):
+        verbatim = verbatim_params(step)  # `${…}` there is not a workflow reference (compiler.tools.VERBATIM_PARAMS)
+        params = {k: v for k, v in step.params.items() if k not in verbatim}
+        for section, value in (("params", params), ("fetch", step.fetch or {})):
             seen = visible | {"fetched"} if section == "params" and step.fetch else visible
             for where, expr in iter_refs(value):
                 yield from _ref(expr, (*base, section, *where), seen, outputs, async_outputs, step.condition)
@@ -193,6 +197,7 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
                           hint=UNAVAILABLE_ACTIVITIES[step.name])
         elif step.type == "activity" and (known_params := ws.tools.builtin_params(step.name)) is not None:
             yield from _tool_params(step.name, step.params, known_params, base)
+            yield from activity_values.check_values(step.name, step.params, base)
             named = step.params.get("interaction") if step.name == "executeInteraction" else None
             interactions = ws.named("interaction")
             if isinstance(named, str) and not has_refs(named) and named not in interactions:
@@ -217,9 +222,6 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
 
 #: Activities of the DSL page that Ergon does not run yet, with what to use instead.
 UNAVAILABLE_ACTIVITIES: dict[str, str] = {
-    "generateEmbeddings": "Ergon has no embedding store yet; search documents by words with the `search_documents` tool",
-    "searchEmbeddings": "Ergon has no embedding store yet; use the `search_documents` tool (word search over the document store)",
-    "runJavascriptCode": "Ergon runs no JavaScript; write the code as a Python `@tool` function in definitions/tools/",
     # activities of the Vertesia platform's intake workflow (not on the DSL page's list)
     "setDocumentStatus": "Ergon has no current-document status; use `updateDocument` with `properties: {status: ...}`",
     "generateOrAssignContentType": "use `classifyText` with your types as `categories`, or `executeInteraction`",
@@ -309,7 +311,8 @@ def _ref(expr: str, path: tuple, visible: set[str], outputs: dict[str, dict | No
         return
     if root not in visible:
         yield Finding("maybe-unset", path, f"`${{{expr}}}` refers to `{root}`, which is neither a var, an input nor the output of an earlier step",
-                      hint=choices_hint(root, visible, what="visible names"))
+                      hint=choices_hint(root, visible, what="visible names") if visible else
+                      f"declare it in `vars` (a value) or under `input_schema.properties` (a run input): `vars: {{{root}: …}}`")
         return
     setter_condition = outputs.get(root)
     # a condition reading an unset value sees null and is simply false, so only params are held
@@ -364,29 +367,10 @@ def _form(defn: FormDef) -> Iterator[Finding]:
                               hint="add `options: [...]` with the allowed values")
 
 
-_JS_INTERPOLATION = re.compile(r"\$\{[^}]*\}")
-_TEMPLATE_HINTS = {
-    "handlebars": "write the segment in Jinja2, which Ergon renders: `{{ x }}` as it is, `{% if x %}…{% else %}…{% endif %}` "
-                  "for {{#if}}, `{% for item in items %}{{ item.title }}{% endfor %}` for {{#each}}, "
-                  "`{{ _now }}`, `{{ stringify(x) }}`; and drop `content_type`",
-    "jst": "write the segment in Jinja2, which Ergon renders: `{{ x }}` for ${x}, `{% for item in items %}…{% endfor %}` "
-           "for map(), `{% if x %}…{% endif %}` for a ternary, `{{ stringify(x) }}` for _.stringify; and drop `content_type`",
-}
-
-
 def _interaction(defn: InteractionDef) -> Iterator[Finding]:
     if not defn.prompts:
         yield Finding("bad-value", ("prompts",), "an interaction needs at least one prompt segment",
                       hint="add `prompts: [{role: user, template: ...}]`")
-    for i, segment in enumerate(defn.prompts):
-        if segment.content_type != "jinja":
-            yield Finding("unsupported-template", ("prompts", i, "content_type"),
-                          f"prompt segment {i} is a `{segment.content_type}` template, which Ergon does not render yet "
-                          "(it would reach the model as written)", hint=_TEMPLATE_HINTS[segment.content_type])
-        elif found := _JS_INTERPOLATION.search(segment.template):
-            yield Finding("unsupported-template", ("prompts", i, "template"),
-                          f"prompt segment {i} uses JavaScript-template interpolation (`{found.group(0)}`), which a "
-                          "Jinja2 template sends to the model as written", hint=_TEMPLATE_HINTS["jst"])
     if defn.input_schema and defn.test_data is not None:
         import jsonschema
 

@@ -10,13 +10,15 @@ Prefect refuses or a chain to nowhere:
   definition it waits for;
 * ``unknown-process`` — an on-complete trigger waiting for a definition that does not exist;
 * ``unknown-field`` — a key of ``input`` or ``map`` that is not a field of the definition's
-  ``context.schema`` (when the schema lists its fields), which every start would refuse.
+  ``context.schema`` (when the schema lists its fields), which every start would refuse;
+* ``bad-value`` — a literal ``input`` value that the field's schema refuses (same reason).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from compiler.context_schema import literal_value_error
 from compiler.errors import Finding, choices_hint, did_you_mean
 from compiler.ir import CronTrigger, IntervalTrigger, OnCompleteTrigger, PipelineDef, ProcessDef, WebhookTrigger
 from compiler.passes.references import RUNNABLE_KINDS
@@ -51,6 +53,19 @@ def check(unit, ws) -> Iterator[Finding]:
             yield from _on_complete(trigger, path, runnable)
             yield from _keys(trigger.map, (*path, "map"), fields, unit.defn)
         yield from _keys(trigger.input, (*path, "input"), fields, unit.defn)
+        yield from _input_values(trigger.input, (*path, "input"), unit.defn)
+
+
+def _input_values(mapping: dict, path, defn) -> Iterator[Finding]:
+    """A literal input the field's schema refuses: every run the trigger starts would be refused."""
+    if not isinstance(defn, (ProcessDef, PipelineDef)):
+        return
+    for key, value in mapping.items():
+        problem = literal_value_error(defn.context, key, value)
+        if problem is not None:
+            message, inner = problem
+            yield Finding("bad-value", (*path, key, *inner), message,
+                          hint=f"give `{key}` a value of the declared type; every run this trigger starts would be refused")
 
 
 def _context_fields(defn) -> set[str] | None:

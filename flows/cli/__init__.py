@@ -40,4 +40,15 @@ def main() -> None:
         code = app(result_action="return_value")
     except CycloptsError:
         sys.exit(2)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+    except BaseException as exc:
+        # Prefect turns SIGTERM into an exception of its own (the run record is already ended by
+        # the run owner): a signal that stops a command is not a crash, so no traceback
+        number = getattr(exc, "signal", None)
+        if isinstance(number, int) and not isinstance(exc, SystemExit):
+            print(f"stopped by {signal.Signals(number).name}", file=sys.stderr)
+            sys.exit(128 + number)
+        raise
     sys.exit(code if isinstance(code, int) else 0)

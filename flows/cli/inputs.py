@@ -1,7 +1,10 @@
 """Run inputs from the command line: ``--input KEY=VALUE`` and ``--input-file FILE``.
 
 Values are read as JSON when they parse as JSON (``amount=5`` is a number, ``tags=["a"]`` a
-list) and as plain strings otherwise. Checking them against the definition is the run owner's
+list) and as plain strings otherwise. An input file is read by the definitions' own bounded
+loader (:mod:`compiler.source`: size, nesting, alias expansion and number-length limits, binary
+files refused), so a hostile file is a diagnostic with its place, never a hang or a traceback.
+Checking the values against the definition (and the size cap) is the run owner's
 (:func:`flows.runs.inputs.validate_inputs`); problems are reported in the compiler's diagnostic
 style, naming where the bad value came from.
 """
@@ -9,12 +12,10 @@ style, naming where the bad value came from.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
-import yaml
-
 from compiler import Diagnostic
+from compiler.source import load_file
 
 
 def parse_pairs(pairs: list[str]) -> tuple[dict[str, Any], list[Diagnostic]]:
@@ -30,14 +31,20 @@ def parse_pairs(pairs: list[str]) -> tuple[dict[str, Any], list[Diagnostic]]:
             values[key.strip()] = json.loads(raw)
         except json.JSONDecodeError:
             values[key.strip()] = raw
+        except ValueError as exc:  # a number longer than Python converts (4,300 digits)
+            problems.append(Diagnostic("invalid-input", f"`{key.strip()}`: {str(exc).split('; use')[0]}", "--input", i, 1,
+                                       key.strip(), "quote it to pass it as text: --input 'name=\"…\"'"))
     return values, problems
 
 
 def read_input_file(path: str) -> tuple[dict[str, Any], list[Diagnostic]]:
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        return {}, [Diagnostic("invalid-input", f"cannot read input file: {exc}", path, 1, 1)]
-    if not isinstance(data, dict):
-        return {}, [Diagnostic("invalid-input", "the input file must hold a mapping of field: value", path, 1, 1)]
-    return data, []
+    doc = load_file(path)
+    if doc.findings:
+        problems = []
+        for finding in doc.findings:
+            line, col = doc.source.locate(finding.path) if doc.source else (1, 1)
+            message = ("the input file must hold a mapping of field: value" if finding.code == "not-a-mapping"
+                       else finding.message)
+            problems.append(Diagnostic("invalid-input", message, path, line, col, "", finding.hint))
+        return {}, problems
+    return dict(doc.data), []

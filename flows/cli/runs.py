@@ -41,6 +41,10 @@ def _progress_listener(console: Console):
                           f"      task {task} — answer with: ergon tasks answer {task} --set FIELD=VALUE …\n"
                           f"      (or from the dashboard, or Prefect's own resume form); this command waits")
             return
+        if event == "answered" and detail.get("kept"):
+            console.print(f"  {icons['completed']} {node}: task {detail['task_id']} was answered while the run was "
+                          "stopped; that answer is used")
+            return
         if event == "started" and not detail.get("items") and detail.get("attempt", 1) == 1:
             return  # one line per node: its end, unless it is a retry or a fan-out
         extra = ""
@@ -193,6 +197,9 @@ def runs_list(
     from flows.store import runs as run_store
 
     db.init_db()
+    from flows import runs
+
+    runs.detect_crashed()  # a dead process's run is shown crashed, not running or pending
     # not checked against RUN_STATUSES: an unknown status lists no runs
     rows, total = run_store.list_runs(status=cast("RunStatus | None", status), definition=definition, limit=limit)
     data = [_run_row(r) for r in rows]
@@ -341,10 +348,10 @@ def server_start(*, port: int = 4200) -> int:
     port
         Preferred port (a free one is used if taken).
     """
-    from flows.prefect.server import start
+    from flows.prefect.server import start, ui_url
 
     info = start(port)
-    out.print(f"Prefect server at {info.url} (pid {info.pid})")
+    out.print(f"Prefect server at {info.url} (pid {info.pid}); UI at {ui_url(info)}")
     return 0
 
 
@@ -360,11 +367,12 @@ def server_stop() -> int:
 @server_app.command(name="status")
 def server_status() -> int:
     """Show whether the Prefect server is up."""
-    from flows.prefect.server import status
+    from flows.prefect.server import status, ui_url
 
     info = status()
     if info is None:
         out.print("no Prefect server is running (ergon run starts one)")
         return 1
     out.print(f"Prefect server at {info.url}" + (f" (pid {info.pid}, started by ergon)" if info.managed else " (PREFECT_API_URL)"))
+    out.print(f"UI at {ui_url(info)}")
     return 0

@@ -3,6 +3,9 @@
 The CLI acts as ``--as USER``, else ``ERGON_USER``, else the OS user, and applies exactly the
 rules of the dashboard (:mod:`flows.humans`): it lists and shows only the tasks that user may
 see, and a refused claim or answer prints the reason and exits 1 with the task unchanged.
+An answer goes through the run owner (:func:`flows.runs.answers.answer`): a task whose run
+cannot take the answer is refused (and closed when the run is over); a run whose process
+stopped while it waited resumes from its checkpoint with the answer.
 Exit 2 is for a usage mistake (unknown task, a ``--set`` without ``=``).
 """
 
@@ -17,11 +20,7 @@ from rich.markup import escape
 
 from flows.cli import app
 from flows.cli.output import error
-from flows.prefect.resume import register as _register_resume
 from flows.settings import current_user
-
-# An answer given here resumes the paused run (the dashboard registers the same hook).
-_register_resume()
 
 tasks_app = App(name="tasks", help="Human tasks: the inbox of the user given by --as or ERGON_USER.")
 app.command(tasks_app)
@@ -107,6 +106,12 @@ def tasks_show(task_id: str, *, as_: As = None, json_: Json = False) -> int:
     if not humans.can_see(task, user):
         err.print(f"[red]refused:[/] {escape(user)} may not see task {task_id} (assigned to {escape(_assignee(task))})")
         return 1
+    state = None
+    if task.status in ("pending", "in_progress"):  # can its run take an answer? (closes it when not)
+        from flows.runs.answers import task_run_state
+
+        state = task_run_state(task)
+        task = task_store.get_task(task_id) or task
     run_rec = run_store.get_run(task.run_id)
     started_by = run_rec.started_by if run_rec else None
     may_answer, reason = humans.can_answer(task, user, started_by)
@@ -116,6 +121,7 @@ def tasks_show(task_id: str, *, as_: As = None, json_: Json = False) -> int:
             "run_id": run_rec.id, "definition": run_rec.definition_name, "status": run_rec.status,
             "started_by": started_by}
         print(json.dumps({"task": humans.task_dict(task), "run": run_info, "context": context,
+                          "run_state": None if state is None else {"state": state.state, "reason": state.reason},
                           "events": [e.model_dump(mode="json") for e in task_store.task_events(task_id)],
                           "may_answer": may_answer, "reason": reason or None}, default=str))
         return 0
@@ -129,6 +135,9 @@ def tasks_show(task_id: str, *, as_: As = None, json_: Json = False) -> int:
     if task.four_eyes:
         line += " · four-eyes"
     out.print(line)
+    if state is not None:
+        colour = {"waiting": "green", "resumable": "yellow", "over": "red"}[state.state]
+        out.print(f"[{colour}]{escape(state.reason)}[/]")
     if task.description:
         out.print()
         out.print(task.description, markup=False)
@@ -225,6 +234,7 @@ def tasks_answer(
         FIELD=VALUE (repeatable); booleans take true/false/yes/no, numbers are parsed.
     """
     from flows import humans
+    from flows.runs import answers
 
     user = _who(as_)
     raw, problems = _parse_sets(set_ or [])
@@ -233,7 +243,7 @@ def tasks_answer(
             error(p)
         return 2
     try:
-        result = humans.answer(task_id, user, raw, via="cli")
+        result = answers.answer(task_id, user, raw, via="cli")
     except humans.TaskNotFound as exc:
         return error(exc)
     except humans.TaskRefused as exc:
@@ -243,13 +253,16 @@ def tasks_answer(
         print(json.dumps({"task_id": task.id, "run_id": task.run_id, "status": task.status, "answer": task.answer,
                           "answered_by": task.answered_by,
                           "answered_at": task.answered_at.isoformat() if task.answered_at else None,
-                          "hook_errors": result.hook_errors}, default=str))
+                          "delivered": result.delivered, "message": result.message,
+                          "hook_errors": result.errors}, default=str))
     else:
         out.print(f"task {task.id} answered by [bold]{escape(task.answered_by or '')}[/]: "
                   + escape(", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in task.answer.items())))
-    if result.hook_errors:
+        if result.delivered == "checkpoint":
+            out.print(f"[yellow]{escape(result.message)}[/]")
+    if result.errors:
         # The answer is recorded and final, but the run did not get it: say so, and fail.
-        for e in result.hook_errors:
+        for e in result.errors:
             err.print(f"[red]the answer is recorded, but the run was not resumed:[/] {escape(e)}")
         return 1
     return 0

@@ -6,6 +6,11 @@ on a fresh server) in the foreground (Ctrl-C stops it), from the installed ``ui`
 the settings of ``ui/streamlit.toml``: headless, bound to 127.0.0.1 by default, Streamlit's
 usage statistics off and no file watcher (the dashboard is not being edited while it serves). ``ERGON_UI_REQUIRE_LOGIN=1`` makes every page
 ask for a sign-in (by default viewing is open and acting needs one; see ``ui/auth.py``).
+
+On POSIX the command *becomes* Streamlit (``exec``) instead of starting it as a child: a signal
+sent to ``ergon ui`` (SIGTERM from a service manager or ``kill``, SIGHUP from a closed terminal)
+then reaches the dashboard itself, and no Streamlit is ever left serving with its parent gone.
+Elsewhere the child is started and stopped with the command.
 """
 
 from __future__ import annotations
@@ -62,10 +67,22 @@ def ui(*, port: int = 8501, host: str = "127.0.0.1") -> int:
     if missing is not None:
         print(f"error: the dashboard is missing ({missing}); reinstall Ergon", file=sys.stderr)
         return 2
-    print(f"Ergon dashboard at http://{host}:{port}/  (Ctrl-C to stop)", file=sys.stderr)
+    print(f"Ergon dashboard at http://{host}:{port}/  (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    # `-m ui.serve` must import the same `ui` package as APP whatever the working directory.
+    path = os.pathsep.join(p for p in (str(APP.parents[1]), os.environ.get("PYTHONPATH")) if p)
+    command, env = streamlit_command(port, host), {**os.environ, "PYTHONPATH": path}
+    if os.name == "posix":
+        sys.stdout.flush()
+        os.execve(command[0], command, env)  # does not return: this process is the dashboard now
+    child = subprocess.Popen(command, env=env)
     try:
-        # `-m ui.serve` must import the same `ui` package as APP whatever the working directory.
-        path = os.pathsep.join(p for p in (str(APP.parents[1]), os.environ.get("PYTHONPATH")) if p)
-        return subprocess.call(streamlit_command(port, host), env={**os.environ, "PYTHONPATH": path})
+        return child.wait()
     except KeyboardInterrupt:
         return 0
+    finally:
+        if child.poll() is None:  # stopped by something other than the dashboard exiting
+            child.terminate()
+            try:
+                child.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                child.kill()

@@ -10,5 +10,8 @@ model, which is deterministic and always answers with JSON valid against the req
 * :mod:`flows.llm.structured` — JSON parsing, jsonschema validation, the repair turn.
 * :mod:`flows.llm.interactions` — prompt segments to messages, input validation, one call.
 * :mod:`flows.llm.offline` — the offline model ``ergon/offline``.
+* :mod:`flows.llm.embeddings` — ``embed(texts)``: litellm's embedding API (a model string or an
+  environment, ``ERGON_EMBEDDING_MODEL``), else the offline embedder
+  (:mod:`flows.llm.offline_embedding`, ``ergon/offline-embedding``).
 * :mod:`flows.llm.cassettes` / :mod:`flows.llm.records` — replay files; store rows and resume.
 """

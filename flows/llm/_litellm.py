@@ -37,5 +37,9 @@ def litellm() -> Any:
                 # Any model string should work: parameters a provider does not take (e.g. a
                 # temperature on a reasoning model) are dropped instead of failing the call.
                 mod.drop_params = True
+                # Ergon is the only retry loop. The OpenAI and Azure embedding calls read
+                # `max_retries or DEFAULT_MAX_RETRIES` (an explicit 0 is lost), so without this the
+                # SDK would retry each embedding attempt twice on its own.
+                mod.DEFAULT_MAX_RETRIES = 0  # type: ignore[misc]  # typed Final, but read at call time
                 _module = mod
     return _module

@@ -31,6 +31,7 @@ from typing import Any
 
 from compiler.ir import EnvironmentDef, ModelEntry
 from flows.llm._litellm import litellm
+from flows.secrets import redaction
 from flows.llm.types import LlmError
 
 __all__ = ["EnvRouter", "resolve_key", "router_for", "scrub"]
@@ -54,18 +55,9 @@ def resolve_key(reference: str | None, *, where: str) -> str | None:
         raise LlmError(f"{where}: {exc}") from None
 
 
-_known_secrets: set[str] = set()
-_secrets_lock = threading.Lock()
-
-
 def scrub(text: str) -> str:
-    """``text`` with every key Ergon has resolved replaced by ``***``."""
-    with _secrets_lock:
-        secrets = sorted(_known_secrets, key=len, reverse=True)
-    for secret in secrets:
-        if len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return text
+    """``text`` with every secret this process has opened (model keys included) replaced by ``***``."""
+    return redaction.redact_text(text)
 
 
 @dataclass
@@ -110,8 +102,9 @@ _routers_lock = threading.Lock()
 def router_for(env: EnvironmentDef) -> EnvRouter:
     """The (cached) Router of ``env``; keys are resolved now, so a missing key fails here."""
     keys = [resolve_key(m.api_key, where=f"environment `{env.name}`, model `{m.name or m.model}`") for m in env.models]
-    with _secrets_lock:
-        _known_secrets.update(k for k in keys if k)
+    for k in keys:
+        if k:  # a plain key written in the definition is redacted as well as a `secret:` one
+            redaction.remember(k)
     fingerprint = hashlib.sha256(
         json.dumps([env.model_dump(mode="json"), keys], sort_keys=True, default=str).encode()
     ).hexdigest()

@@ -7,7 +7,10 @@ Which model answers (``req.model``):
    the next model; see :mod:`flows.llm.environments`);
 2. any other string → that litellm model string (``openai/gpt-4o-mini``, ``ollama/llama3``, …),
    with litellm reading the usual provider variables (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``,
-   …); 429/5xx/timeouts are retried with exponential backoff here;
+   …); 429/5xx/timeouts are retried with exponential backoff here, every attempt recorded, all
+   of them within the call's ``deadline`` (default 180 s) — a hung endpoint fails the call then,
+   not after retries × timeout — and a failure names the fault in words (timed out, rate
+   limited, server error, a body that is not a JSON completion, no choices);
 3. None → ``ERGON_MODEL`` (a model string or an environment name), else the built-in offline
    model (:mod:`flows.llm.offline`).
 
@@ -43,13 +46,18 @@ from flows.llm.offline import MODEL as OFFLINE_MODEL
 from flows.llm.offline import complete_offline
 from flows.llm.types import LlmError, LlmRequest, LlmResponse, ToolCallRequest
 
-__all__ = ["OFFLINE_MODEL", "Target", "complete", "default_environments", "resolve_target", "with_schema_instruction"]
+__all__ = ["OFFLINE_MODEL", "Target", "backoff_seconds", "complete", "default_environments", "describe_fault",
+           "resolve_target", "retryable",
+           "with_schema_instruction"]
 
 #: Retries of a plain model string (environments have their own ``retries``).
 RETRIES = int(os.environ.get("ERGON_LLM_RETRIES", "2"))
 BACKOFF_BASE_SECONDS = 0.5
 BACKOFF_MAX_SECONDS = 8.0
 DEFAULT_TIMEOUT_SECONDS = 120.0
+#: All attempts of one call together (the ``deadline`` parameter): a hung endpoint fails the
+#: node within this, never after retries × timeout.
+DEFAULT_DEADLINE_SECONDS = float(os.environ.get("ERGON_LLM_DEADLINE_SECONDS", "180"))
 #: The sleep between retries; tests replace it to record the backoff without waiting.
 sleep = asyncio.sleep
 
@@ -138,13 +146,13 @@ async def complete(req: LlmRequest, *, environments: Mapping[str, EnvironmentDef
             if router is not None:
                 resp = await _call_router(req, router, sent, extra)
             else:
-                resp = await _call_model(req, target.name, sent, extra)
+                resp = await _call_model(req, target.name, sent, extra, key)
             resp.raw = {**(resp.raw or {}), "structured_mode": (
                 None if req.response_schema is None else "json_schema" if json_mode else "instructions")}
     except Exception as exc:
         from flows.llm.environments import scrub
 
-        message = scrub(f"{type(exc).__name__}: {exc}" if not isinstance(exc, LlmError) else str(exc))
+        message = scrub(str(exc) if isinstance(exc, LlmError) else describe_fault(exc))
         records.record(req, model=target.name, messages=sent, resp=None, cassette_key=key, error=message)
         if isinstance(exc, LlmError):
             raise
@@ -238,7 +246,37 @@ def _structured_args(req: LlmRequest, json_mode: bool) -> tuple[list[dict[str, A
 # litellm calls
 
 
-def _retryable(exc: BaseException) -> bool:
+#: How litellm and the SDK report a body that is not JSON (they call it a server error).
+_NOT_JSON = re.compile(r"Empty or invalid response|Unterminated string|Expecting (?:value|property name|',' delimiter)|"
+                       r"JSONDecodeError|Extra data: line")
+
+
+def describe_fault(exc: BaseException) -> str:
+    """A provider failure in words: what went wrong, then the provider's own message (shortened)."""
+    status = getattr(exc, "status_code", None)
+    text = str(exc)
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or type(exc).__name__ == "Timeout":
+        words = "timed out"
+    elif status == 429:
+        words = "rate limited (HTTP 429)"
+    elif isinstance(exc, json.JSONDecodeError) or _NOT_JSON.search(text):
+        words = "the response is not a JSON completion (an HTML error page, or a body cut short)"
+    elif isinstance(status, int) and status >= 500:
+        words = f"server error (HTTP {status})"
+    elif isinstance(status, int) and status >= 400:
+        words = f"refused (HTTP {status})"
+    elif type(exc).__name__ == "APIConnectionError":
+        words = "could not connect"
+    else:
+        words = type(exc).__name__
+    detail = " ".join(text.split())[:300]
+    return f"{words}: {detail}" if detail else words
+
+
+def retryable(exc: BaseException) -> bool:
+    """Whether a provider error is worth another attempt (rate limits, server errors, timeouts)."""
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):  # our own per-attempt guard
+        return True
     status = getattr(exc, "status_code", None)
     if isinstance(status, int):
         return status in (408, 409, 429) or status >= 500
@@ -264,26 +302,42 @@ def backoff_seconds(retry: int, exc: BaseException | None = None) -> float:
     return min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** retry) * (0.75 + random.random() / 2)
 
 
-async def _call_model(req: LlmRequest, model: str, messages: list[dict[str, Any]], extra: dict[str, Any]) -> LlmResponse:
+async def _call_model(req: LlmRequest, model: str, messages: list[dict[str, Any]], extra: dict[str, Any],
+                      key: str = "") -> LlmResponse:
     from flows.llm._litellm import litellm
 
     lib = litellm()
     params = dict(req.parameters)
     retries = int(params.pop("retries", RETRIES))
-    params.setdefault("timeout", DEFAULT_TIMEOUT_SECONDS)
+    deadline = float(params.pop("deadline", DEFAULT_DEADLINE_SECONDS))
+    per_attempt = float(params.get("timeout") or DEFAULT_TIMEOUT_SECONDS)
+    ends = time.monotonic() + deadline
     # Ergon is the only retry loop: the provider SDK must not retry on its own as well.
     params["max_retries"] = 0
     if req.tools:
         params["tools"] = req.tools
     attempt = 0
     while True:
+        remaining = ends - time.monotonic()
+        if remaining <= 0:
+            raise LlmError(f"model call to `{model}` got no answer within its deadline of {deadline:g} s "
+                           f"({attempt} attempt(s); set `deadline` in the parameters to allow more)")
+        params["timeout"] = min(per_attempt, remaining)
         try:
-            raw = await lib.acompletion(model=model, messages=messages, **extra, **params)
+            # the SDK's own timeout is per read; wait_for holds the whole attempt to what remains
+            raw = await asyncio.wait_for(lib.acompletion(model=model, messages=messages, **extra, **params),
+                                         timeout=params["timeout"] + 0.5)
             break
         except Exception as exc:
-            if attempt >= retries or not _retryable(exc):
+            if attempt >= retries or not retryable(exc) or ends - time.monotonic() <= 0:
+                if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and ends - time.monotonic() <= 0.5:
+                    raise LlmError(f"model call to `{model}` got no answer within its deadline of {deadline:g} s "
+                                   f"({attempt + 1} attempt(s), the last {describe_fault(exc)})") from None
                 raise
-            await sleep(backoff_seconds(attempt, exc))
+            # a retried attempt is recorded too: the call log shows every HTTP attempt
+            records.record(req, model=model, messages=messages, resp=None, cassette_key=key,
+                           error=f"attempt {attempt + 1} of {retries + 1}: {describe_fault(exc)} (retried)")
+            await sleep(min(backoff_seconds(attempt, exc), max(0.0, ends - time.monotonic())))
             attempt += 1
     resp = _to_response(raw, model)
     resp.raw = {**(resp.raw or {}), "retries": attempt}
@@ -297,6 +351,8 @@ async def _call_router(req: LlmRequest, router: Any, messages: list[dict[str, An
 
     params = dict(req.parameters)
     params.pop("retries", None)
+    # the Router retries and fails over itself; its calls are bounded by each attempt's timeout
+    params.pop("deadline", None)
     if req.tools:
         params["tools"] = req.tools
     raw = await router.router.acompletion(model=router.entry_group, messages=messages, **extra, **params)
@@ -330,6 +386,8 @@ _UNPRICED: set[str] = set()
 def _to_response(raw: Any, model: str) -> LlmResponse:
     from flows.llm._litellm import litellm
 
+    if not getattr(raw, "choices", None):
+        raise LlmError(f"the answer of `{model}` holds no choices (an empty `choices` list): nothing to read")
     choice = raw.choices[0]
     message = choice.message
     calls = []

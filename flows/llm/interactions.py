@@ -2,10 +2,11 @@
 
 An interaction (``kind: interaction``) is an ordered list of prompt segments. Rendering follows
 the Vertesia rules: **safety** segments come first whatever their position (they become
-``system`` messages), then the others in the order written. Templates are Jinja2 from
-:mod:`compiler.templates` — sandboxed, ``StrictUndefined`` (a missing field is an error, never
-an empty string in a prompt), with ``stringify`` and ``_now()``; ``_model`` is the model the
-call goes to, so the seeds' ``{{var}}`` / ``{{_model}}`` work as written.
+``system`` messages), then the others in the order written. Each segment is rendered in its
+``content_type`` by :func:`compiler.prompts.render`, the code the checker uses too: Jinja2
+(sandboxed, ``StrictUndefined``), Handlebars or JST (in the V8 sandbox). In each a missing field
+is an error, never an empty string in a prompt, and ``_model`` is the model the call goes to, so
+the seeds' ``{{var}}`` / ``{{_model}}`` / `` `${var}` `` work as written.
 
 The input is validated against ``input_schema`` before anything is rendered or called. The
 result schema is the interaction's own, or the one the caller passes (inside a process: the
@@ -22,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from compiler.ir import EnvironmentDef, InteractionDef
-from compiler.templates import RenderError, render
+from compiler.prompts import render, render_errors
 from flows.llm.gateway import complete, resolve_target
 from flows.llm.structured import structured
 from flows.llm.types import LlmError, LlmRequest
@@ -50,16 +51,12 @@ def validate_input(interaction: InteractionDef, data: Mapping[str, Any]) -> None
 
 def render_messages(interaction: InteractionDef, data: Mapping[str, Any], *, model: str | None = None) -> list[dict[str, Any]]:
     """The chat messages of ``interaction`` for ``data`` (safety first, then as written)."""
-    scope = {**dict(data), "_model": model}
     ordered = [s for s in interaction.prompts if s.role == "safety"] + [s for s in interaction.prompts if s.role != "safety"]
     messages = []
     for segment in ordered:
-        if segment.content_type != "jinja":  # refused by `ergon check`; never sent to a model as written
-            raise LlmError(f"interaction `{interaction.name}`: a `{segment.content_type}` prompt segment cannot be "
-                           "rendered (Ergon renders Jinja2 templates)")
         try:
-            text = render(segment.template, scope)
-        except RenderError as exc:
+            text = render(segment, data, model=model, input_schema=interaction.input_schema)
+        except render_errors() as exc:
             where = f"interaction `{interaction.name}`, {segment.role} segment" + (f" `{segment.name}`" if segment.name else "")
             raise LlmError(f"{where}: {exc}") from None
         messages.append({"role": "system" if segment.role == "safety" else segment.role, "content": text})

@@ -19,6 +19,7 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import Any
 
+from flows.secrets.redaction import redact
 from flows.llm.types import LlmRequest, LlmResponse, ToolCallRequest
 
 __all__ = ["REUSE_LOOKUP", "record", "response_from_record", "response_record", "reusable"]
@@ -57,13 +58,14 @@ def record(req: LlmRequest, *, model: str, messages: list[dict[str, Any]], resp:
         return
     from flows.store import visits as visit_store
 
+    # a model can echo a key back: what is kept never holds an opened secret
     visit_store.record_llm_call(
-        req.run_id, model, visit_id=req.visit_id, messages=messages,
-        response=response_record(resp) if resp is not None else None, tools=req.tools,
+        req.run_id, model, visit_id=req.visit_id, messages=redact(messages),
+        response=redact(response_record(resp)) if resp is not None else None, tools=req.tools,
         tokens_in=resp.tokens_in if resp else 0, tokens_out=resp.tokens_out if resp else 0,
         cost_usd=resp.cost_usd if resp else 0.0, latency_ms=round(resp.latency_ms) if resp else None,
         attempt=req.attempt, repair=req.repair, cassette_key=cassette_key,
-        offline=resp.offline if resp else offline, error=error,
+        offline=resp.offline if resp else offline, error=redact(error),
     )
 
 

@@ -23,6 +23,7 @@ from prefect.runtime import flow_run
 from prefect.states import Cancelled, Failed
 
 from compiler.plan import Plan
+from flows.prefect.artifacts import register as publish_artifacts
 from flows.prefect.executor import PrefectExecutor
 from flows.prefect.pause import PrefectPauses
 from flows.runs.execution import execute
@@ -92,6 +93,7 @@ class PrefectBackend:
     def __init__(self) -> None:
         self.flow_run_id = str(flow_run.id) if flow_run.id else None
         self.pauses: Pauses = PrefectPauses(self.flow_run_id)
+        publish_artifacts()  # the run's artifacts show in Prefect's UI too
 
     async def executor(self) -> PrefectExecutor:
         return await PrefectExecutor.for_run()
@@ -99,6 +101,15 @@ class PrefectBackend:
     async def run_subflow(self, plan: Plan, params: dict[str, Any], request: RunRequest) -> Any:
         child: Any = build_flow(plan, request)
         return await child(**params, return_state=True)
+
+    def cancel_requested(self) -> bool:
+        # A runner (serve, a worker) cancelling a flow run tells the process "cancel" on its
+        # control channel before it sends SIGTERM; any other SIGTERM is the process being stopped.
+        try:
+            from prefect._internal.control_listener import get_intent
+        except ImportError:  # an internal module: without it every stop counts as a crash
+            return False
+        return get_intent() == "cancel"
 
 
 async def run_body(plan: Plan, params: dict[str, Any], request: RunRequest) -> Any:

@@ -23,6 +23,7 @@ from prefect.context import TaskRunContext
 from compiler.plan import PlanNode
 from flows.prefect.config import TASK_DEFAULTS
 from flows.prefect.tagging import limited_tags, node_tags, record_tags, split_tags
+from flows.runtime.effects import TASK_RUN_ID
 from flows.runtime.errors import BudgetExhausted, InputRejected, NoTransition, RunCancelled, WriteRejected
 
 #: Errors that retrying cannot fix.
@@ -46,12 +47,15 @@ async def node_visit(run_name: str, attempt_fn: Callable[[int], Awaitable[Any]],
     attempt = ctx.task_run.run_count if ctx else 1
     if ctx and tags:
         record_tags(ctx.task_run, list(tags))
+    token = TASK_RUN_ID.set(str(ctx.task_run.id) if ctx else None)  # the visit records its task run
     try:
         return await attempt_fn(max(attempt, 1))
     except BaseException as exc:
         if ctx:
             _LAST_ERROR[ctx.task_run.id] = exc
         raise
+    finally:
+        TASK_RUN_ID.reset(token)
 
 
 def _retry_condition(kinds: tuple[str, ...]) -> Callable[..., bool]:

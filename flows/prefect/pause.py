@@ -127,13 +127,40 @@ def _python_type(f: dict[str, Any]) -> Any:
     return {"text": str, "string": str, "boolean": bool, "number": float, "integer": int}[f["type"]]
 
 
+#: Appended to the title of a required field: Prefect's form marks only the optional ones.
+REQUIRED_MARK = " (required)"
+
+
+def field_title(f: dict[str, Any]) -> str:
+    """A field's title in Prefect's form: its label (else its name), marked when required."""
+    return (f.get("label") or f["name"]) + (REQUIRED_MARK if f["required"] else "")
+
+
+def field_help(f: dict[str, Any]) -> str | None:
+    """A field's help text in Prefect's form (markdown): its description, and for a select whose
+    options have labels, each option's value with its label.
+
+    Prefect's select (an ``enum``) shows the values only. Labelled alternatives — ``oneOf`` of
+    ``const`` + ``title`` — were tried: both of Prefect's UIs draw them as a choice between
+    *schemas* (buttons, then an input for the constant that stays empty, and Prefect then refuses
+    the answer as missing), not as a select, so the values stay an enum and the labels are here."""
+    parts = [f["description"]] if f.get("description") else []
+    if f.get("option_labels"):
+        parts.append("Options: " + " · ".join(
+            f"**{value}**" + (f" ({label})" if label and label != value else "")
+            for value, label in f["option_labels"].items()))
+    return " — ".join(parts) or None
+
+
 def run_input_model(fields: Iterable[Any] | None, name: str, *, description: str | None = None) -> type:
     """A ``prefect.input.RunInput`` subclass for a task's fields, for ``pause_flow_run(
     wait_for_input=...)``: select → ``Literal`` (an enum), text/string → str, boolean, number →
     float, integer → int; required fields have no default, optional ones the same default
-    :func:`flows.humans.validate_answer` applies; the label (and help text) is the description shown in
-    Prefect's form. Unknown keys are refused (RunInput forbids extras). ``description`` (markdown,
-    e.g. the rendered task) is shown above the form.
+    :func:`flows.humans.validate_answer` applies. In Prefect's form each field is titled with its
+    label and marked when required (:func:`field_title`), with its help text and option labels
+    below (:func:`field_help`). Unknown keys are refused (RunInput forbids extras).
+    ``description`` (markdown: the task, the context it is about, a link to Ergon's inbox) is
+    shown above the form.
 
     A field whose name is not a usable Python attribute (``class``, ``json``, ``my-field``, …)
     gets a safe attribute name with the field name as alias: read answers back with
@@ -143,24 +170,23 @@ def run_input_model(fields: Iterable[Any] | None, name: str, *, description: str
     definitions: dict[str, Any] = {}
     for i, f in enumerate(humans.normalize_fields(fields)):
         py_type = _python_type(f)
-        text = " — ".join(t for t in (f.get("label"), f.get("description")) if t) or None
-        if f.get("option_labels"):  # Prefect's enum shows values only: name each one in the help text
-            named = "; ".join(f"{value} = {label}" for value, label in f["option_labels"].items())
-            text = f"{text} ({named})" if text else named
+        text, title = field_help(f), field_title(f)
         attr, alias = f["name"], None
         if not attr.isidentifier() or attr.startswith(("_", "model_")) or attr in reserved \
                 or attr in ("metadata", "keyset_from_type"):
             attr, alias = f"field_{i}", f["name"]
         if f["required"]:
-            definitions[attr] = (py_type, pydantic.Field(..., description=text, alias=alias))
+            definitions[attr] = (py_type, pydantic.Field(..., title=title, description=text, alias=alias))
         else:
             default, error = humans.default_of(f)
             if error:
                 raise ValueError(error)
+            if default is humans.OMITTED:  # left out: the form sends null, the answer omits it
+                default = None
             # null only where the field has no natural empty value (select, number, integer
             # without a default): a text box or a checkbox always sends something.
             field_type = Optional[py_type] if default is None else py_type
-            definitions[attr] = (field_type, pydantic.Field(default, description=text, alias=alias))
+            definitions[attr] = (field_type, pydantic.Field(default, title=title, description=text, alias=alias))
     class_name = re.sub(r"\W", "_", name) or "TaskInput"
     if class_name[0].isdigit():
         class_name = "_" + class_name
@@ -170,4 +196,5 @@ def run_input_model(fields: Iterable[Any] | None, name: str, *, description: str
 
 def input_to_answer(run_input: Any) -> dict[str, Any]:
     """The answer dict (keyed by field name) of an instance of a :func:`run_input_model` model."""
-    return run_input.model_dump(by_alias=True)
+    # a null is an optional field left empty in the form: not given, as validate_answer omits it
+    return {k: v for k, v in run_input.model_dump(by_alias=True).items() if v is not None}

@@ -1,6 +1,7 @@
-"""Resuming a paused run once its human task has a valid answer (an `on_answered` hook).
+"""Resuming a paused run once its human task has a valid answer.
 
-Registered by every channel that answers tasks in this process (the CLI, the dashboard); the
+Called by the run owner when a task whose run waits is answered (:mod:`flows.runs.answers`; the
+CLI and the dashboard answer through it), or registered as an ``on_answered`` hook; the
 answer itself was validated and recorded by :func:`flows.humans.answer` before this runs, so
 Prefect receives exactly the stored answer.
 
@@ -12,6 +13,8 @@ input against the pause's ``RunInput`` schema exactly as the client path does.
 An answer can arrive a moment before the waiting run has finished pausing (the task row exists
 before Prefect's state is Paused and its input schema saved). The server then answers "not
 paused" or "schema not found"; the hook retries for :data:`SETTLE_SECONDS` before giving up.
+The same wait covers a task whose flow run is not known yet: a subflow that is starting, or a
+run that continues after its process stopped and is on its way back to the task.
 """
 
 from __future__ import annotations
@@ -34,22 +37,27 @@ class ResumeFailed(ErgonError):
 
 
 def resume_answered(task: Any) -> None:
-    """Hand the task's answer to the paused Prefect flow run."""
+    """Hand the task's answer to the Prefect flow run that waits for it.
+
+    The flow run is read from the task's row at every try: a run continuing after its process
+    stopped re-enters the visit that asked and records its new flow run on the task (until then
+    the task names none, so the answer never goes to the dead process's flow run)."""
     import httpx
 
     from flows.prefect.server import ensure_api_url
-    from flows.store import runs as run_store
+    from flows.store import tasks as task_store
 
     api = ensure_api_url().rstrip("/")
-    waiting = task.prefect_flow_run_id  # the task's own subflow, or its run's flow run
-    if not waiting:
-        run = run_store.get_run(task.run_id)
-        waiting = run.prefect_flow_run_id if run else None
-    if not waiting:
-        raise ResumeFailed(f"task {task.id}: its run has no Prefect flow run to resume")
     deadline = time.monotonic() + SETTLE_SECONDS
     with httpx.Client(timeout=30, headers=_auth_headers()) as client:
         while True:
+            row = task_store.get_task(task.id)
+            waiting = row.prefect_flow_run_id if row is not None else None  # the task's subflow, or its run's
+            if not waiting:
+                if not _on_its_way(row) or time.monotonic() > deadline:
+                    raise ResumeFailed(f"task {task.id}: no Prefect flow run waits for it")
+                time.sleep(0.25)
+                continue
             result = _post(client, f"{api}/flow_runs/{waiting}/resume", {"run_input": dict(task.answer or {})})
             if result.get("status") == "ACCEPT":
                 return
@@ -57,6 +65,42 @@ def resume_answered(task: Any) -> None:
             if not any(s in str(reason).lower() for s in _NOT_YET) or time.monotonic() > deadline:
                 raise ResumeFailed(f"Prefect did not resume flow run {waiting}: {reason}")
             time.sleep(0.25)
+
+
+def _on_its_way(task: Any) -> bool:
+    """Whether a flow run is about to wait for ``task``: its visit is still running (a subflow
+    starting), or its run is starting again (resumed from its checkpoint, re-entering the visit)."""
+    from flows.store import runs as run_store
+    from flows.store import visits as visit_store
+
+    if task is None:
+        return False
+    run = run_store.get_run(task.run_id)
+    if run is not None and run.status in ("pending", "running"):
+        return True
+    visit = visit_store.get_visit(task.visit_id) if task.visit_id else None
+    return visit is not None and visit.status == "running"
+
+
+def mark_crashed(flow_run_ids: list[str], message: str) -> None:
+    """Move flow runs a dead process left ``Paused`` (or ``Running``) to ``Crashed``: Prefect's
+    own resume form would otherwise accept an answer for them and leave them ``Running`` with
+    nothing executing them. Runs already in a final state are left as they are."""
+    import httpx
+
+    from flows.prefect.server import ensure_api_url
+
+    api = ensure_api_url().rstrip("/")
+    with httpx.Client(timeout=30, headers=_auth_headers()) as client:
+        for flow_run_id in flow_run_ids:
+            response = client.get(f"{api}/flow_runs/{flow_run_id}")
+            if response.status_code == 404:
+                continue
+            response.raise_for_status()
+            state = (response.json().get("state") or {}).get("type")
+            if state in ("PAUSED", "RUNNING", "PENDING"):
+                _post(client, f"{api}/flow_runs/{flow_run_id}/set_state",
+                      {"state": {"type": "CRASHED", "message": message}, "force": True})
 
 
 def _post(client: Any, url: str, body: dict[str, Any]) -> dict[str, Any]:

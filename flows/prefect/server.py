@@ -5,6 +5,13 @@ records when the process exits, costs 3-15 s per run to start, and cannot be rea
 other processes that must resume or cancel a run. It runs detached, with its home (SQLite
 database, logs) under ``ERGON_HOME/prefect``; its address is kept in ``server.json`` there so
 every later command reuses it.
+
+Prefect's UI sends its API calls to the ``api_url`` its server hands out at ``/ui-settings``,
+which Prefect derives from the *default* port unless told otherwise. When the default port is
+taken (another server), Ergon's server runs on a free port, so it is started with its own port
+and API address (``PREFECT_SERVER_API_PORT``, ``PREFECT_UI_API_URL``): the UI at the address
+``ergon server status`` prints then shows Ergon's runs, not the other server's. A
+``PREFECT_UI_API_URL`` the user set (a reverse proxy) is kept.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flows.prefect.config import PREFECT_DEFAULTS
-from flows.settings import prefect_home
+from flows.settings import ergon_home_path, prefect_home
 
 DEFAULT_PORT = 4200
 START_TIMEOUT_SECONDS = 120
@@ -36,6 +43,11 @@ class ServerInfo:
 
 def _state_file() -> Path:
     return prefect_home() / "server.json"
+
+
+def _state_file_path() -> Path:
+    """Where :func:`_state_file` is, without creating the folder (reading only)."""
+    return ergon_home_path() / "prefect" / "server.json"
 
 
 def healthy(api_url: str, timeout: float = 2.0) -> bool:
@@ -98,6 +110,10 @@ def start(port: int = DEFAULT_PORT) -> ServerInfo:
         ),
     })
     env.pop("PREFECT_API_URL", None)
+    # the UI must call this server's API, not the default port's (see the module docstring)
+    env.update({"PREFECT_SERVER_API_HOST": "127.0.0.1", "PREFECT_SERVER_API_PORT": str(port)})
+    if not (env.get("PREFECT_UI_API_URL") or env.get("PREFECT_SERVER_UI_API_URL")):
+        env["PREFECT_UI_API_URL"] = url
     log = open(home / "server.log", "ab")
     proc = subprocess.Popen(
         [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
@@ -133,6 +149,21 @@ def stop() -> bool:
         stopped = True
     state.unlink(missing_ok=True)
     return stopped
+
+
+def ui_url(info: ServerInfo | None = None) -> str | None:
+    """The address of Prefect's UI for the server Ergon uses (``info``, else the one it would use):
+    ``PREFECT_UI_URL`` when set, else the API's address without ``/api``; None when there is no
+    server to name. No request is made (a link needs no health check)."""
+    if explicit := os.environ.get("PREFECT_UI_URL"):
+        return explicit.rstrip("/")
+    api = info.url if info is not None else os.environ.get("PREFECT_API_URL")
+    if not api and _state_file_path().exists():
+        api = json.loads(_state_file_path().read_text()).get("url")
+    if not api:
+        return None
+    api = api.rstrip("/")
+    return api.removesuffix("/api")
 
 
 def ensure_api_url() -> str:

@@ -1,10 +1,12 @@
 """The run owner: everything that starts, continues or stops a run goes through this package.
 
 * :mod:`~flows.runs.lifecycle` — compile, create (inputs validated once), start in this process,
-  resume, prepare.
+  resume, prepare, detect_crashed.
 * :mod:`~flows.runs.detached`  — start in the background (the dashboard, webhooks, chained runs,
   replays), and the dashboard's resume.
 * :mod:`~flows.runs.cancel`    — cancel, whatever state the run is in.
+* :mod:`~flows.runs.answers`   — answering a human task only while its run can take the answer
+  (it waits; it stopped while waiting and resumes from its checkpoint; it is over).
 * :mod:`~flows.runs.execution` — one execution inside the flow body (Prefect-free), and its
   :class:`~flows.runtime.effects.RunResult`.
 * :mod:`~flows.runs.recorder`  — the store writer the engine gets; the only writer of a run's
@@ -25,6 +27,7 @@ from flows.runs.lifecycle import (
     compile_definition,
     create,
     current_user,
+    detect_crashed,
     prepare,
     resumable,
     resume,
@@ -34,6 +37,6 @@ from flows.runs.lifecycle import (
 
 __all__ = [
     "AlreadyEnded", "ResumeRefused", "RunResult", "StartRefused", "cancel", "compile_definition", "create",
-    "current_user", "prepare", "replay", "resumable", "resume", "resume_detached", "snapshot_compiled", "start",
+    "current_user", "detect_crashed", "prepare", "replay", "resumable", "resume", "resume_detached", "snapshot_compiled", "start",
     "start_detached",
 ]

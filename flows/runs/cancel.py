@@ -10,6 +10,8 @@ What cancelling does depends on where the run is:
   ``cancelling`` and that process, which watches the store while it waits, ends the run. When
   nothing waits (the process is gone, or the run is suspended under a deployment), the run becomes
   ``cancelled`` here and its Prefect flow run is cancelled too, so a worker never resumes it.
+* ``crashed`` — its process stopped; it would resume from its checkpoint (an answer to one of its
+  tasks resumes it): it becomes ``cancelled`` and its open tasks close, so nobody answers them.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from flows.errors import RunError
+from flows.runs.answers import close_open_tasks
 from flows.store import runs as run_store
 from flows.store import tasks as task_store
 from flows.store.models import RUN_TERMINAL, TASK_OPEN, utcnow
@@ -33,6 +36,11 @@ class AlreadyEnded(RunError):
 def cancel(run_id: str, *, actor: str | None = None) -> str:
     """Cancel ``run_id``; return its new status (``cancelling`` or ``cancelled``)."""
     run = run_store.require_run(run_id)
+    if run.status == "crashed":
+        error = f"cancelled by {actor or 'someone'} after its process stopped"
+        cancelled = run_store.set_run_status(run_id, "cancelled", error=error, expect=("crashed",))
+        close_open_tasks(run_id, "the run was cancelled", actor=actor)
+        return cancelled.status
     if run.status in RUN_TERMINAL:
         raise AlreadyEnded(f"run {run_id} already ended ({run.status})")
     if run.status == "paused":

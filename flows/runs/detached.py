@@ -23,6 +23,7 @@ from flows.catalog import Catalog, DefinitionNotFound
 from flows.runs import sources
 from flows.runs.lifecycle import StartRefused, compile_definition, create, resumable
 from flows.settings import logs_dir
+from flows.store import runs as run_store
 from flows.store.models import Run, RunTrigger
 
 
@@ -40,9 +41,10 @@ def start_detached(name: str, inputs: dict[str, Any], *, started_by: str, trigge
     run = create(compiled, inputs, catalog=catalog, trigger=trigger, started_by=started_by, version=version)
     inputs_file = logs_dir() / f"run-{run.id}.inputs.json"
     inputs_file.write_text(json.dumps(inputs), encoding="utf-8")
-    spawn_ergon(["run", name, "--run-id", run.id, "--input-file", str(inputs_file),
-                 *(["--version", str(version)] if version is not None else [])],
-                log_name=f"run-{run.id}.log", user=started_by, env=env)
+    child = spawn_ergon(["run", name, "--run-id", run.id, "--input-file", str(inputs_file),
+                         *(["--version", str(version)] if version is not None else [])],
+                        log_name=f"run-{run.id}.log", user=started_by, env=env)
+    run_store.update_run(run.id, pid=child)  # the child owns it now: this process may exit at once
     return run.id
 
 
@@ -65,13 +67,13 @@ def resume_detached(run: Run, user: str) -> None:
     spawn_ergon(["runs", "resume", run.id], log_name=f"run-{run.id}.resume.log", user=user)
 
 
-def spawn_ergon(args: list[str], *, log_name: str, user: str, env: dict[str, str] | None = None) -> None:
+def spawn_ergon(args: list[str], *, log_name: str, user: str, env: dict[str, str] | None = None) -> int:
     """Run ``ergon ARGS`` in the background, in its own session, acting as ``user``; its output
-    goes to ``ERGON_HOME/logs/<log_name>``."""
+    goes to ``ERGON_HOME/logs/<log_name>``. Returns the child's pid."""
     child_env = {**os.environ, **(env or {}), "ERGON_USER": user}
     with open(logs_dir() / log_name, "ab") as log:
-        subprocess.Popen(
+        return subprocess.Popen(
             [sys.executable, "-m", "flows.cli", *args],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=child_env,
             start_new_session=True,  # outlives the caller (a Streamlit rerun, a stopped server)
-        )
+        ).pid

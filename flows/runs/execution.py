@@ -14,6 +14,9 @@ sub-run — and turns the :class:`RunResult` into a Prefect state.
   ``retry`` policy by re-entering this body (:mod:`flows.triggers.retries`).
 * When the run completes, the definitions whose ``on_complete`` trigger waits for it start
   (:mod:`flows.triggers.chaining`, never raises).
+* When its process is stopped (SIGTERM) the run is recorded ``crashed`` — it resumes from its
+  checkpoint, and a task it waited for keeps an answer for it (:mod:`flows.runs.answers`) —
+  unless the orchestrator stopped the process to cancel the run.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from flows.runs.recorder import StoreRecorder
 from flows.runs.request import RunRequest
 from flows.runtime.effects import Pauses, RunResult, Services
 from flows.runtime.engine import Engine, Executor
+from flows.runtime.errors import NodeFailed
+from flows.settings import max_subprocess_depth
 from flows.store import definitions as definition_store
 
 #: How often a running run's record is touched, so that a dead process can be told from a slow one.
@@ -49,6 +54,11 @@ class Backend(Protocol):
 
     async def run_subflow(self, plan: Plan, params: dict[str, Any], request: RunRequest) -> Any:
         """Run a child Plan as a sub-run; returns the orchestrator's final state (used for its message)."""
+        ...
+
+    def cancel_requested(self) -> bool:
+        """Whether the orchestrator stopped this process to cancel the run (a worker or ``serve``
+        cancelling a deployment run), rather than the process being stopped from outside."""
         ...
 
 
@@ -79,9 +89,12 @@ async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest,
         context = recorder.context
 
     async def run_child(child: Plan, child_inputs: dict[str, Any], parent_visit_id: str | None) -> RunResult:
+        if request.depth + 1 > max_subprocess_depth():
+            raise NodeFailed(f"sub-process `{child.name}` would nest {request.depth + 1} levels deep, more than the "
+                             f"{max_subprocess_depth()} allowed (ERGON_MAX_SUBPROCESS_DEPTH): does it run its caller?")
         accepted = set(child.input_schema.get("properties", {}))
         child_request = RunRequest(trigger="subprocess", started_by=request.started_by, parent_run_id=recorder.run_id,
-                                   parent_visit_id=parent_visit_id, overrides=child_inputs,
+                                   parent_visit_id=parent_visit_id, depth=request.depth + 1, overrides=child_inputs,
                                    content_hash=definition_store.snapshot_definition({"plan": child.to_json()}), catalog=catalog)
         state = await backend.run_subflow(child, {k: v for k, v in child_inputs.items() if k in accepted}, child_request)
         return StoreRecorder.child_result(recorder.run_id, parent_visit_id, state)
@@ -92,6 +105,7 @@ async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest,
                                       default_environment=plan.environment, run_id=recorder.run_id,
                                       started_by=request.started_by, process_name=plan.name,
                                       process_description=plan.description, run_budget=plan.budget,
+                                      context_schema=plan.context_schema,
                                       listener=request.listener, pauses=backend.pauses, run_state=recorder),
                     listener=request.listener)
     heartbeat = asyncio.ensure_future(_heartbeat(recorder))
@@ -99,7 +113,12 @@ async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest,
     try:
         outcome = await engine.run()
     except (KeyboardInterrupt, asyncio.CancelledError):
-        recorder.end("cancelled", None, engine.context, "interrupted")
+        # The process is being stopped (SIGTERM, Ctrl-C): a crash the run resumes from, unless
+        # the orchestrator stopped it to cancel the run. Ctrl-C becomes a cancel in flows.runs.lifecycle.start.
+        if backend.cancel_requested():
+            recorder.end("cancelled", None, engine.context, "cancelled by the orchestrator")
+        else:
+            recorder.end("crashed", None, engine.context, f"interrupted: process {os.getpid()} was stopped")
         raise
     except Exception as exc:  # a bug, not a node failure: the run record must still end
         recorder.end("failed", None, engine.context, f"{type(exc).__name__}: {exc}")

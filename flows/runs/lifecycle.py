@@ -22,6 +22,9 @@ its process gave up (interrupted, refused by Prefect before the body ran).
 
 from __future__ import annotations
 
+import os
+import socket
+
 from typing import Any, cast
 
 from compiler import CompileError, Diagnostic
@@ -33,7 +36,8 @@ from flows.runtime.effects import Listener, RunResult, no_listener
 from flows.settings import current_user
 from flows.store import definitions as definition_store
 from flows.store import runs as run_store
-from flows.store.models import RUN_TERMINAL, Run, RunTrigger
+from flows.store.errors import InvalidTransition
+from flows.store.models import Run, RunTrigger
 
 
 class StartRefused(RunError, ValueError):
@@ -49,16 +53,44 @@ class ResumeRefused(RunError):
     """The run is not in a state that resumes (only failed or crashed runs do)."""
 
 
+def detect_crashed() -> list[Run]:
+    """Mark runs of dead processes crashed without starting a Prefect server (``ergon runs list``):
+    their Prefect flow runs are marked too when a local server is up, else by the next
+    :func:`prepare`'s owner commands (the store alone decides who may answer)."""
+    from flows.prefect.server import status
+    from flows.runs.answers import run_stopped
+    from flows.settings import HEARTBEAT_TIMEOUT_SECONDS
+
+    crashed = list(run_store.mark_stale_runs_crashed(heartbeat_timeout=HEARTBEAT_TIMEOUT_SECONDS))
+    if crashed and (os.environ.get("PREFECT_API_URL") or status() is not None):
+        from flows.prefect.server import ensure_api_url
+
+        ensure_api_url()
+        for run in crashed:
+            run_stopped(run)
+    elif crashed:
+        from flows.store import tasks as task_store
+
+        for run in crashed:
+            task_store.release_open_tasks(run.id)
+    return crashed
+
+
 def prepare() -> list[Run]:
-    """Point at the Prefect API, bring the store to head, mark runs of dead processes crashed;
-    returns the runs just marked crashed (the CLI says so)."""
+    """Point at the Prefect API, bring the store to head, mark runs of dead processes crashed
+    (running ones, and paused ones a process blocked in); returns the runs just marked crashed
+    (the CLI says so)."""
     from flows.prefect.server import ensure_api_url
+    from flows.runs.answers import run_stopped
     from flows.settings import HEARTBEAT_TIMEOUT_SECONDS
     from flows.store import db
 
     ensure_api_url()
     db.init_db()
-    return list(run_store.mark_stale_runs_crashed(heartbeat_timeout=HEARTBEAT_TIMEOUT_SECONDS))
+    crashed = list(run_store.mark_stale_runs_crashed(heartbeat_timeout=HEARTBEAT_TIMEOUT_SECONDS))
+    for run in crashed:
+        run_stopped(run)
+    return crashed
 
 
 def compile_definition(name: str, *, catalog: Catalog | None = None, version: int | None = None) -> Compiled:
@@ -94,9 +126,11 @@ def create(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog | Non
         from flows.versions import version_of_content
 
         version = version_of_content(compiled.plan.name, content_hash)
+    # this process owns the run until one starts it (start_detached hands it to its child)
     return run_store.create_run(compiled.plan.name, content_hash=content_hash, inputs=inputs, trigger=trigger,
                                 started_by=started_by or current_user(), definition_version=version,
-                                catalog_sources=catalog.sources if catalog is not None else None)
+                                catalog_sources=catalog.sources if catalog is not None else None,
+                                pid=os.getpid(), host=socket.gethostname())
 
 
 def start(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog, run_id: str | None = None,
@@ -112,6 +146,7 @@ def start(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog, run_i
     """
     from flows.llm.cassettes import use_cassette
     from flows.prefect.build import run_in_process
+    from flows.runs.answers import run_ended
 
     if run_id is None:
         run = create(compiled, inputs, catalog=catalog, trigger=trigger, started_by=started_by, version=version,
@@ -129,13 +164,15 @@ def start(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog, run_i
     try:
         with use_cassette(record=record, replay=replay):
             state = run_in_process(plan, {k: v for k, v in inputs.items() if k in accepted}, request)
-    except KeyboardInterrupt:
-        if run_store.run_status(run.id) not in RUN_TERMINAL:
+    except KeyboardInterrupt:  # a person stopped it: a cancel (a stop from outside is a crash, see execution)
+        if run_store.run_status(run.id) not in ("completed", "failed", "cancelled"):
             run_store.set_run_status(run.id, "cancelled", error="interrupted (Ctrl-C)")
+            run_ended(run.id, "cancelled", "interrupted (Ctrl-C)")
     ended = run_store.require_run(run.id)
     if ended.status == "pending":  # Prefect refused the call before the flow body ran
         message = getattr(state, "message", None) or "the flow did not start"
         ended = run_store.set_run_status(run.id, "failed", error=message)
+        run_ended(run.id, "failed", message)
     return RunResult(ended.id, ended.status, ended.outcome, dict(ended.context or {}), ended.error)
 
 
@@ -162,6 +199,9 @@ def resume(run_id: str, *, catalog: Catalog | None = None, listener: Listener = 
     resumable(run)
     catalog = catalog or catalog_for_run(run)  # the folders (and file) it started from, tools included
     compiled = snapshot_compiled(run, catalog)
-    run_store.set_run_status(run_id, "pending")
+    try:  # claimed once: two resumes at the same time (two answers to one stopped run) run it once
+        run_store.set_run_status(run_id, "pending", expect=("failed", "crashed"))
+    except InvalidTransition as exc:
+        raise ResumeRefused(f"run {run_id} is being resumed already ({exc})") from None
     return start(compiled, dict(run.inputs or {}), catalog=catalog, run_id=run_id, listener=listener,
                  record=record, replay=replay)

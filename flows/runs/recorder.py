@@ -19,7 +19,7 @@ from typing import Any, cast
 
 from compiler.plan import Plan, PlanNode
 from flows.runs.request import RunRequest
-from flows.runtime.effects import RunResult
+from flows.runtime.effects import TASK_RUN_ID, RunResult
 from flows.runtime.engine import VisitRecord
 from flows.store import runs as run_store
 from flows.store import tasks as task_store
@@ -73,8 +73,14 @@ class StoreRecorder:
         run_store.update_run_context(self.run_id, context)
 
     def end(self, status: RunStatus, outcome: str | None, context: dict[str, Any], error: str | None) -> None:
+        from flows.runs import answers
+
         run_store.update_run_context(self.run_id, context, heartbeat=False)
-        run_store.set_run_status(self.run_id, status, outcome=outcome, error=error)
+        run = run_store.set_run_status(self.run_id, status, outcome=outcome, error=error)
+        if status == "crashed":
+            answers.run_stopped(run)  # its tasks keep their answers for the resumed run
+        else:
+            answers.run_ended(self.run_id, status, error)  # nothing can take an answer any more
 
     def heartbeat(self) -> None:
         run_store.heartbeat(self.run_id)
@@ -107,7 +113,8 @@ class StoreRecorder:
                     item_key: str | None = None) -> str:
         self._sequence += 1
         visit = visit_store.start_visit(self.run_id, node.id, node.type, input=input, item_key=item_key,
-                                        parent_visit_id=parent_visit_id, attempt=attempt, sequence=self._sequence)
+                                        parent_visit_id=parent_visit_id, attempt=attempt, sequence=self._sequence,
+                                        prefect_task_run_id=TASK_RUN_ID.get())
         self._started[visit.id] = visit.started_at
         return visit.id
 

@@ -25,6 +25,8 @@ class RunRequest:
     started_by: str | None = None
     parent_run_id: str | None = None
     parent_visit_id: str | None = None
+    #: how many sub-process levels are above this run (0: a top-level run)
+    depth: int = 0
     #: context values that are not flow parameters (fields with an initial value, child inputs)
     overrides: dict[str, Any] = field(default_factory=dict)
     #: the snapshot the run pins (the caller stored the content it compiled)

@@ -16,6 +16,7 @@ protocols implemented elsewhere:
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
@@ -24,6 +25,11 @@ from compiler.plan import Plan
 
 #: listener(event, node_id, detail) — the CLI prints live progress from these
 Listener = Callable[[str, str, dict[str, Any]], None]
+
+#: The orchestrator's id of the task run executing the current visit attempt, set by the executor
+#: around each attempt (:mod:`flows.prefect.executor`); the recorder stores it on the visit it
+#: starts, so the dashboard links each visit to its Prefect task run. None outside a task run.
+TASK_RUN_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("ergon_task_run_id", default=None)
 
 
 def no_listener(event: str, node: str, detail: dict[str, Any]) -> None:
@@ -126,6 +132,9 @@ class Services:
     process_description: str | None = None
     #: the run's token/cost ceiling (the definition's `budget:`)
     run_budget: dict[str, Any] | None = None
+    #: the run's `context.schema` (what a write is checked against; a task's answer is checked
+    #: against it before it is accepted)
+    context_schema: dict[str, Any] = field(default_factory=dict)
     #: the engine's progress listener (event, node id, detail)
     listener: Listener = no_listener
     #: how the run waits for a person's answer

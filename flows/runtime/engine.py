@@ -41,8 +41,11 @@ from flows.runtime.effects import Effect, Listener, Services, no_listener
 from flows.runtime.errors import NodeFailed, RunCancelled
 from flows.runtime.parallel import mark_parallel
 from flows.runtime.routing import ask_user_exit, next_node, run_artifact_keys
+from flows.secrets.redaction import redact
 
 MAX_FOREACH_ITEMS = 1000
+#: the key of a paused visit's output that holds the effect it computed before asking a person
+_HELD = "held_effect"
 
 
 def fanout_body(node: PlanNode) -> ForeachNode | BranchNode:
@@ -110,6 +113,8 @@ class Engine:
     listener: Listener = no_listener
 
     def __post_init__(self) -> None:
+        #: effects of visits now asking a person to pick a `trigger: user` exit, by visit id
+        self._held: dict[str, Effect] = {}
         self._exits: dict[str, list[PlanEdge]] = {}
         for edge in self.plan.edges:
             self._exits.setdefault(edge.source, []).append(edge)
@@ -179,7 +184,9 @@ class Engine:
         vid = self.recorder.start_visit(node=node, attempt=attempt, input=None)
         self.listener("started", node.id, {"attempt": attempt})
         try:
-            effect = await leaf_effect(node, self.context, self.services, vid)
+            effect = self._held_effect(node)
+            if effect is None:
+                effect = await leaf_effect(node, self.context, self.services, vid)
             effect = await self._user_choice(node, vid, effect)
             return self._complete(node, vid, effect, started)
         except BaseException as exc:
@@ -193,14 +200,35 @@ class Engine:
             return effect
         preview = apply_update(self.context, effect.update, writes=node.writes, schema=self.plan.context_schema,
                                node_id=node.id)
+        self._held[vid] = effect  # until the person answers: _fail records it when the run suspends
         chosen = await ask_user_exit(node, self._exits.get(node.id, []), preview, self.services, vid,
                                      run_artifact_keys(self.services.run_id))
+        del self._held[vid]
         return effect if chosen is None else replace(effect, route_to=chosen)
+
+    def _held_effect(self, node: PlanNode) -> Effect | None:
+        """The effect a suspended visit of this node had computed before it asked a person.
+
+        A run that suspends while a person picks a ``trigger: user`` exit ends its process; the
+        resumed flow body re-enters the node. Its work (a tool call, a model answer) is done and
+        was recorded as the paused visit's output (see :meth:`_fail`), so it is taken from there
+        rather than done twice."""
+        if not node.user_choice:
+            return None
+        top = [v for v in self.recorder.past_visits() if v.parent_visit_id is None]
+        if not top or top[-1].node_id != node.id or top[-1].status != "paused":
+            return None
+        held = top[-1].output.get(_HELD) if isinstance(top[-1].output, dict) else None
+        if not isinstance(held, dict):
+            return None
+        return Effect(update=dict(held.get("update") or {}), output=held.get("output"), child_run_id=held.get("child_run_id"))
 
     def _complete(self, node: PlanNode, vid: str, effect: Effect, started: float) -> str | None:
         """Validate and apply the effect, route, checkpoint — synchronously, so no other visit
         of this run can interleave between applying and writing."""
         old = self.context
+        # a secret a model echoed or a tool returned never enters the context (nor later prompts)
+        effect = replace(effect, update=redact(effect.update), output=redact(effect.output))
         new = apply_update(old, effect.update, writes=node.writes, schema=self.plan.context_schema, node_id=node.id)
         target: str | None
         if effect.route_to is not None:
@@ -220,7 +248,10 @@ class Engine:
     def _fail(self, node: PlanNode, vid: str, exc: BaseException) -> None:
         status = "cancelled" if isinstance(exc, (asyncio.CancelledError, RunCancelled)) else "failed"
         status = getattr(exc, "visit_status", status)  # e.g. a run suspended for a person: `paused`
-        self.recorder.finish_visit(vid, status=status, error=_error_text(exc), input=_failed_input(exc))
+        held = self._held.pop(vid, None)
+        output = None if held is None or status != "paused" else {
+            _HELD: {"update": _jsonable(held.update), "output": _jsonable(held.output), "child_run_id": held.child_run_id}}
+        self.recorder.finish_visit(vid, status=status, output=output, error=_error_text(exc), input=_failed_input(exc))
         self.listener(status, node.id, {"error": _error_text(exc)})
 
     # ------------------------------------------------------------------ foreach / branch
@@ -427,6 +458,8 @@ class Engine:
 
 
 def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, asyncio.CancelledError) and not str(exc):  # the process is being stopped
+        return "interrupted: the process was stopped"
     text = str(exc) or type(exc).__name__
     return text if isinstance(exc, NodeFailed) else f"{type(exc).__name__}: {text}"
 

@@ -116,7 +116,7 @@ async def ask_user_exit(node: PlanNode, exits: list[PlanEdge], context: dict[str
                         visit_id: str | None, artifacts: ArtifactKeys | None = None) -> str | None:
     """Ask a person which open ``trigger: user`` exit the run takes (see the module docstring);
     None when none is open (the ``auto`` transitions route then)."""
-    from flows.runtime.bodies.human_task import ask_person  # bodies import the engine's neighbours
+    from flows.runtime.bodies.human_task import ask_person, fields_about  # bodies import the engine's neighbours
 
     options = open_user_exits(exits, context, artifacts)
     if not options:
@@ -127,6 +127,7 @@ async def ask_user_exit(node: PlanNode, exits: list[PlanEdge], context: dict[str
         services, visit_id=visit_id, node_id=node.id, title=title,
         description=render(text, context) if text else None,
         assignee=node.body.assignee or services.started_by, fields=[choice_field(options)],
+        about=fields_about([node.title, text], context),
     )
     chosen = answer.get(CHOICE_FIELD)
     targets = [e.target for e in options]

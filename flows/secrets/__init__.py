@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from flows.secrets import envelope
+from flows.secrets import envelope, redaction
 from flows.secrets.keys import KeyRing, SecretKeyError, add_key_to_file, load_keyring
 
 __all__ = [
@@ -129,7 +129,7 @@ def reveal(name: str) -> str:
     row = _store().get_secret(name)
     if row is None:
         raise SecretNotFound(name)
-    return _open(row, load_keyring())
+    return redaction.remember(_open(row, load_keyring()))
 
 
 def resolve_reference(value: str) -> str:
@@ -145,7 +145,7 @@ def resolve_reference(value: str) -> str:
         resolved = os.environ.get(var)
         if not resolved:
             raise ReferenceNotSet(f"`{value}` needs the environment variable {var}, which is not set")
-        return resolved
+        return redaction.remember(resolved)
     return value
 
 

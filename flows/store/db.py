@@ -78,6 +78,11 @@ def _create_engine(url: str) -> Engine:
     if sa.make_url(url).get_backend_name() != "sqlite":
         # pre_ping: PostgreSQL connections die with server restarts and idle timeouts.
         return sa.create_engine(url, pool_pre_ping=True)
+    database = sa.make_url(url).database
+    if database and database != ":memory:" and not os.path.exists(database):
+        # created owner-only (SQLite gives its -wal and -shm files the database file's mode):
+        # the store holds sealed secrets, answers and every prompt
+        os.close(os.open(database, os.O_CREAT | os.O_WRONLY, 0o600))
     # Threads share the engine (foreach/branch bodies run in a thread pool); the pool hands each
     # thread its own connection, so check_same_thread only gets in the way.
     engine = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})

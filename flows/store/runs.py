@@ -79,8 +79,14 @@ def create_run(
     prefect_flow_run_id: str | None = None,
     run_id: str | None = None,
     catalog_sources: list[str] | None = None,
+    pid: int | None = None,
+    host: str | None = None,
 ) -> Run:
     """Record a new ``pending`` run.
+
+    ``pid``/``host`` name the process that will start it (its owner until the flow body stamps
+    its own): a pending run whose owner died before starting it is found by
+    :func:`mark_stale_runs_crashed`.
 
     Pass the definition ``content`` (it is snapshotted, deduplicated by hash) or the
     ``content_hash`` of a snapshot stored earlier; the run keeps executing that snapshot.
@@ -93,7 +99,7 @@ def create_run(
         definition_name=definition_name, definition_version=definition_version, content_hash=content_hash,
         inputs=inputs or {}, context=context or {}, trigger=trigger,
         started_by=started_by, parent_run_id=parent_run_id, parent_visit_id=parent_visit_id,
-        prefect_flow_run_id=prefect_flow_run_id, catalog_sources=catalog_sources or None,
+        prefect_flow_run_id=prefect_flow_run_id, catalog_sources=catalog_sources or None, pid=pid, host=host,
     )
     if run_id:
         row.id = run_id
@@ -142,8 +148,11 @@ def set_run_status(
     now: datetime | None = None,
     pid: int | None = None,
     host: str | None = None,
+    expect: Iterable[RunStatus] | None = None,
 ) -> Run:
-    """Move a run to ``status``; raises :class:`InvalidTransition` for an impossible change.
+    """Move a run to ``status``; raises :class:`InvalidTransition` for an impossible change, and
+    when ``expect`` is given and the run is not in one of those statuses (a compare-and-set: of
+    two processes claiming the same change, one wins).
 
     Setting the same status again is allowed (retries of the same report). Going to ``running``
     stamps ``started_at`` (first time), the heartbeat, and the pid/host of the calling process
@@ -155,6 +164,8 @@ def set_run_status(
     with session(write=True) as s:
         run = require_row(s, Run, run_id, lock=True)
         current: RunStatus = run.status  # type: ignore[assignment]
+        if expect is not None and current not in expect:
+            raise InvalidTransition(f"run {run_id} is {current}, not {' or '.join(expect)}")
         if status != current and status not in RUN_TRANSITIONS[current]:
             allowed = ", ".join(sorted(RUN_TRANSITIONS[current])) or "nothing (final)"
             raise InvalidTransition(f"run {run_id}: cannot go from {current} to {status} (allowed: {allowed})")
@@ -302,30 +313,45 @@ def definition_names_with_runs() -> list[str]:
 
 
 def mark_stale_runs_crashed(
-    now: datetime | None = None, heartbeat_timeout: timedelta | float = timedelta(minutes=5)
+    now: datetime | None = None, heartbeat_timeout: timedelta | float = timedelta(minutes=5),
+    run_ids: Iterable[str] | None = None,
 ) -> list[Run]:
-    """Mark ``running`` runs whose process is gone as ``crashed``; return them.
+    """Mark runs whose process is gone as ``crashed``; return them (only ``run_ids`` when given).
 
-    A run is stale when its last heartbeat (or start, if it never beat) is older than
-    ``heartbeat_timeout`` (a timedelta or seconds), or when it runs on this host under a pid
-    that no longer exists. The reason goes into ``error``; the run's visits still ``running``
-    become ``failed``, so a resume restarts them.
+    The candidates are ``running`` runs, ``pending`` ones with an owner process (the one that
+    recorded it to start it: stale only when that process is gone), and ``paused`` runs with a visit still ``running``: a
+    process blocks in that visit waiting for a person. A paused run with no running visit is
+    *suspended* (under a deployment its process exits on purpose, and Prefect reschedules it
+    when the answer comes), so it is never a candidate. A candidate is stale when its last
+    heartbeat (or start, if it never beat) is older than ``heartbeat_timeout`` (a timedelta or
+    seconds), or when it runs on this host under a pid that no longer exists. The reason goes
+    into ``error``; the run's visits still ``running`` become ``failed``, so a resume restarts them.
     """
     now = now or utcnow()
     timeout = heartbeat_timeout if isinstance(heartbeat_timeout, timedelta) else timedelta(seconds=heartbeat_timeout)
+    blocking = select(NodeVisit.run_id).where(col(NodeVisit.status) == "running")
+    where: list[Any] = [or_(col(Run.status) == "running",
+                            (col(Run.status) == "paused") & col(Run.id).in_(blocking),
+                            (col(Run.status) == "pending") & col(Run.pid).is_not(None))]
+    if run_ids is not None:
+        where.append(col(Run.id).in_(list(run_ids)))
     with session() as s:
-        running = s.exec(select(Run).where(Run.status == "running")).all()
+        candidates = s.exec(select(Run).where(*where)).all()
     crashed = []
-    for run in running:
+    for run in candidates:
         reason = _stale_reason(run, now, timeout)
-        if reason and (row := _crash(run.id, reason, now)) is not None:
+        if reason and (row := _crash(run.id, run.status, reason, now)) is not None:
             crashed.append(row)
     return crashed
 
 
 def _stale_reason(run: Run, now: datetime, timeout: timedelta) -> str | None:
     if run.pid and run.host == socket.gethostname() and not _pid_alive(run.pid):
+        if run.status == "pending":
+            return f"crashed: process {run.pid} on {run.host} recorded the run and died before starting it"
         return f"crashed: process {run.pid} on {run.host} is gone"
+    if run.status == "pending":  # never started, so no heartbeat: only its owner's death counts
+        return None
     last = run.heartbeat_at or run.started_at or run.created_at
     if last < now - timeout:
         return f"crashed: no heartbeat since {last.isoformat()} (timeout {timeout.total_seconds():g}s)"
@@ -344,10 +370,10 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _crash(run_id: str, reason: str, now: datetime) -> Run | None:
+def _crash(run_id: str, seen: str, reason: str, now: datetime) -> Run | None:
     with session(write=True) as s:
         run = s.get(Run, run_id, with_for_update=True)
-        if run is None or run.status != "running":
+        if run is None or run.status != seen:
             return None  # it moved on while we looked
         run.status, run.error, run.ended_at = "crashed", reason, now
         s.add(run)

@@ -74,6 +74,30 @@ def set_task_flow_run(task_id: str, prefect_flow_run_id: str) -> None:
         s.exec(update(HumanTask).where(col(HumanTask.id) == task_id).values(prefect_flow_run_id=prefect_flow_run_id))
 
 
+def reattach_task(task_id: str, visit_id: str | None, prefect_flow_run_id: str | None) -> HumanTask:
+    """The visit (and Prefect flow run, None until it is known) that now waits for the task: a
+    run that continues after its process stopped re-enters the visit that asked, and the task
+    belongs to the new one."""
+    with session(write=True) as s:
+        task = require_row(s, HumanTask, task_id, lock=True)
+        task.visit_id, task.prefect_flow_run_id = visit_id, prefect_flow_run_id
+        s.add(task)
+    return task
+
+
+def release_open_tasks(run_id: str) -> list[str]:
+    """The run's process stopped: no Prefect flow run waits for its open tasks any more. Forget
+    those flow runs (an answer then never goes to a dead process's pause); returns their ids."""
+    with session(write=True) as s:
+        rows = s.exec(select(HumanTask).where(HumanTask.run_id == run_id, col(HumanTask.status).in_(TASK_OPEN),
+                                              col(HumanTask.prefect_flow_run_id).is_not(None))).all()
+        released = [row.prefect_flow_run_id for row in rows if row.prefect_flow_run_id]
+        for row in rows:
+            row.prefect_flow_run_id = None
+            s.add(row)
+    return released
+
+
 def open_tasks_count(run_id: str) -> int:
     """How many of the run's tasks still wait for an answer."""
     with session() as s:

@@ -2,7 +2,8 @@
 
 This module holds the deterministic helpers and imports the other built-in modules, so that
 importing it registers every built-in: :mod:`~flows.tools.builtins_activities` (workflow-DSL
-activities), :mod:`~flows.tools.builtins_agent` (think, plan,
+activities), :mod:`~flows.tools.builtins_embeddings` (the embedding activities and the agents'
+semantic search), :mod:`~flows.tools.builtins_agent` (think, plan,
 update_plan, artifacts), :mod:`~flows.tools.builtins_documents` (document store) and
 :mod:`~flows.tools.http` (http_request), :mod:`~flows.tools.builtins_human` (ask_user). ``set_context``
 is not a tool function: the engine applies its ``updates`` envelope itself
@@ -49,4 +50,4 @@ async def sleep(duration: float | None = None, seconds: float | None = None) -> 
 
 
 # Registered on import (kept at the end: they import `tool` from the package, like this module).
-from flows.tools import builtins_activities, builtins_agent, builtins_documents, builtins_human, http  # noqa: E402,F401
+from flows.tools import builtins_activities, builtins_agent, builtins_documents, builtins_embeddings, builtins_human, http  # noqa: E402,F401

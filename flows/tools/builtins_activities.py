@@ -8,6 +8,8 @@ document id, or a document mapping with an ``id`` (what ``createDocument`` or a 
 ``extractText`` reads a document's text from the store; ``executeInteraction`` runs a named
 interaction of the run's catalog; the other text activities are each one structured model call
 (a small ``sys:<Activity>`` interaction with a result schema holding the documented field).
+``runJavascriptCode`` runs its ``code`` in the V8 sandbox (:mod:`compiler.js.code`: a fresh
+isolate, a time and a memory cap) with ``data``'s keys as variables.
 The compiler knows their parameters statically (``compiler.tools.BUILTIN_TOOL_PARAMS``; a test
 keeps the two in step).
 """
@@ -228,3 +230,24 @@ async def extract_entities(text: str) -> dict:
     defn = _text_interaction("ExtractEntities", "List the named entities (people, organisations, places, dates...) of the user's text.",
                              {"entities": {"type": "array", "items": entity}}, ["entities"])
     return await _ask("extractEntities", defn, {"text": text})
+
+
+# --------------------------------------------------------------------------------------------
+# JavaScript
+
+
+@tool(name="runJavascriptCode")
+def run_javascript_code(code: str, data: dict[str, Any] | None = None) -> dict:
+    """Run JavaScript in the sandbox; returns `{result: <its value>}` (JSON).
+
+    Args:
+        code: the JavaScript: a script whose last expression is the result, or a function body that `return`s it; `${...}` in it is JavaScript's own
+        data: values the code sees as variables, by name (e.g. `{invoices: "${invoices}"}`)
+    """
+    from compiler.js.code import run_code
+    from compiler.js.engine import JsError
+
+    try:
+        return {"result": run_code(code, dict(data or {}))}
+    except JsError as exc:  # its exception, a syntax error or a time/memory cap: the step fails with it
+        raise ToolError("runJavascriptCode", str(exc)) from None

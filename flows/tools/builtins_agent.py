@@ -66,10 +66,9 @@ def _latest_plan(run_id: str) -> dict[str, Any] | None:
 
 
 def _save_plan(run_id: str, plan: dict[str, Any]) -> dict[str, Any]:
-    from flows.store import artifacts as artifact_store
+    from flows.artifacts import record
 
-    row = artifact_store.record_artifact(run_id, PLAN_KEY, "json", plan, visit_id=current().visit_id,
-                                         description="The agent's plan")
+    row = record(run_id, PLAN_KEY, "json", plan, visit_id=current().visit_id, description="The agent's plan")
     return {**plan, "version": row.version}
 
 
@@ -125,13 +124,13 @@ def write_artifact(key: str, content: Any, type: ArtifactType = "markdown", desc
         type: markdown, json, table, chart or file
         description: one line saying what the artifact is
     """
-    from flows.store import artifacts as artifact_store
+    from flows.artifacts import record
 
     run_id = _run_id("write_artifact")
     key = _check_key("write_artifact", key)
     if type in ("markdown", "file") and not isinstance(content, str):
         raise ToolError("write_artifact", f"a {type} artifact's content must be text")
-    row = artifact_store.record_artifact(run_id, key, type, content, visit_id=current().visit_id, description=description)
+    row = record(run_id, key, type, content, visit_id=current().visit_id, description=description)
     return {"key": row.key, "version": row.version, "type": row.type}
 
 

@@ -26,8 +26,10 @@ class ToolContext:
     #: how the agents' `ask_user` tool asks a person: ``ask(node_id=, title=, description=,
     #: assignee=, fields=)`` → (task, answer), set by the agent body (None outside an agent)
     ask: Any = None
-    #: the run's interaction lookup (name → InteractionDef) and environments, set by the tool
-    #: body (the `executeInteraction` activity runs a named interaction); None outside a run
+    #: the run's interaction lookup (name → InteractionDef), set by the tool body (the
+    #: `executeInteraction` activity runs a named interaction), and the run's environments, set by
+    #: the tool and agent bodies (tools that call a model or an embedding model resolve names in
+    #: them); None outside a run
     resolve_interaction: Any = None
     environments: Any = None
 

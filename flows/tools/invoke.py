@@ -24,6 +24,7 @@ import jsonschema
 from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
+from flows.secrets.redaction import redact
 from flows.tools import REGISTRY, ToolSpec
 from flows.tools.context import current
 from flows.tools.errors import ToolArgumentError, ToolError, ToolFailed, UnknownTool, wrap_failure
@@ -139,8 +140,9 @@ def _record(name: str, args: Any, result: Any, status: str, latency_ms: int, err
     try:
         from flows.store import visits as visit_store
 
-        visit_store.record_tool_call(ctx.run_id, name, visit_id=ctx.visit_id, args=mask_secrets(to_json(args)),
-                                     result=mask_secrets(result), status=status, latency_ms=latency_ms, error=error)
+        visit_store.record_tool_call(ctx.run_id, name, visit_id=ctx.visit_id, args=redact(mask_secrets(to_json(args))),
+                                     result=redact(mask_secrets(result)), status=status, latency_ms=latency_ms,
+                                     error=redact(error))
     except Exception:  # noqa: BLE001
         # The tool already ran (it may have had effects): failing the call now would make a retry
         # repeat them. The store's own failure shows up at the visit's checkpoint anyway.

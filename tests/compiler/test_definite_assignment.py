@@ -488,3 +488,66 @@ def test_truth_tests_guard_an_optional_nested_property_and_render_without_it():
             render(prompt, {"doc": {"text": ""}})
     with pytest.raises(UndefinedError):  # a missing top-level field still fails a truth test
         render("{% if nothing %}x{% endif %}", {})
+
+
+FIXED_UPDATE = """\
+format_version: 1
+process: fixed
+initial: set
+context:
+  schema:
+    type: object
+    properties:
+      a: {type: string}
+      b: {type: string}
+nodes:
+  set:
+    type: tool
+    config: {context_update: UPDATE}
+    writes: [a, b]
+    transitions: [{to: use}]
+  use: {type: tool, tool: log, input: {message: "{{ a }} {{ b }}"}, transitions: [{to: done}]}
+  done: {type: final}
+"""
+
+
+@pytest.mark.parametrize("update, unset", [("null", ["a", "b"]), ("{a: x}", ["b"]), ("{a: x, b: y}", [])])
+def test_a_fixed_context_update_sets_only_the_fields_it_holds(update, unset):
+    found = diags(FIXED_UPDATE.replace("UPDATE", update), "maybe-unset")
+    assert sorted(d.message.split("`")[1] for d in found) == unset
+
+
+def test_a_set_context_node_sets_only_the_fields_of_its_updates():
+    text = FIXED_UPDATE.replace("config: {context_update: UPDATE}", "tool: set_context\n    input: {updates: {a: x}}")
+    found = diags(text, "maybe-unset")
+    assert [d.message.split("`")[1] for d in found] == ["b"]
+
+
+def test_an_optional_number_of_a_task_may_be_left_out_so_it_is_not_sure_to_be_set():
+    text = """\
+format_version: 1
+process: scored
+initial: review
+context:
+  schema:
+    type: object
+    properties:
+      score: {type: number}
+      note: {type: string}
+      ok: {type: string}
+nodes:
+  review:
+    type: human_task
+    task:
+      title: Review
+      fields:
+        - {name: ok, type: select, options: [yes, no], required: true}
+        - {name: score, type: number}
+        - {name: note, type: text}
+    writes: [ok, score, note]
+    transitions: [{to: use}]
+  use: {type: tool, tool: log, input: {message: "{{ ok }} {{ note }} {{ score }}"}, transitions: [{to: done}]}
+  done: {type: final}
+"""
+    found = diags(text, "maybe-unset")
+    assert [d.message.split("`")[1] for d in found] == ["score"]

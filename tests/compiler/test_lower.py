@@ -302,3 +302,24 @@ def test_reading_the_output_of_a_conditional_step():
     found = [(d.code, d.path) for d in check_workspace(ws).diagnostics]
     # same condition as the setter: fine; a different one: maybe unset (the condition itself may read it)
     assert found == [("maybe-unset", "steps[2].params.message")]
+
+
+JAVASCRIPT_STEP = """\
+kind: workflow
+name: js_step
+input_schema: {type: object, properties: {invoices: {type: array}}}
+steps:
+  - name: runJavascriptCode
+    params:
+      code: "`${invoices.length} invoices`"
+      data: {invoices: "${invoices}"}
+    output: summary
+"""
+
+
+def test_javascript_code_is_passed_as_written_while_its_data_are_interpolated():
+    ws = workspace_from_texts({"js_step.yaml": JAVASCRIPT_STEP})
+    assert check_workspace(ws).errors == []  # the code's `${…}` is JavaScript's, not a workflow reference
+    node = compile_plan(ws, "js_step").nodes["runJavascriptCode"]
+    assert node.body_as(ToolNode).input == {"code": "`${invoices.length} invoices`", "data": {"invoices": "{{invoices}}"}}
+    assert node.verbatim_inputs() == {"code"}

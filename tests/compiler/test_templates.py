@@ -172,3 +172,33 @@ def test_pass_checks_inline_child_process():
     )
     found = diags(text, "template-syntax")
     assert [d.path for d in found] == ["nodes.child.process_definition.nodes.s.prompt"]
+
+
+@pytest.mark.parametrize("text", [
+    "{{ 'x' * 300000000 }}",
+    "{{ 300000000 * 'x' }}",
+    "{{ [1] * 300000000 }}",
+    "{{ 9 ** 99999999 }}",
+    "{{ '%300000000d' % 1 }}",
+    "{{ '{:>300000000}'.format(1) }}",
+    "{{ 'a' | center(300000000) }}",
+    "{{ 'a\\nb' | indent(300000000) }}",
+])
+def test_rendering_refuses_values_beyond_the_size_cap(text):
+    from compiler.templates import RenderError, render
+
+    with pytest.raises(RenderError, match="1,000,000"):
+        render(text, {})
+
+
+def test_sizes_under_the_cap_render():
+    from compiler.templates import render
+
+    assert render("{{ 'ab' * 3 }}|{{ 2 ** 10 }}|{{ '%5d' % 42 }}|{{ 'a' | center(5) }}", {}) == "ababab|1024|   42|  a  "
+
+
+def test_a_literal_size_bomb_is_found_by_the_check():
+    from compiler.templates import syntax_error
+
+    problem = syntax_error("Hello {{ 'x' * 300000000 }}")
+    assert problem is not None and "1,000,000" in problem[0]

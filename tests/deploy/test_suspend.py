@@ -85,3 +85,62 @@ def test_a_human_task_suspends_under_a_deployment_and_resumes_from_the_checkpoin
     [task] = task_store.tasks_for_run(run.id)  # the re-entered visit found its task: no second one
     assert task.status == "completed" and task.answered_by == "lea" and task.answer == {"decision": "approve"}
     assert done.trigger == "api" and done.prefect_flow_run_id == str(prefect_run.id)
+
+
+CHOICE = """
+format_version: 1
+process: choice
+initial: pick
+context:
+  schema:
+    type: object
+    properties:
+      last: {type: string}
+nodes:
+  pick:
+    type: tool
+    tool: mark
+    input: {name: pick}
+    writes: [last]
+    transitions:
+      - {to: publish, trigger: user, label: Publish it}
+      - {to: archive, trigger: user}
+  publish: {type: tool, tool: mark, input: {name: publish}, writes: [last], transitions: [{to: done}]}
+  archive: {type: final}
+  done: {type: final}
+"""
+
+
+def test_a_suspended_user_choice_does_not_run_its_node_again(deploy_env, definitions, pool, tmp_path):
+    """The node's own work (a tool here) happened before the person was asked; resuming the
+    suspended run must route with that result, not execute the tool a second time."""
+    from flows.store import runs as run_store
+    from flows.store import tasks as task_store
+    from flows.store import visits as visit_store
+
+    (definitions / "choice.yaml").write_text(CHOICE)
+    deployed = cli(["deploy", "choice", "--work-pool", pool, "--prefect-file", str(tmp_path / "prefect.yaml")],
+                   deploy_env)
+    assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+    worker = Worker(pool, deploy_env, tmp_path / "worker.log").start()
+    try:
+        prefect_run = start_deployment("choice/choice", {})
+        run = wait_for("the run to pause on the choice", lambda: (
+            (r := run_store.get_run_by_prefect_id(str(prefect_run.id))) is not None and r.status == "paused" and r),
+            diagnose=worker.tail)
+        wait_for("Prefect to show the run suspended", lambda: flow_run(prefect_run.id).state.name == "Suspended",
+                 diagnose=worker.tail)
+        wait_for("the suspended run's process to exit", lambda: not pid_alive(run.pid), timeout=60)
+        [task] = task_store.tasks_for_run(run.id)
+        answered = cli(["tasks", "answer", task.id, "--set", "_next_node=publish", "--as", "lea"], deploy_env)
+        assert answered.returncode == 0, answered.stdout + answered.stderr
+        done = wait_for("the resumed run to complete", lambda: (
+            (r := run_store.get_run(run.id)).status in ("completed", "failed", "crashed") and r), diagnose=worker.tail)
+    finally:
+        worker.stop()
+    assert done.status == "completed" and done.outcome == "done", done.error
+    assert marks() == ["pick", "publish"], "the tool of the choosing node ran again after the resume"
+    assert done.context["last"] == "publish"
+    visits = [(v.node_id, v.status) for v in visit_store.visits_for_run(run.id)]
+    assert visits == [("pick", "paused"), ("pick", "completed"), ("publish", "completed"), ("done", "completed")], visits
+    assert len(task_store.tasks_for_run(run.id)) == 1

@@ -28,9 +28,13 @@ def store(tmp_path, monkeypatch, migrated_template) -> str:
 
 @pytest.fixture(autouse=True)
 def _no_hooks(monkeypatch):
+    """Answers given in this process reach no Prefect flow run (the tasks here are the store's
+    alone); the end-to-end tests answer through `ergon` subprocesses, which do."""
     from flows import humans
+    from flows.runs import answers
 
     monkeypatch.setattr(humans, "on_answered", [])
+    monkeypatch.setattr(answers, "deliver", lambda task: None)
 
 
 @pytest.fixture

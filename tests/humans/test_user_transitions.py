@@ -104,3 +104,56 @@ def test_a_wrong_choice_is_refused_and_the_run_stays_paused(env, definitions):
             proc.kill()
     assert result["status"] == "completed" and result["outcome"] == "archive"
     assert task_store.get_task(task.id).answered_via == "prefect"
+
+
+FANOUT = """
+format_version: 1
+process: {name}
+initial: each
+context:
+  schema:
+    type: object
+    properties:
+      party: {{type: string}}
+      items: {{type: array, items: {{type: string}}}}
+      results: {{type: array}}
+  initial: {{items: [a, b]}}
+nodes:
+  each:
+    {body}
+    writes: [results]
+    transitions:
+      - {{to: publish, trigger: user, label: Publish}}
+      - {{to: archive, trigger: user}}
+  publish: {{type: final}}
+  archive: {{type: final}}
+"""
+FOREACH_BODY = """type: foreach
+    foreach: items
+    as: it
+    node: {type: tool, tool: log, input: {message: "{{ it }}"}}
+    collect: results"""
+BRANCH_BODY = """type: branch
+    branches:
+      - {id: left, node: {type: tool, tool: log, input: {message: left}}}
+      - {id: right, node: {type: tool, tool: log, input: {message: right}}}
+    collect: results"""
+
+
+@pytest.mark.parametrize("body", [FOREACH_BODY, BRANCH_BODY], ids=["foreach", "branch"])
+def test_a_fan_out_node_asks_after_joining_and_the_answer_routes(env, definitions, body):
+    """The choice comes after every item ran and was collected; the person sees the joined result."""
+    name = f"choose_after_{body.split()[1]}"
+    (definitions / f"{name}.yaml").write_text(FANOUT.format(name=name, body=body))
+    proc = start(name, env)
+    try:
+        task = wait_for_task(name)
+        assert task.fields[0]["options"] == ["publish", "archive"]
+        answered = cli(["tasks", "answer", task.id, "--set", "_next_node=archive"], env)
+        assert answered.returncode == 0, answered.stdout + answered.stderr
+        result = finish(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert result["status"] == "completed" and result["outcome"] == "archive"
+    assert len(result["context"]["results"]) == 2, "both items ran, once, before the choice"

@@ -1,4 +1,4 @@
-"""A scriptable OpenAI-compatible chat-completions server for the LLM-layer tests (stdlib only).
+"""A scriptable OpenAI-compatible server for the LLM-layer tests: chat completions and embeddings (stdlib only).
 
 The tests talk to it over real HTTP through litellm (``openai/<name>`` with ``api_base`` =
 :attr:`FakeOpenAI.url`), so they exercise the same code path as a hosted provider.
@@ -10,7 +10,16 @@ is sent, else a short text). A behaviour is a dict:
 * ``{"status": 429}`` / ``{"status": 500}``: an OpenAI-style error with that status;
 * ``{"content": "..."}``: that text; ``{"json": {...}}``: that value serialized;
 * ``{"tool_calls": [{"name": "t", "arguments": {...}}]}``: a tool-call message;
+* ``{"embeddings": [[...], ...]}``: these vectors for a ``/embeddings`` request;
+* ``{"body": "...", "content_type": "text/html"}``: that raw body with status 200 (an HTML error
+  page, a truncated JSON text); ``{"choices": []}``: a completion with that ``choices`` list;
 * any of them with ``"delay": seconds`` (a fixed latency before answering).
+
+Both endpoints take behaviours from the same queue of a model name, so a test that chats and
+embeds at once gives the two different model names. ``/embeddings`` answers by default with a vector per input: the offline embedder's, at the
+request's ``dimensions`` or :data:`EMBEDDING_DIMENSIONS` (not the offline embedder's own size, so
+a test can tell the server's vectors from the offline ones), as floats or, when the request asks
+for ``encoding_format: base64``, as base64 little-endian float32 (what OpenAI sends).
 
 Every request is logged (:attr:`FakeOpenAI.requests`: model, parsed body, raw body text,
 headers, and the status answered) so tests can assert what was sent — for example that a secret
@@ -19,7 +28,9 @@ never appears in a request body.
 
 from __future__ import annotations
 
+import base64
 import json
+import struct
 import threading
 import time
 from collections import defaultdict, deque
@@ -130,7 +141,17 @@ class _Handler(BaseHTTPRequestHandler):
                                "code": str(status)}}
             self._send(status, error, headers={"Retry-After": "0"} if status == 429 else None)
             return
-        self._send(200, _completion(model, body, behaviour))
+        if "body" in behaviour:
+            raw = str(behaviour["body"]).encode("utf-8")
+            self.send_response(200)
+            self.send_header("Content-Type", behaviour.get("content_type", "application/json"))
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+        elif self.path.rstrip("/").endswith("/embeddings"):
+            self._send(200, _embeddings(model, body, behaviour))
+        else:
+            self._send(200, _completion(model, body, behaviour))
 
     def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode("utf-8")
@@ -164,10 +185,33 @@ def _completion(model: str, body: dict[str, Any], behaviour: dict[str, Any]) -> 
     prompt_tokens, completion_tokens = max(1, prompt_chars // 4), max(1, completion_chars // 4)
     return {
         "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "choices": behaviour.get("choices", [{"index": 0, "message": message, "finish_reason": finish}]),
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                   "total_tokens": prompt_tokens + completion_tokens},
     }
+
+
+#: Dimensions of the server's default embeddings.
+EMBEDDING_DIMENSIONS = 64
+
+
+def _embeddings(model: str, body: dict[str, Any], behaviour: dict[str, Any]) -> dict[str, Any]:
+    from flows.llm.offline_embedding import embed_offline
+
+    inputs = body.get("input")
+    texts = [inputs] if isinstance(inputs, str) else [str(t) for t in inputs or []]
+    dimensions = int(body.get("dimensions") or EMBEDDING_DIMENSIONS)
+    vectors = behaviour.get("embeddings") or [embed_offline(t, dimensions) for t in texts]
+
+    def encoded(vector: list[float]) -> Any:
+        if body.get("encoding_format") == "base64":
+            return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
+        return vector
+
+    tokens = max(1, sum(len(t) for t in texts) // 4)
+    return {"object": "list", "model": model,
+            "data": [{"object": "embedding", "index": i, "embedding": encoded(v)} for i, v in enumerate(vectors)],
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
 
 
 def _default_content(body: dict[str, Any]) -> str:

@@ -105,13 +105,42 @@ def test_cli_runs_one_interaction(cli_definitions, capsys, tmp_path):
     assert [r["name"] for r in json.loads(capsys.readouterr().out)] == ["Classify"]
 
 
-def test_the_runtime_never_sends_another_template_language() -> None:
-    """A segment ``ergon check`` refuses for its template language is never sent as written."""
-    from compiler.ir import InteractionDef
-    from flows.llm.interactions import render_messages
-    from flows.llm.types import LlmError
+HBS_AND_JST = [
+    {"role": "system", "content_type": "handlebars", "template": "You classify invoice lines for {{company}} & co. ({{_model}})."},
+    {"role": "user", "content_type": "jst",
+     "template": "const {description, amount} = line;\n`Line: ${description} (${amount.toFixed(2)} EUR) ${_.stringify(line)}`"},
+    {"role": "user", "template": "Jinja: {{ line.description | upper }}"},
+]
 
-    interaction = InteractionDef.model_validate({"kind": "interaction", "name": "x", "prompts": [
-        {"role": "user", "content_type": "handlebars", "template": "Hi {{name}}"}]})
-    with pytest.raises(LlmError, match="handlebars"):
-        render_messages(interaction, {"name": "Ada"})
+
+def test_each_segment_is_rendered_in_its_own_format() -> None:
+    messages = render_messages(interaction(prompts=HBS_AND_JST), DATA, model="openai/x")
+    assert messages == [
+        {"role": "system", "content": "You classify invoice lines for Acme & co. (openai/x)."},
+        {"role": "user", "content": 'Line: laptop (1200.00 EUR) {"description":"laptop","amount":1200}'},
+        {"role": "user", "content": "Jinja: LAPTOP"},
+    ]
+
+
+@pytest.mark.parametrize(("segment", "message"), [
+    ({"role": "user", "content_type": "handlebars", "template": "Hi {{line.vendor}}"}, "user segment: the field `vendor` is missing"),
+    ({"role": "user", "content_type": "jst", "template": "`Hi ${line.vendor}`"}, r"user segment: `\$\{line.vendor\}` is undefined"),
+    ({"role": "user", "content_type": "jst", "template": "while (true) {}"}, "user segment: the JavaScript ran longer than its time limit"),
+])
+def test_a_handlebars_or_jst_segment_that_fails_on_its_data_fails_the_call(segment, message) -> None:
+    with pytest.raises(LlmError, match=f"interaction `Classify`, {message}"):
+        render_messages(interaction(prompts=[segment]), DATA)
+
+
+def test_a_run_on_the_offline_model_sends_the_rendered_handlebars_and_jst(run_id, visit):
+    result = asyncio.run(run_interaction(interaction(prompts=HBS_AND_JST), DATA, run_id=run_id, visit_id=visit()))
+    assert result["category"] in ("software", "hardware")
+    from flows.store import visits as visit_store
+
+    [row] = visit_store.llm_calls_for_run(run_id)
+    assert row.offline
+    assert row.messages[:3] == [
+        {"role": "system", "content": "You classify invoice lines for Acme & co. (ergon/offline)."},
+        {"role": "user", "content": 'Line: laptop (1200.00 EUR) {"description":"laptop","amount":1200}'},
+        {"role": "user", "content": "Jinja: LAPTOP"},
+    ]

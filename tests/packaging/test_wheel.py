@@ -86,7 +86,7 @@ def venv(tmp_path_factory) -> Path:
     src.mkdir()
     for name in SOURCES:
         if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "node_modules"))
         else:
             shutil.copy(ROOT / name, src / name)
     dist = base / "dist"
@@ -150,6 +150,26 @@ def test_the_venv_imports_the_installed_wheel_not_the_checkout(venv, project, en
         assert path.exists()
     assert "--server.headless=true" in where["cmd"] and "--browser.gatherUsageStats=false" in where["cmd"], \
         "the packaged Streamlit settings become flags"
+
+
+def test_the_wheel_ships_the_javascript_bundles_and_renders_handlebars_and_jst(venv, project, env):
+    probe = (
+        "import json; from pathlib import Path; import compiler.js.engine as engine\n"
+        "from compiler.ir import PromptSegment; from compiler.prompts import render\n"
+        "vendor = Path(engine.__file__).with_name('vendor')\n"
+        "hbs = render(PromptSegment(role='user', content_type='handlebars', template='{{#each xs}}{{this}} {{/each}}& {{_model}}'),"
+        " {'xs': [1, 2]}, model='m')\n"
+        "jst = render(PromptSegment(role='user', content_type='jst', template='`${xs.length} ${_.stringify(xs)}`'), {'xs': [1, 2]}, model='m')\n"
+        "print(json.dumps({'vendor': str(vendor), 'files': sorted(p.name for p in vendor.iterdir()), 'hbs': hbs, 'jst': jst}))\n"
+    )
+    done = subprocess.run([str(venv / "bin" / "python"), "-c", probe], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert Path(found["vendor"]).resolve().is_relative_to(venv.resolve())
+    assert {"analysis.js", "runtime.js", "README.md", "LICENSES"} <= set(found["files"])
+    assert (Path(found["vendor"]) / "LICENSES" / "handlebars-4.7.10.LICENSE").is_file()
+    assert found["hbs"] == "1 2 & m" and found["jst"] == "2 [1,2]"
 
 
 def test_init_check_and_run_in_a_new_folder(venv, project, env):

@@ -20,8 +20,11 @@ def test_run_input_model_schema():
     props = schema["properties"]
     assert schema["required"] == ["decision"]
     assert schema["additionalProperties"] is False
-    assert props["decision"]["enum"] == ["approve", "reject"] and props["decision"]["description"] == "Decision"
-    assert props["notes"]["description"] == "Notes — Shown to the requester" and props["notes"]["type"] == "string"
+    assert props["decision"]["enum"] == ["approve", "reject"]
+    assert props["decision"]["title"] == "Decision (required)" and "description" not in props["decision"], \
+        "the label is the title (marked required), not repeated as the help text"
+    assert props["notes"]["title"] == "Notes" and props["notes"]["description"] == "Shown to the requester"
+    assert props["notes"]["type"] == "string" and props["urgent"]["title"] == "urgent", "no label: the field name"
     assert props["urgent"]["type"] == "boolean" and props["urgent"]["default"] is False
     assert props["amount"]["type"] == "number" and props["amount"]["default"] == 10.0
     assert {"type": "integer"} in props["copies"]["anyOf"] and props["copies"]["default"] is None
@@ -45,3 +48,12 @@ def test_run_input_model_odd_names_and_description():
     assert input_to_answer(instance) == {"my-field": "v", "json": True, "_x": 1.0}
     with pytest.raises(ValueError, match="no options"):
         run_input_model([{"name": "s", "type": "select"}], "x")
+
+
+def test_option_labels_are_listed_with_their_values():
+    field = {"name": "_next_node", "type": "select", "required": True, "options": ["publish", "archive"],
+             "label": "Next step", "option_labels": {"publish": "Publish it", "archive": "archive"}}
+    props = run_input_model([field], "route").model_json_schema(by_alias=True)["properties"]["_next_node"]
+    assert props["enum"] == ["publish", "archive"], "the values stay a select Prefect's UI can draw"
+    assert props["title"] == "Next step (required)"
+    assert props["description"] == "Options: **publish** (Publish it) · **archive**"

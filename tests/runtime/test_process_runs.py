@@ -123,7 +123,7 @@ def test_write_violating_schema_is_rejected(run_def):
     text = process("typed", {"n": "{type: integer}"}, """
   start:
     type: tool
-    config: {context_update: {n: "not a number"}}
+    config: {context_update: {n: "{{ 'not a number' }}"}}  # a template: only the run can see its value
     writes: [n]
     transitions: [{to: done}]
   done: {type: final}
@@ -320,6 +320,31 @@ def test_nested_subprocesses_by_name_and_inline(run_def):
     grandkids = run_store.child_runs(kids[0].id)
     assert [g.definition_name for g in grandkids] == ["child_proc"]
     assert grandkids[0].trigger == "subprocess" and grandkids[0].status == "completed"
+
+
+def test_sub_processes_nest_only_to_the_depth_cap(run_def, monkeypatch):
+    """A chain deeper than ERGON_MAX_SUBPROCESS_DEPTH fails at the call that crosses it, with
+    the reason, and every run of the chain ends (none is left running)."""
+    monkeypatch.setenv("ERGON_MAX_SUBPROCESS_DEPTH", "2")
+    files = {f"lvl{i}.yaml": process(f"lvl{i}", {"got": "{}"}, f"""
+  start:
+    type: process
+    process: lvl{i + 1}
+    writes: [got]
+    transitions: [{{to: done}}]
+  done: {{type: final}}
+""") for i in range(3)}
+    files["lvl3.yaml"] = process("lvl3", {}, "\n  start: {type: final}\n")
+    result = run_def(files, "lvl0")
+    assert result["status"] == "failed"
+    from flows.store import runs as run_store
+
+    chain = [run_store.get_run(result["run_id"])]
+    while kids := run_store.child_runs(chain[-1].id):
+        chain.append(kids[0])
+    assert [r.definition_name for r in chain] == ["lvl0", "lvl1", "lvl2"], "lvl3 was never started"
+    assert "`lvl3` would nest 3 levels deep, more than the 2 allowed" in chain[-1].error
+    assert all(r.status == "failed" for r in chain), [(r.definition_name, r.status) for r in chain]
 
 
 def test_invalid_input_is_refused_before_running(run_def):

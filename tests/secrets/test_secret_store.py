@@ -197,3 +197,22 @@ def test_a_row_that_is_not_an_envelope_is_reported_not_decoded(keyed):
     secret_store.put_secret("raw", b"plain bytes someone wrote", "k1")
     with pytest.raises(secrets.SecretDecryptError, match="secret `raw` is not readable"):
         secrets.reveal("raw")
+
+
+def test_the_state_folder_and_the_store_are_owner_only(tmp_path, monkeypatch):
+    import stat
+
+    from flows.settings import ergon_home, prefect_home
+    from flows.store import db
+
+    monkeypatch.setenv("ERGON_HOME", str(tmp_path / "fresh-home"))
+    monkeypatch.delenv("ERGON_DATABASE_URL", raising=False)
+    home = ergon_home()
+    url = f"sqlite:///{home / 'ergon.db'}"
+    db.init_db(url)
+    try:
+        for path in (home, prefect_home(), home / "ergon.db"):
+            mode = stat.S_IMODE(path.stat().st_mode)
+            assert mode & 0o077 == 0, f"{path.name} is {oct(mode)}: readable by others"
+    finally:
+        db.dispose_all()

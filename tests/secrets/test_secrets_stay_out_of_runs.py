@@ -78,3 +78,45 @@ def test_a_secret_backed_key_never_lands_in_the_store(run_def, keyed, fake, data
     assert KEY not in json.dumps(export_store.export_run(result["run_id"]), default=str)
     raw = database_bytes()
     assert KEY.encode() not in raw and KEY[8:].encode() not in raw
+
+
+ECHO = """
+format_version: 1
+process: echo_check
+initial: summarize
+context:
+  schema:
+    type: object
+    properties:
+      topic: {type: string}
+      summary: {type: string}
+    required: [topic]
+nodes:
+  summarize:
+    type: agent
+    environment: guarded
+    prompt: "Summarize {{ topic }}."
+    writes: [summary]
+    transitions: [{to: use}]
+  use: {type: tool, tool: log, input: {message: "{{ summary }}"}, transitions: [{to: done}]}
+  done: {type: final}
+"""
+
+
+def test_a_secret_the_model_echoes_back_is_redacted_everywhere(run_def, keyed, fake, database_bytes):
+    """The model answers with the key in its text: the context, its diffs, the LLM-call record,
+    the next node's input and every byte of the store hold `***` instead."""
+    from flows import secrets
+    from flows.store import export as export_store
+    from flows.store import visits as visit_store
+
+    secrets.set_secret("OPENAI_KEY", KEY)
+    fake.script("leakcheck", {"json": {"summary": f"the key is {KEY}, as asked"}})
+    result = run_def({"env.yaml": ENV.format(url=fake.url), "echo_check.yaml": ECHO}, "echo_check", {"topic": "x"})
+    assert result["status"] == "completed", result
+    assert result["context"]["summary"] == "the key is ***, as asked"
+    assert KEY not in json.dumps(export_store.export_run(result["run_id"]), default=str)
+    calls = visit_store.llm_calls_for_run(result["run_id"])
+    assert calls and all(KEY not in json.dumps(row.model_dump(mode="json")) for row in calls)
+    raw = database_bytes()
+    assert KEY.encode() not in raw and KEY[8:].encode() not in raw

@@ -73,3 +73,15 @@ def test_extract_text_reads_the_document_store(run_ctx, home):
 def test_execute_interaction_needs_a_run(run_ctx):
     with pytest.raises(ToolError, match="inside a run"):
         call("executeInteraction", {"interaction": "summarize_text", "data": {}})
+
+
+def test_run_javascript_code_returns_the_value_of_its_code_as_result():
+    assert call("runJavascriptCode", {"code": "items.map(i => i * 2)", "data": {"items": [1, 2]}}) == {"result": [2, 4]}
+    assert call("runJavascriptCode", {"code": "return {csv: _.jsonToCsv([{a: 1}])}"}) == {"result": {"csv": "a\r\n1"}}
+
+
+def test_run_javascript_code_fails_with_the_sandboxs_message():
+    with pytest.raises(ToolError, match=r"tool `runJavascriptCode`: ReferenceError: total is not defined \(line 1"):
+        call("runJavascriptCode", {"code": "total * 2"})
+    with pytest.raises(ToolError, match="SyntaxError: Unexpected token"):
+        call("runJavascriptCode", {"code": "const = 1"})

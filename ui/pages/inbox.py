@@ -1,10 +1,12 @@
 """The task inbox: the human tasks the signed-in user may see, and answering them.
 
 Listing uses ``task_store.list_tasks(visible_to=user)`` (assignee, group members, unassigned tasks,
-admins); taking and answering go through :mod:`flows.humans` — the rules and messages of
-``ergon tasks`` — and a valid answer resumes the paused run through the ``on_answered`` hook
-registered at start-up. A refused answer is shown next to the form with each problem, and
-the run stays paused. ``inbox?task=<id>`` opens one task directly.
+admins); taking goes through :mod:`flows.humans` and answering through the run owner
+(:func:`flows.runs.answers.answer`) — the rules and messages of ``ergon tasks``. An open task
+shows whether its run can take the answer: it waits (the answer resumes it), it stopped while
+it waited (the answer is kept and the run resumes from its checkpoint), or it is over (the task
+is closed and cannot be answered). A refused answer is shown next to the form with each
+problem, and the run stays paused. ``inbox?task=<id>`` opens one task directly.
 
 The list re-draws itself every few seconds (a fragment), so the task a run creates next — the
 same review again after "request edits" — appears without a click; a click on a row opens
@@ -18,6 +20,7 @@ from __future__ import annotations
 import streamlit as st
 
 from flows import humans
+from flows.runs import answers
 from flows.store import runs as run_store
 from flows.store import tasks as task_store
 from ui import auth, forms, nav, taskcard
@@ -143,6 +146,15 @@ with st.container(border=True, key="task_card"):
         nav.run_link(run.id, f"Run {run.definition_name} · {fmt.status(run.status)} · started by {started_by or '—'}")
 
 if task.status in ("pending", "in_progress"):
+    waiting = answers.task_run_state(task)
+    if waiting.state == "over":  # closed just now: nothing can take its answer
+        task = task_store.get_task(task.id) or task
+        st.error(f"This task can no longer be answered: {waiting.reason}.")
+    elif waiting.state == "resumable":
+        st.warning(f"The run stopped while it waited: {waiting.reason}.", icon=":material/history:")
+    else:
+        st.caption(f"The run waits for this answer ({waiting.run.status if waiting.run else 'unknown'}).")
+if task.status in ("pending", "in_progress"):
     may_claim, _ = humans.can_claim(task, who, started_by)
     if task.status == "pending" and may_claim and st.button("Take this task", key=f"claim:{task.id}",
                                                             icon=":material/pan_tool:"):
@@ -162,16 +174,17 @@ if task.status in ("pending", "in_progress"):
             submitted = st.form_submit_button("Submit answer", type="primary")
         if submitted:
             try:
-                result = humans.answer(task.id, who, values, via="dashboard")
+                result = answers.answer(task.id, who, values, via="dashboard")
             except humans.TaskRefused as exc:
                 st.error("Refused: " + (exc.reason if not exc.errors else "the answer is not valid"))
                 for problem in exc.errors:
                     st.markdown(f"- {problem}")
             else:
-                flash = ("success", f"Answered task {task.id}; the run resumes.")
-                if result.hook_errors:  # the answer stands; say that the run did not get it
+                flash = ("success", f"Answered task {task.id}; " + (
+                    "the run resumes." if result.delivered == "prefect" else result.message + "."))
+                if result.errors:  # the answer stands; say that the run did not get it
                     flash = ("warning", f"Answered task {task.id}, but the run was not resumed: "
-                             + "; ".join(result.hook_errors))
+                             + "; ".join(result.errors))
                 st.session_state["_inbox_flash"] = flash
                 _open(None)  # the next task (the same review again, after a loop) opens when it arrives
                 st.rerun()

@@ -92,6 +92,9 @@ def _header(run: Any) -> None:
                + (f" · ended {fmt.when(run.ended_at)}" if run.ended_at else ""))
     if run.error:
         st.error(run.error)
+    if run.prefect_flow_run_id and (url := nav.prefect_url("flow-run", run.prefect_flow_run_id)):
+        st.markdown(f"[Prefect flow run `{run.prefect_flow_run_id}`]({url}) — its task runs, logs and artifacts "
+                    "in Prefect's UI")
     if run.parent_run_id:
         nav.run_link(run.parent_run_id, f"Parent run {run.parent_run_id}")
     for child in run_store.child_runs(run.id):
@@ -245,10 +248,12 @@ def _story(run: Any, plan: Any, why: str | None, visits: list[dict], highlight: 
     """The graph, and under it the node inspector (a fragment of its own: picking a node re-draws
     the inspector only, not the graph or the rest of the page)."""
     nodes = _node_options(plan, visits)
-    if st.session_state.get("_inspect_run") != run.id or st.session_state.get("inspect_node") not in nodes:
+    came_from = st.session_state.get("_inspect_run")
+    if (came_from is not None and came_from != run.id) or st.session_state.get("inspect_node") not in nodes:
+        # another run's pick means nothing here: open where this run's story is
         first = first_inspected(highlight, run.status, visit_store.last_changing_node(run.id)) if highlight else None
         st.session_state["inspect_node"] = first if first in nodes else (nodes[0] if nodes else None)
-        st.session_state["_inspect_run"] = run.id
+    st.session_state["_inspect_run"] = run.id
     if plan is not None:
         graph.graph(render_dot(plan, highlight, rankdir="LR", max_size=GRAPH_INCHES), key="run_graph")
         st.caption("Click a node to inspect it · green: completed · red: failed · amber: running or waiting · "
@@ -322,8 +327,9 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any, nodes: l
             if not box.open:
                 continue
             with box:
+                task_run = nav.prefect_url("task-run", v.prefect_task_run_id) if v.prefect_task_run_id else None
                 st.caption(f"started {fmt.when(v.started_at)} · ended {fmt.when(v.ended_at) or '—'}"
-                           + (f" · Prefect task run `{v.prefect_task_run_id}`" if v.prefect_task_run_id else ""))
+                           + (f" · [Prefect task run]({task_run})" if task_run else ""))
                 if v.error:
                     st.error(v.error)
                 c1, c2 = st.columns(2)

@@ -68,7 +68,8 @@ async def run(node: PlanNode, context: dict[str, Any], services: Services, visit
     )
     token = CURRENT.set(ToolContext(run_id=services.run_id, visit_id=visit_id, node_id=node.id,
                                     started_by=services.started_by, assignee=body.ask_user,
-                                    ask=functools.partial(ask_person, services, visit_id=visit_id)))
+                                    ask=functools.partial(ask_person, services, visit_id=visit_id),
+                                    environments=services.environments))
     try:
         result = await run_agent(task, environments=services.environments)
     except LlmError as exc:

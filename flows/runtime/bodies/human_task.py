@@ -19,19 +19,22 @@ dashboard (validated, recorded, then the run resumed), or through Prefect's own 
 then route. A ``timeout`` expires the task: the run takes ``on_timeout`` when the node has it,
 and fails with "task expired" otherwise.
 
-Re-entry after a suspension: the engine starts a new visit of the node (the old one was
-recorded ``paused``); the task the earlier execution created is found through that chain of
-paused visits (:func:`reentered_task`), so no second task is created and the same key is used.
-An agent asking several questions in one visit gets them back in order (the n-th question of
-this execution is the n-th task of the earlier ones).
+Re-entry: a run continues after its process stopped while a person was asked — suspended under
+a deployment (Prefect runs the flow body again), or killed and resumed from its checkpoint
+(``ergon runs resume``, or an answer to the waiting task). The engine starts a new visit of the
+node (of the same item, in a fan-out); the task the visit that did not finish created is found
+(:func:`reentered_task`) and belongs to the new visit from then on, so no second task is created
+and the same key is used. When that task was answered while the run was stopped, the kept answer
+is the answer: the visit goes on without waiting. An agent asking several questions in one visit
+gets them back in order (each question takes the oldest task not taken yet).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import re
-from collections import defaultdict
 from collections.abc import Awaitable
 from datetime import timedelta
 from typing import Any
@@ -40,20 +43,19 @@ from compiler.ir import HumanTaskNode
 from compiler.plan import PlanNode, ir_json
 from flows import humans
 from flows.humans import TaskExpired
+from flows.runtime.context import MAX_CONTEXT_BYTES
 from flows.runtime.effects import AnswerWait, Effect, Services, WaitMode
 from flows.runtime.errors import NodeFailed, RunCancelled
 from flows.runtime.parallel import IN_PARALLEL
 from flows.settings import PAUSE_POLL_SECONDS
 from flows.store import tasks as task_store
 from flows.store import visits as visit_store
-from flows.store.models import utcnow
+from flows.store.models import TASK_OPEN, utcnow
 
 #: How long a blocking pause waits when the node sets no timeout (a process can wait this long;
 #: longer waits belong to deployments, where the run suspends instead and frees its process).
 DEFAULT_WAIT_SECONDS = 30 * 24 * 3600
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
-#: questions asked so far by each visit in this process (the n-th maps to the n-th earlier task)
-_asked: defaultdict[str, int] = defaultdict(int)
 
 
 def seconds(value: Any) -> float | None:
@@ -73,41 +75,96 @@ def visit_pause_key(node_id: str, run_id: str, visit_id: str) -> str:
 
 
 def reentered_task(run_id: str, node_id: str, visit_id: str | None) -> Any:
-    """The task an earlier, suspended execution of this visit created — None when it is new."""
+    """The oldest task an unfinished earlier visit of this node (and item) created that nobody
+    used yet — None when this visit asks anew.
+
+    A task is unused when its visit did not complete, and it is still open, or it was answered
+    after that visit ended (the answer was kept while the run was stopped). A task answered
+    *before* its visit failed was used: that visit failed on the answer, so it is asked again."""
     if not visit_id:
         return None
-    nth = _asked[visit_id]
-    _asked[visit_id] += 1
-    visits = [v for v in visit_store.visits_for_run(run_id) if v.parent_visit_id is None]
-    position = next((i for i, v in enumerate(visits) if v.id == visit_id), None)
-    if position is None:
+    current = visit_store.get_visit(visit_id)
+    if current is None:
         return None
-    chain = set()  # the paused visits of this node right before this one: the executions it continues
-    for earlier in reversed(visits[:position]):
-        if earlier.node_id != node_id or earlier.status != "paused":
-            break
-        chain.add(earlier.id)
-    if not chain:
-        return None
-    tasks = sorted((t for t in task_store.tasks_for_run(run_id) if t.visit_id in chain), key=lambda t: t.created_at)
-    return tasks[nth] if nth < len(tasks) else None
+    visits = {v.id: v for v in visit_store.visits_for_run(run_id)}
+
+    def unused(task: Any) -> bool:
+        asked = visits.get(task.visit_id) if task.visit_id else None
+        if task.node_id != node_id or asked is None or asked.id == visit_id or asked.status == "completed" \
+                or asked.item_key != current.item_key:
+            return False
+        if task.status in TASK_OPEN:
+            return True
+        return task.status == "completed" and (asked.ended_at is None or task.answered_at is None
+                                               or task.answered_at >= asked.ended_at)
+
+    tasks = sorted((t for t in task_store.tasks_for_run(run_id) if unused(t)), key=lambda t: t.created_at)
+    return tasks[0] if tasks else None
+
+
+#: At most this many context fields in the table of Prefect's form, each value cut to this length.
+ABOUT_FIELDS, ABOUT_VALUE_CHARS = 20, 160
+
+
+def fields_about(templates: list[str | None], context: dict[str, Any]) -> dict[str, Any]:
+    """The context fields a task is about: those its title and description read (all top-level
+    fields when they read none), in the context's order, at most :data:`ABOUT_FIELDS`."""
+    from compiler.templates import template_reads
+
+    read: set[str] = set()
+    for text in templates:
+        if text:
+            read |= template_reads(text)
+    names = [k for k in context if k in read] or list(context)
+    return {k: context[k] for k in names[:ABOUT_FIELDS]}
+
+
+def _cell(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+    text = " ".join(text.split())  # a table cell is one line
+    if len(text) > ABOUT_VALUE_CHARS:
+        text = text[:ABOUT_VALUE_CHARS - 1] + "…"
+    return text.replace("\\", "\\\\").replace("|", "\\|")
+
+
+def form_description(title: str, description: str | None, about: dict[str, Any] | None, task_id: str) -> str:
+    """The markdown above Prefect's resume form: what the approver decides on — the task's title and
+    description, the context fields it is about as a table, and a link to the task in Ergon's inbox."""
+    from flows.settings import dashboard_url
+
+    parts = [f"**{title}**"]
+    if description:
+        parts.append(description)
+    if about:
+        rows = "\n".join(f"| `{_cell(k)}` | {_cell(v)} |" for k, v in about.items())
+        parts.append(f"| field | value |\n|---|---|\n{rows}")
+    parts.append(f"[Open this task in Ergon's inbox]({dashboard_url()}/inbox?task={task_id})")
+    return "\n\n".join(parts)
 
 
 async def ask_person(services: Services, *, visit_id: str | None, node_id: str, title: str,
                      description: str | None, assignee: str | None, fields: list[dict[str, Any]],
-                     four_eyes: bool = False, timeout: float | None = None) -> tuple[Any, dict[str, Any]]:
+                     four_eyes: bool = False, timeout: float | None = None,
+                     about: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
     """Create a task, wait until it is answered, return (task, answer).
 
-    Shared by `human_task` nodes and the agents' `ask_user` tool. Raises :class:`TaskExpired`, and
-    :class:`RunCancelled` when the run is cancelled while it waits.
+    Shared by `human_task` nodes, `trigger: user` choices and the agents' `ask_user` tool.
+    ``about`` are the context fields the task is about, shown with it in Prefect's form. Raises
+    :class:`TaskExpired`, and :class:`RunCancelled` when the run is cancelled while it waits.
     """
     pauses, run_state, run_id = services.pauses, services.run_state, services.run_id
     if pauses is None or run_state is None or run_id is None:
         raise NodeFailed(f"`{node_id}` asks a person, and this run cannot wait for one")
     own_subflow = IN_PARALLEL.get()
-    # a run resumed after suspending re-enters this visit: same task, same key
-    task = None if own_subflow else reentered_task(run_id, node_id, visit_id)
-    if task is None:
+    # a run continuing after its process stopped re-enters this visit: same task, same key
+    task = reentered_task(run_id, node_id, visit_id)
+    if task is not None:
+        # a subflow records its flow run when it starts (until then no flow run waits for it)
+        task = task_store.reattach_task(task.id, visit_id, None if own_subflow else pauses.flow_run_id)
+        if task.status == "completed":  # answered while the run was stopped: the kept answer
+            services.listener("answered", node_id, {"task_id": task.id, "kept": True})
+            return task, dict(task.answer or {})
+    else:
         key = visit_pause_key(node_id, run_id, visit_id or node_id)
         if task_store.task_by_pause_key(key) is not None:  # a second question in the same visit
             key = visit_pause_key(node_id, run_id, f"{visit_id}-{utcnow().timestamp()}")
@@ -121,7 +178,8 @@ async def ask_person(services: Services, *, visit_id: str | None, node_id: str, 
     mode: WaitMode = "subflow" if own_subflow else "suspend" if pauses.can_suspend(timeout) else "pause"
     key = task.pause_key or visit_pause_key(node_id, run_id, visit_id or node_id)
     waiting = pauses.wait_for_answer(AnswerWait(
-        task_id=task.id, fields=fields, model_name=f"{node_id}_answer", prompt=f"**{title}**\n\n{description or ''}",
+        task_id=task.id, fields=fields, model_name=f"{node_id}_answer",
+        prompt=form_description(title, description, about, task.id),
         key=key, seconds=int(timeout or DEFAULT_WAIT_SECONDS), title=f"{node_id}: {title}"[:120], mode=mode,
     ))
     answer = await _unless_cancelled(waiting, run_state)
@@ -160,6 +218,25 @@ async def _unless_cancelled(waiting: Awaitable[Any], run_state: Any) -> Any:
     raise RunCancelled("cancelled while waiting for a person")
 
 
+def answer_fields(fields: Any, writes: list[str], context: dict[str, Any], schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """The task's fields as stored on it, each written field carrying what the run will check
+    its value against — its ``context.schema`` property and the bytes left under the context's
+    size cap — so that an answer the run would refuse is refused when it is given, with the
+    task still open (:func:`flows.humans.validate_answer`)."""
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    left = MAX_CONTEXT_BYTES - len(json.dumps(context, default=str).encode("utf-8"))
+    out = []
+    for f in fields:
+        d = ir_json(f)
+        if d["name"] in writes:
+            sub = props.get(d["name"]) if isinstance(props, dict) else None
+            if isinstance(sub, dict):
+                d["schema"] = sub
+            d["context_budget"] = left
+        out.append(d)
+    return out
+
+
 async def run(node: PlanNode, context: dict[str, Any], services: Services, visit_id: str | None) -> Effect:
     body = node.body_as(HumanTaskNode)
     spec = body.task
@@ -168,8 +245,8 @@ async def run(node: PlanNode, context: dict[str, Any], services: Services, visit
     try:
         task, answer = await ask_person(
             services, visit_id=visit_id, node_id=node.id, title=title, description=description,
-            assignee=spec.assignee, fields=[ir_json(f) for f in spec.fields], four_eyes=spec.four_eyes,
-            timeout=wait,
+            assignee=spec.assignee, fields=answer_fields(spec.fields, node.writes, context, services.context_schema),
+            four_eyes=spec.four_eyes, timeout=wait, about=fields_about([spec.title, spec.description], context),
         )
     except TaskExpired:
         if body.on_timeout:

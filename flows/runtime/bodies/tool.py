@@ -5,7 +5,8 @@ the context) and ``set_context`` (the engine applies its ``updates`` as the node
 
 Lowered workflow-DSL steps may carry ``fetch`` and ``projection`` extras: the fetch runs first
 and is bound as ``fetched`` for the step's params, the projection is applied to the tool's result
-before ``output`` receives it (:mod:`flows.runtime.dsl`).
+before ``output`` receives it (:mod:`flows.runtime.dsl`). Input keys listed in the ``verbatim``
+extra (a ``runJavascriptCode`` step's ``code``) are passed as written, not rendered.
 """
 
 from __future__ import annotations
@@ -63,7 +64,10 @@ async def run(node: PlanNode, context: dict[str, Any], services: Services | None
         from flows.runtime import dsl
 
         context = {**context, "fetched": dsl.fetch(render_value(fetch_spec, context), node.id)}
-    args = render_value(body.input or {}, context)
+    verbatim = node.verbatim_inputs()  # e.g. JavaScript code, whose `${…}` are its own
+    raw = body.input or {}
+    args = {**render_value({k: v for k, v in raw.items() if k not in verbatim}, context),
+            **{k: v for k, v in raw.items() if k in verbatim}}
     if tool == "set_context":
         updates = args.get("updates") if isinstance(args, dict) else None
         if not isinstance(updates, dict):

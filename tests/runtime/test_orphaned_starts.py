@@ -1,0 +1,60 @@
+"""A run recorded but never started, because its process died first (killed ~2 s after
+`ergon run`, before the flow began), is found: marked crashed by the next command that looks —
+`runs list` included — and `ergon runs resume` runs it to the end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytestmark = pytest.mark.prefect
+
+ERGON = [sys.executable, "-m", "flows.cli"]
+TWO = """
+format_version: 1
+process: two_steps
+initial: a
+context: {schema: {type: object}}
+nodes:
+  a: {type: tool, tool: noop, transitions: [{to: done}]}
+  done: {type: final}
+"""
+
+
+def test_a_run_whose_process_died_before_it_started_is_found_and_resumed(prefect_api, store, definitions):
+    (definitions / "two_steps.yaml").write_text(TWO)
+    env = {**os.environ, "ERGON_DATABASE_URL": store, "ERGON_DEFINITIONS": str(definitions), "COLUMNS": "200"}
+    # what `ergon run` does first (record the run), then the process dies before starting it
+    script = textwrap.dedent("""
+        import os
+        from flows import runs
+        compiled = runs.compile_definition("two_steps")
+        print(runs.create(compiled, {}).id, flush=True)
+        os._exit(9)
+    """)
+    made = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    run_id = made.stdout.strip().splitlines()[-1]
+    from flows.store import runs as run_store
+
+    assert run_store.get_run(run_id).status == "pending"
+    listed = subprocess.run([*ERGON, "runs", "list", "--json"], env=env, capture_output=True, text=True, timeout=120)
+    [row] = [r for r in json.loads(listed.stdout)["runs"] if r["run_id"] == run_id]
+    assert row["status"] == "crashed", "runs list still shows a dead start as pending"
+    resumed = subprocess.run([*ERGON, "runs", "resume", run_id], env=env, capture_output=True, text=True, timeout=180)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert run_store.get_run(run_id).status == "completed"
+
+
+def test_a_pending_run_whose_owner_lives_is_left_alone(store, definitions):
+    from flows import runs
+    from flows.store import runs as run_store
+
+    (definitions / "two_steps.yaml").write_text(TWO)
+    run = runs.create(runs.compile_definition("two_steps"), {})
+    assert run_store.mark_stale_runs_crashed() == []
+    assert run_store.get_run(run.id).status == "pending" and run_store.get_run(run.id).pid == os.getpid()
