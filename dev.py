@@ -9,6 +9,8 @@
 * ``test``   sets up and runs the whole test suite; extra arguments go to pytest.
 * ``lint``   sets up and runs ruff and mypy over the lint gate's scope (``[tool.ruff]`` and
   ``[tool.mypy]`` in ``pyproject.toml``); either one failing fails it.
+* ``screenshots``  sets up and regenerates the dashboard's screenshots (every page at 1280 and
+  1600 px, into ``screenshots/``) with ``scripts/screenshots.py``.
 
 Standard library only: this file runs before any dependency is installed.
 """
@@ -147,7 +149,7 @@ def lint() -> int:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("setup", "demo", "test", "lint"):
+    if not argv or argv[0] not in ("setup", "demo", "test", "lint", "screenshots"):
         print(__doc__)
         return 2
     if argv[0] == "setup":
@@ -157,6 +159,10 @@ def main(argv: list[str]) -> int:
         return demo()
     if argv[0] == "lint":
         return lint()
+    if argv[0] == "screenshots":
+        setup()
+        os_packages()  # chromium
+        return run([PY, ROOT / "scripts" / "screenshots.py", *argv[1:]])
     return test(argv[1:])
 
 

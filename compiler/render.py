@@ -267,12 +267,16 @@ def _attrs(attrs: dict[str, str]) -> str:
     return "[" + ", ".join(f"{k}={_dq(v)}" for k, v in attrs.items()) + "]"
 
 
-def render_dot(plan: Plan, highlight: RouteHighlight | None = None) -> str:
-    """A Graphviz ``digraph`` of the plan, valid without any graphviz software."""
+def render_dot(plan: Plan, highlight: RouteHighlight | None = None, *, rankdir: str = "TB",
+               max_size: tuple[float, float] | None = None) -> str:
+    """A Graphviz ``digraph`` of the plan, valid without any graphviz software; ``rankdir="LR"``
+    lays it out left to right (a wide page holds a long process that way), and ``max_size``
+    (width, height in inches) shrinks a larger drawing to fit — a smaller one keeps its size."""
     visited = highlight.visited if highlight else {}
+    size = f" size={_dq(f'{max_size[0]:g},{max_size[1]:g}')}," if max_size else ""
     out = [
         f"digraph {_dq(plan.name)} {{",
-        f'  graph [rankdir="TB", fontname="Helvetica", labelloc="t", label={_dq(f"{plan.name} ({plan.kind}, version {plan.version})")}];',
+        f'  graph [rankdir={_dq(rankdir)},{size} fontname="Helvetica", labelloc="t", label={_dq(f"{plan.name} ({plan.kind}, version {plan.version})")}];',
         '  node [fontname="Helvetica", fontsize="11", shape="box", style="filled", fillcolor="#ffffff", color="#555555"];',
         '  edge [fontname="Helvetica", fontsize="10", color="#555555"];',
     ]

@@ -30,7 +30,10 @@ PAGES = [
     st.Page("pages/schedules.py", title="Schedules", icon=":material/schedule:", url_path="schedules"),
 ]
 
-st.set_page_config(page_title="Ergon", page_icon=":material/account_tree:", layout="wide")
+# The icon is a file of this package: a `:material/…:` page icon makes the browser fetch the
+# glyph from an outside font host (and fail offline). Everything the page loads is served here.
+ICON = Path(__file__).with_name("assets") / "icon.svg"
+st.set_page_config(page_title="Ergon", page_icon=str(ICON), layout="wide")
 page = st.navigation(PAGES)
 boot.boot()
 auth.sidebar()

@@ -1,4 +1,5 @@
-"""Small text formats shared by the dashboard's pages: times, durations, money, status badges."""
+"""Small text formats shared by the dashboard's pages: times, durations, money, status colours,
+and a run's duration without the time it lay failed before a resume."""
 
 from __future__ import annotations
 
@@ -37,6 +38,37 @@ def seconds_between(start: datetime | None, end: datetime | None, *, now: dateti
     return max(0.0, (_aware(stop) - _aware(start)).total_seconds())
 
 
+#: Status colours (text, background) for tables: the graph's palette.
+STATUS_COLOURS = {
+    "completed": ("#1b5e20", "#e8f5e9"), "failed": ("#b71c1c", "#ffebee"), "crashed": ("#4a148c", "#f3e5f5"),
+    "running": ("#e65100", "#fff3e0"), "paused": ("#e65100", "#fff8e1"), "cancelling": ("#424242", "#eeeeee"),
+    "cancelled": ("#424242", "#eeeeee"), "pending": ("#0d47a1", "#e3f2fd"), "in progress": ("#e65100", "#fff3e0"),
+    "expired": ("#424242", "#eeeeee"),
+}
+
+
+def status_css(value: str) -> str:
+    """CSS for a status cell (pandas Styler), or nothing for an unknown one."""
+    colours = STATUS_COLOURS.get(value)
+    return f"color: {colours[0]}; background-color: {colours[1]}; font-weight: 600" if colours else ""
+
+
+_STOPPED = ("failed", "crashed", "cancelled")
+
+
+def run_seconds(started: datetime | None, ended: datetime | None, spans: list[tuple[str, datetime, datetime | None]],
+                *, now: datetime | None = None) -> float | None:
+    """How long a run ran: start to end (to ``now`` while it goes on), less each stretch it lay
+    stopped — from a failed visit's end to the next visit's start, the time before a resume."""
+    total = seconds_between(started, ended, now=now)
+    if total is None:
+        return None
+    for (status, _, stopped_at), (_, resumed_at, _) in zip(spans, spans[1:], strict=False):
+        if status in _STOPPED and stopped_at is not None:
+            total -= seconds_between(stopped_at, resumed_at) or 0.0
+    return max(0.0, total)
+
+
 def duration(seconds: float | None) -> str:
     if seconds is None:
         return ""
@@ -53,6 +85,11 @@ def duration(seconds: float | None) -> str:
 
 def money(value: float | None) -> str:
     return "" if not value else f"${value:.4f}"
+
+
+def cost(value: float | None) -> str:
+    """A run's cost as a table shows it: ``$0`` when nothing was spent, never blank."""
+    return money(value) or "$0"
 
 
 def short(value: Any, limit: int = 80) -> str:

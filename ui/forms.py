@@ -14,8 +14,17 @@ from typing import Any
 import streamlit as st
 
 
+def field_label(name: str, title: str | None = None) -> str:
+    """What a person reads for a field: its schema ``title``, else its name in words
+    (``due_date`` → ``Due date``)."""
+    if title:
+        return title
+    words = name.replace("_", " ").replace("-", " ").strip()
+    return words[:1].upper() + words[1:] if words else name
+
+
 def _label(name: str, label: str | None, required: bool) -> str:
-    return (label or name) + (" *" if required else "")
+    return field_label(name, label) + (" *" if required else "")
 
 
 def task_fields(fields: Any, key: str) -> dict[str, Any]:
@@ -62,7 +71,9 @@ def schema_inputs(input_schema: dict[str, Any], initial: dict[str, Any], key: st
 
     Blank optional fields are left out (the definition's ``context.initial`` applies); a blank
     required field is left out too, so the start is refused with "missing required input".
-    Arrays and objects are typed as JSON; text that is not JSON is a problem named here.
+    A list of plain values (strings, numbers, booleans) is typed one item per line and each
+    line read as the item type; other arrays and objects are typed as JSON. Text that cannot be
+    read is a problem named here, with the field's label.
     """
     props: dict[str, Any] = input_schema.get("properties") or {}
     required = set(input_schema.get("required") or [])
@@ -89,6 +100,18 @@ def schema_inputs(input_schema: dict[str, Any], initial: dict[str, Any], key: st
                                     key=wkey, help=help_, format="%g")
         elif kind == "string":
             value = st.text_input(label, value=default if isinstance(default, str) else "", key=wkey, help=help_)
+        elif kind == "array" and _type(spec.get("items") or {}) in _ITEM_READERS:
+            item_kind = _type(spec.get("items") or {}) or "string"
+            shown = "\n".join(str(v) for v in default) if isinstance(default, list) else ""
+            text = st.text_area(label, value=shown, key=wkey, placeholder=f"one {_ITEM_WORDS[item_kind]} per line",
+                                help=(help_ + " — " if help_ else "") + f"one {_ITEM_WORDS[item_kind]} per line")
+            value = None
+            if text.strip():
+                value, bad = _read_lines(text, item_kind)
+                if bad:
+                    problems.append(f"{field_label(name, spec.get('title'))}: line {bad[0]} is not "
+                                    f"{_ITEM_WORDS[item_kind]}" + (" (and others)" if len(bad) > 1 else ""))
+                    value = None
         else:
             shown = "" if default is None else json.dumps(default, indent=2)
             text = st.text_area(f"{label} (JSON)", value=shown, key=wkey, help=help_)
@@ -97,8 +120,37 @@ def schema_inputs(input_schema: dict[str, Any], initial: dict[str, Any], key: st
                 try:
                     value = json.loads(text)
                 except json.JSONDecodeError as exc:
-                    problems.append(f"{name}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})")
+                    problems.append(f"{field_label(name, spec.get('title'))}: not valid JSON "
+                                    f"({exc.msg} at line {exc.lineno}, column {exc.colno})")
         if value is None or (isinstance(value, str) and not value.strip()):
             continue
         inputs[name] = value
     return inputs, problems
+
+
+_ITEM_WORDS = {"string": "a text", "integer": "a whole number", "number": "a number", "boolean": "yes or no"}
+
+
+def _boolean(text: str) -> bool:
+    low = text.lower()
+    if low in ("yes", "true", "1", "on"):
+        return True
+    if low in ("no", "false", "0", "off"):
+        return False
+    raise ValueError(text)
+
+
+_ITEM_READERS: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": _boolean}
+
+
+def _read_lines(text: str, kind: str) -> tuple[list[Any], list[int]]:
+    """The non-blank lines of ``text`` read as ``kind`` items, and the numbers of lines that were not."""
+    values, bad = [], []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            values.append(_ITEM_READERS[kind](line.strip() if kind != "string" else line))
+        except ValueError:
+            bad.append(number)
+    return values, bad

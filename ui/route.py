@@ -10,6 +10,8 @@ nothing else, so it is tested without Streamlit.
   completed and its target ran (was not skipped).
 * **current**: the node a live run is at (running or waiting for a person); for an ended run,
   the node it ended on (the failed node, or the final node that is its outcome).
+
+:func:`first_inspected` picks the node the run page's inspector opens on.
 """
 
 from __future__ import annotations
@@ -50,3 +52,12 @@ def _current(top: list[Mapping[str, Any]], run_status: str | None) -> str | None
     if run_status in ("failed", "crashed") and failed:
         return failed[-1]["node_id"]
     return top[-1]["node_id"]
+
+
+def first_inspected(highlight: RouteHighlight, run_status: str | None, last_changing: str | None) -> str | None:
+    """The most informative node to open a run on: where a live run is, the node a failed run
+    failed at, otherwise the last node that changed the context (``last_changing``; a
+    completed run's final node holds nothing to read), else where the run ended."""
+    if run_status == "completed" and last_changing:
+        return last_changing
+    return highlight.current or last_changing

@@ -1,6 +1,7 @@
 """`ergon ui`: start the Streamlit dashboard on this machine.
 
-It runs ``python -m streamlit run ui/app.py`` (through ``ui/serve.py``, which fixes deep links
+It runs ``python -m streamlit run ui/server.py`` (the app of ``ui/app.py`` and the sign-in
+endpoints of ``ui/web.py`` as one ``st.App``; through ``ui/serve.py``, which fixes deep links
 on a fresh server) in the foreground (Ctrl-C stops it), from the installed ``ui`` package, with
 the settings of ``ui/streamlit.toml``: headless, bound to 127.0.0.1 by default, Streamlit's
 usage statistics off and no file watcher (the dashboard is not being edited while it serves). ``ERGON_UI_REQUIRE_LOGIN=1`` makes every page
@@ -25,6 +26,7 @@ from flows.cli import app
 #: `ergon ui` runs from any folder).
 UI_PACKAGE = Path(__file__).resolve().parents[2] / "ui"
 APP = UI_PACKAGE / "app.py"
+SERVER = UI_PACKAGE / "server.py"
 CONFIG = UI_PACKAGE / "streamlit.toml"
 
 
@@ -45,7 +47,7 @@ def config_flags() -> list[str]:
 def streamlit_command(port: int = 8501, host: str = "127.0.0.1") -> list[str]:
     """The command line that serves the dashboard (tests and benchmarks start it the same way)."""
     return [
-        sys.executable, "-m", "ui.serve", "run", str(APP), *config_flags(),
+        sys.executable, "-m", "ui.serve", "run", str(SERVER), *config_flags(),
         f"--server.address={host}", f"--server.port={port}",
     ]
 
@@ -61,8 +63,9 @@ def ui(*, port: int = 8501, host: str = "127.0.0.1") -> int:
     host
         Address to bind; the default serves this machine only.
     """
-    if not APP.is_file() or not CONFIG.is_file():
-        print(f"error: the dashboard is missing ({APP if not APP.is_file() else CONFIG}); reinstall Ergon", file=sys.stderr)
+    missing = next((f for f in (APP, SERVER, CONFIG) if not f.is_file()), None)
+    if missing is not None:
+        print(f"error: the dashboard is missing ({missing}); reinstall Ergon", file=sys.stderr)
         return 2
     print(f"Ergon dashboard at http://{host}:{port}/  (Ctrl-C to stop)", file=sys.stderr, flush=True)
     # `-m ui.serve` must import the same `ui` package as APP whatever the working directory.

@@ -78,7 +78,7 @@ class Recorder(Protocol):
     def finish_visit(self, visit_id: str, *, status: str, output: Any = None, error: str | None = None,
                      next_node: str | None = None, old_context: dict | None = None,
                      new_context: dict | None = None, child_run_id: str | None = None,
-                     error_kind: ErrorKind | None = None) -> None: ...
+                     error_kind: ErrorKind | None = None, input: Any = None) -> None: ...
 
     def skip_visit(self, *, node: PlanNode, reason: str, status: str = "skipped") -> None: ...
 
@@ -241,7 +241,8 @@ class Engine:
         else:
             target = None
         self.recorder.finish_visit(vid, status="completed", output=_jsonable(effect.output), next_node=target,
-                                   old_context=old, new_context=new, child_run_id=effect.child_run_id)
+                                   old_context=old, new_context=new, child_run_id=effect.child_run_id,
+                                   input=_jsonable(effect.input))
         self.context = new
         self.listener("completed", node.id, {"ms": round((time.perf_counter() - started) * 1000, 1), "next": target})
         return target
@@ -253,7 +254,8 @@ class Engine:
         output = None if held is None or status != "paused" else {
             _HELD: {"update": _jsonable(held.update), "output": _jsonable(held.output), "child_run_id": held.child_run_id}}
         self.recorder.finish_visit(vid, status=status, output=output, error=_error_text(exc),
-                                   error_kind=error_kind(exc) if status == "failed" else None)
+                                   error_kind=error_kind(exc) if status == "failed" else None,
+                                   input=_failed_input(exc))
         self.listener(status, node.id, {"error": _error_text(exc)})
 
     # ------------------------------------------------------------------ foreach / branch
@@ -345,10 +347,11 @@ class Engine:
         try:
             effect = await leaf_effect(child, scope, self.services, vid)
             self.recorder.finish_visit(vid, status="completed", output=_jsonable(self._item_output(child, effect)),
-                                       child_run_id=effect.child_run_id)
+                                       child_run_id=effect.child_run_id, input=_jsonable(effect.input))
             return effect
         except BaseException as exc:
-            self.recorder.finish_visit(vid, status="failed", error=_error_text(exc), error_kind=error_kind(exc))
+            self.recorder.finish_visit(vid, status="failed", error=_error_text(exc), error_kind=error_kind(exc),
+                                       input=_failed_input(exc))
             raise
 
     @staticmethod
@@ -468,6 +471,11 @@ def _error_text(exc: BaseException) -> str:
         return "interrupted: the process was stopped"
     text = str(exc) or type(exc).__name__
     return text if isinstance(exc, NodeFailed) else f"{type(exc).__name__}: {text}"
+
+
+def _failed_input(exc: BaseException) -> Any:
+    """What a failed body received, when it said (:func:`flows.runtime.errors.with_visit_input`)."""
+    return _jsonable(getattr(exc, "visit_input", None))
 
 
 def _jsonable(value: Any) -> Any:

@@ -119,3 +119,14 @@ def _own_kind(exc: BaseException) -> ErrorKind | None:
     if isinstance(exc, (BudgetExceeded, LlmError, ToolError, TaskExpired, TimeoutError, ConnectionError)):
         return "world"
     return None
+
+
+def with_visit_input(exc: BaseException, received: object) -> BaseException:
+    """Mark ``exc`` with what the failing body received (its rendered arguments): the engine
+    records it as the failed visit's input, so a failure can be read next to its input. Returns
+    ``exc`` (raise it again); an exception that takes no attributes is left as it is."""
+    try:
+        exc.visit_input = received  # type: ignore[attr-defined]
+    except AttributeError:
+        pass
+    return exc

@@ -157,3 +157,23 @@ def add_key_to_file(ring: KeyRing) -> str:
     _write_new_file(tmp, "".join(head) + f"{key_id}:{generate_key()}\n" + "".join(rest))
     os.replace(tmp, ring.file)  # atomic: a crash leaves the old file or the new one, never half
     return key_id
+
+
+def signing_key(name: str) -> bytes:
+    """A key for signing (not sealing) kept in ``ERGON_HOME/<name>.key``: created on first use
+    (mode 0600, one ``ID:BASE64`` entry like the secret key file), refused when others can read
+    it. Each use gets its own file, so replacing one (which voids what it signed, e.g. every
+    dashboard sign-in) touches nothing else."""
+    from flows.settings import ergon_home
+
+    path = ergon_home() / f"{name}.key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            _write_new_file(path, f"# Ergon signing key ({name}): ID:BASE64. Keep this file private.\n"
+                                  f"k1:{generate_key()}\n")
+        except FileExistsError:
+            pass  # another process created it first: use theirs
+    check_file_mode(path)
+    keys, active = parse_keys(path.read_text(encoding="utf-8"), str(path))
+    return keys[active]

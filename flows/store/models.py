@@ -322,6 +322,19 @@ class Membership(SQLModel, table=True):
     group_name: str = Field(foreign_key="groups.name", primary_key=True, index=True)
 
 
+class SignIn(SQLModel, table=True):
+    """A dashboard sign-in. The browser holds a signed token naming it (``ui/session.py``);
+    signing out revokes the row, so a copied token stops working."""
+
+    __tablename__ = "sign_ins"
+
+    id: str = _id()
+    user_name: str = Field(foreign_key="users.name", index=True)
+    created_at: datetime = _created()
+    expires_at: datetime
+    revoked_at: datetime | None = None
+
+
 # --- secrets and triggers ----------------------------------------------------------------------
 
 

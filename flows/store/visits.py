@@ -117,18 +117,23 @@ def close_visit(
     error_kind: str | None = None,
     next_node: str | None = None,
     context: dict | None = None,
+    input: Any = None,
 ) -> RunStatus | None:
     """The engine's hot path: close a visit and (when ``context`` is given) store the run's new
     context in ONE transaction; returns the run's status as of that transaction, which is how
-    the engine sees a cancel request before its next node without another query."""
+    the engine sees a cancel request before its next node without another query.
+
+    ``input``, when given, is what the node's body received (a tool's rendered arguments): the
+    engine knows it only once the body has rendered it, after the visit started."""
     check(status, VISIT_STATUSES, "visit status")
     now = utcnow()
+    values: dict[str, Any] = dict(status=status, output=output, error=error, error_kind=error_kind, next_node=next_node,
+                                  context_diff=context_diff or [], ended_at=now,
+                                  duration_ms=max(0, ms_between(started_at, now)))
+    if input is not None:
+        values["input"] = input
     with connection(write=True) as conn:
-        conn.execute(update(_VISITS).where(_VISITS.c.id == visit_id).values(
-            status=status, output=output, error=error, error_kind=error_kind, next_node=next_node,
-            context_diff=context_diff or [],
-            ended_at=now, duration_ms=max(0, ms_between(started_at, now)),
-        ))
+        conn.execute(update(_VISITS).where(_VISITS.c.id == visit_id).values(**values))
         if context is not None:
             return conn.execute(update(_RUNS).where(_RUNS.c.id == run_id).values(context=context, heartbeat_at=now)
                                 .returning(_RUNS.c.status)).scalar()
@@ -209,14 +214,52 @@ def visits_for_run(run_id: str, *, light: bool = False) -> list[NodeVisit] | lis
         return list(s.exec(select(NodeVisit).where(NodeVisit.run_id == run_id).order_by(col(NodeVisit.sequence))).all())
 
 
-def node_visits(run_id: str, node_id: str, *, limit: int = 20, offset: int = 0) -> tuple[list[NodeVisit], int]:
-    """Whole visits of one node of a run (newest first, foreach items included), and how many."""
-    where = (col(NodeVisit.run_id) == run_id, col(NodeVisit.node_id) == node_id)
+def node_visits(run_id: str, node_id: str, *, limit: int = 20, offset: int = 0,
+                top_only: bool = False) -> tuple[list[NodeVisit], int]:
+    """Whole visits of one node of a run (newest first, foreach items included unless
+    ``top_only``: then only the node's own visits, whose items :func:`child_visits` lists), and how many."""
+    where: tuple[Any, ...] = (col(NodeVisit.run_id) == run_id, col(NodeVisit.node_id) == node_id)
+    if top_only:
+        where = (*where, col(NodeVisit.parent_visit_id).is_(None))
     with session() as s:
         total = s.exec(select(func.count()).select_from(NodeVisit).where(*where)).one()
         q = select(NodeVisit).where(*where).order_by(col(NodeVisit.sequence).desc())
         rows = list(s.exec(page(q, limit, offset)).all())
     return rows, int(total)
+
+
+def last_changing_node(run_id: str, *, batch: int = 50) -> str | None:
+    """The node of the run's latest top-level visit that changed the context, or None: where
+    the story of an ended run is (its final node changes nothing). Reads newest first, a batch
+    at a time, and stops at the first change (nearly always in the first batch)."""
+    where = (col(NodeVisit.run_id) == run_id, col(NodeVisit.parent_visit_id).is_(None))
+    offset = 0
+    with session() as s:
+        while True:
+            q = select(NodeVisit.node_id, NodeVisit.context_diff).where(*where).order_by(col(NodeVisit.sequence).desc())
+            rows = s.exec(q.offset(offset).limit(batch)).all()
+            for node_id, diff in rows:
+                if diff:
+                    return node_id
+            if len(rows) < batch:
+                return None
+            offset += batch
+
+
+def top_level_spans(run_ids: Iterable[str]) -> dict[str, list[tuple[str, datetime, datetime | None]]]:
+    """``(status, started_at, ended_at)`` of each run's top-level visits in order, for a page of
+    runs in one query: where a run lay failed before it was resumed (``ui.format.run_seconds``)."""
+    ids = list(dict.fromkeys(run_ids))
+    out: dict[str, list[tuple[str, datetime, datetime | None]]] = {i: [] for i in ids}
+    if not ids:
+        return out
+    q = (select(NodeVisit.run_id, NodeVisit.status, NodeVisit.started_at, NodeVisit.ended_at)
+         .where(col(NodeVisit.run_id).in_(ids), col(NodeVisit.parent_visit_id).is_(None))
+         .order_by(col(NodeVisit.run_id), col(NodeVisit.sequence)))
+    with session() as s:
+        for run_id, status, started, ended in s.exec(q).all():
+            out[run_id].append((status, started, ended))
+    return out
 
 
 def child_visits(run_id: str, parent_visit_id: str) -> list[NodeVisit]:

@@ -76,8 +76,10 @@ def _inbox(task_id: str):
     from streamlit.testing.v1 import AppTest
 
     st.cache_resource.clear()
+    from ui import auth, session
+
     at = AppTest.from_file(str(APP), default_timeout=60)
-    at.session_state["ergon_user"] = "alice"
+    at.session_state[auth.TEST_TOKEN_KEY] = session.issue("alice")[0]  # what the sign-in cookie holds
     at.query_params["task"] = task_id
     at.run()
     at.switch_page("pages/inbox.py").run()

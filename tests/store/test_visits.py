@@ -117,3 +117,17 @@ def test_the_dashboard_reads_light_visits_node_pages_children_and_calls(store, r
     llm, tools = visit_store.calls_for_visits(run.id, [items[0].id, items[1].id])
     assert list(llm) == [items[0].id] and list(tools) == [items[1].id]
     assert visit_store.calls_for_visits(run.id, []) == ({}, {})
+
+
+def test_last_changing_node_reads_back_past_visits_that_changed_nothing(store, run):
+    assert visit_store.last_changing_node(run.id) is None
+    diff = [{"op": "replace", "path": "/n", "old": 0, "new": 1}]
+    changed = visit_store.start_visit(run.id, "count", "tool")
+    visit_store.finish_visit(changed.id, context_diff=diff)
+    parent = visit_store.start_visit(run.id, "loop", "foreach")
+    item = visit_store.start_visit(run.id, "loop", "tool", parent_visit_id=parent.id, item_key="a")
+    visit_store.finish_visit(item.id, context_diff=diff)  # an item's change is its parent's
+    visit_store.finish_visit(parent.id)
+    for _ in range(5):
+        visit_store.finish_visit(visit_store.start_visit(run.id, "idle", "condition").id)
+    assert visit_store.last_changing_node(run.id, batch=2) == "count"

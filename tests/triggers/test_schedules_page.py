@@ -29,13 +29,19 @@ def test_page_lists_triggers_and_pauses_one(store, definitions, monkeypatch):
     at = AppTest.from_file(PAGE, default_timeout=60).run()
     assert not at.exception
     table = at.dataframe[0].value
-    assert list(table["trigger"]) == ["nightly:0", "nightly:1"]
-    assert list(table["schedule"]) == ["cron 0 2 * * * (Europe/Paris)", "POST /hooks/nightly"]
+    assert list(table["trigger"]) == ["nightly · trigger 1 (schedule)", "nightly · trigger 2 (webhook)"]
+    assert list(table["when"]) == ["every day at 02:00 (Europe/Paris)", "POST /hooks/nightly"]
+    assert list(table["as written"]) == ["cron 0 2 * * * (Europe/Paris)", "POST /hooks/nightly"]
     assert list(table["acts as"]) == ["night-bot", "ergon"]
     assert at.info and "Sign in" in at.info[0].value  # actions need a signed-in user
-    at.session_state["ergon_user"] = "ann"
+    from flows import people
+    from ui import auth, session
+
+    people.add_user("ann", password="pw")
+    at.session_state[auth.TEST_TOKEN_KEY] = session.issue("ann")[0]  # what the sign-in cookie holds
     at.run()
     at.button(key="schedules_toggle").click().run()
     assert not at.exception
     assert [s.paused for s in trigger_store.list_trigger_states("nightly")] == [True]
+    assert "nightly · trigger 1 (schedule) paused: it starts no runs until you resume it." in [m.value for m in at.success]
     assert list(at.dataframe[0].value["paused"]) == ["yes", ""]

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ui_defs import ALL
+from ui_seed import sign_in
 
 APP = Path(__file__).resolve().parents[2] / "ui" / "app.py"
 
@@ -36,7 +37,7 @@ def make_app(store, ui_defs, monkeypatch):
     def make(user: str | None = None, **query: str) -> AppTest:
         at = AppTest.from_file(str(APP), default_timeout=60)
         if user is not None:
-            at.session_state["ergon_user"] = user
+            sign_in(at, user)
         for key, value in query.items():
             at.query_params[key] = value
         return at

@@ -9,6 +9,7 @@ the executed route in the SVG. Each page is saved under ``screenshots/`` (git-ig
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -129,6 +130,17 @@ def nav(page, name: str):
     return page.get_by_test_id("stSidebarNavItems").get_by_role("link", name=name, exact=True)
 
 
+def sign_in(page, name: str = "alice", password: str = "wonderland") -> None:
+    """Sign in as a person does: the sidebar's link, the sign-in form, back to the same page."""
+    before = page.url
+    page.get_by_test_id("stSidebar").get_by_role("link", name="Sign in").click()
+    page.get_by_label("Name").fill(name)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(before)
+    expect(page.get_by_text(f"Signed in as {name}")).to_be_visible()
+
+
 def test_approver_answers_in_the_inbox_and_the_run_completes(server, page):
     from flows.runs import start_detached
     from flows.store import runs as run_store
@@ -150,10 +162,7 @@ def test_approver_answers_in_the_inbox_and_the_run_completes(server, page):
     page.locator("[data-testid=stDataFrame] canvas").first.wait_for()
     shot(page, "runs")
 
-    page.get_by_role("textbox", name="Name").fill("alice")
-    page.get_by_role("textbox", name="Password").fill("wonderland")
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_text("Signed in as")).to_be_visible()
+    sign_in(page)
 
     nav(page, "Task inbox").click()
     expect(page.get_by_role("heading", name="Review ACME")).to_be_visible()
@@ -179,6 +188,11 @@ def test_approver_answers_in_the_inbox_and_the_run_completes(server, page):
     assert run_store.get_run(run_id).context["notes"] == "fine, from the browser"
     page.locator("svg g.node").first.wait_for()
     shot(page, "run")
+
+
+def svg_node(page, node_id: str):
+    """The node of the rendered graph whose title is ``node_id``."""
+    return page.locator("svg g.node").filter(has=page.locator("title").get_by_text(node_id, exact=True))
 
 
 def _graph(page) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
@@ -214,7 +228,21 @@ def test_run_page_graph_shows_the_executed_route(server, page):
     assert edges["first->explode"] == ["#2e7d32", "2.5"], "the transition taken is drawn stronger"
     assert edges["explode->done"][0] == "#555555" and edges["explode->done"][1] in (None, "1")
     expect(page.get_by_text("item 3 is bad").first).to_be_visible()
+    # the inspector opens on the failed tool: the arguments it received, and no broken JSON box
+    expect(page.get_by_test_id("stJson").filter(has_text="bad").first).to_be_visible()
+    expect(page.get_by_text("src property must be a valid json object")).to_have_count(0)
     shot(page, "run-failed")
+
+    # the graph fits the page's width, and a click on a node inspects it
+    svg = page.locator("svg:has(g.node)").first
+    graph, main = svg.bounding_box(), page.get_by_test_id("stMain").bounding_box()
+    assert graph["width"] <= main["width"] and graph["height"] < graph["width"], (graph, main)
+    expect(page.get_by_text(re.compile(r"^#2 explode · failed"))).to_be_visible()
+    svg_node(page, "first").click()
+    expect(page.get_by_text(re.compile(r"^#1 first · completed"))).to_be_visible()
+    expect(page.get_by_text(re.compile(r"^#2 explode · failed"))).to_have_count(0)
+    svg_node(page, "explode").press("Enter")  # the nodes are keyboard-reachable too
+    expect(page.get_by_text(re.compile(r"^#2 explode · failed"))).to_be_visible()
 
     nav(page, "Artifacts").click()
     expect(page.get_by_role("heading", name="Artifacts")).to_be_visible()
@@ -227,3 +255,167 @@ def test_run_page_graph_shows_the_executed_route(server, page):
     expect(page.get_by_role("heading", name="Definitions")).to_be_visible()
     expect(page.locator("svg g.node").first).to_be_visible()
     shot(page, "definitions")
+
+
+def _selected_rows(grid) -> list[str]:
+    """The texts of the grid rows the browser shows as selected (glide's accessible table)."""
+    return grid.evaluate("""g => [...g.querySelectorAll('[role=row][aria-selected=true]')].map(r => r.innerText)""")
+
+
+def test_runs_list_keeps_the_selected_run_when_a_new_run_arrives(server, page):
+    from flows.store import runs as run_store
+
+    made = [run_store.create_run("bulk", inputs={"i": i}, started_by="loader").id for i in range(3)]
+    page.goto(server)
+    caption = page.get_by_text(re.compile(r"of [\d,]+ run\(s\), newest first"))
+    expect(caption).to_be_visible()
+    total = int(re.search(r"of ([\d,]+) run", caption.inner_text()).group(1).replace(",", ""))
+    grid = page.get_by_test_id("stDataFrame").first
+    grid.locator("canvas").first.wait_for()
+    box = grid.bounding_box()
+    page.mouse.click(box["x"] + 18, box["y"] + 35 * 2 + 17)  # the second row's selection box (newest first)
+    link = page.get_by_role("link", name=re.compile(r"^Open run "))
+    expect(link).to_contain_text(made[1])
+    _wait(lambda: [made[1] in row for row in _selected_rows(grid)] == [True], "the grid to show the row picked", 30)
+
+    run_store.create_run("bulk", inputs={"i": 3}, started_by="loader")  # arrives at the top
+    expect(page.get_by_text(f"of {total + 1:,} run(s), newest first")).to_be_visible()  # Live re-drew the table
+    expect(link).to_contain_text(made[1])
+    # the selection moved down with its run (the grid re-draws it a moment after the rows)
+    _wait(lambda: [made[1] in row for row in _selected_rows(grid)] == [True], "the selection on the picked run", 30)
+
+
+def _session_cookie(context) -> dict | None:
+    return next((c for c in context.cookies() if c["name"] == "ergon_session"), None)
+
+
+def test_sign_in_holds_across_reloads_tabs_and_deep_links_until_sign_out(server, page):
+    from datetime import UTC, datetime, timedelta
+
+    from ui import session
+
+    run, task = seed.paused_review("Initech")
+    deep = f"{server}/inbox?task={task.id}"
+    page.goto(deep)
+    expect(page.get_by_text("Sign in (in the sidebar) to see the tasks you can answer.")).to_be_visible()
+    page.get_by_test_id("stSidebar").get_by_role("link", name="Sign in").click()
+    page.get_by_label("Name").fill("alice")
+    page.get_by_label("Password").fill("not her password")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_contain_text("Wrong name or password")
+    assert _session_cookie(page.context) is None
+    page.get_by_label("Password").fill("wonderland")
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(deep)  # back on the deep link it started from
+    expect(page.get_by_role("heading", name="Review Initech")).to_be_visible()
+    cookie = _session_cookie(page.context)
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Lax" and "wonderland" not in cookie["value"]
+    assert page.evaluate("document.cookie").find("ergon_session") == -1, "page scripts cannot read it"
+
+    page.reload()
+    expect(page.get_by_text("Signed in as alice")).to_be_visible()
+    expect(page.get_by_role("heading", name="Review Initech")).to_be_visible()
+    tab = page.context.new_page()  # a new tab of the same browser, opened on a deep link
+    tab.goto(deep)
+    expect(tab.get_by_role("heading", name="Review Initech")).to_be_visible()
+    expect(tab.get_by_text("Signed in as alice")).to_be_visible()
+    tab.close()
+
+    # Cancel asks first, on the run's page
+    page.goto(f"{server}/run?run={run.id}")
+    page.get_by_role("button", name="Cancel…").click()
+    expect(page.get_by_text("Cancel this run?")).to_be_visible()
+    page.get_by_role("button", name="No, keep it").click()
+    expect(page.get_by_text("Cancel this run?")).to_have_count(0)
+    assert run_status(run.id) == "paused", "asking is not cancelling"
+    page.get_by_role("button", name="Cancel…").click()
+    page.get_by_role("button", name="Yes, cancel the run").click()
+    _wait(lambda: run_status(run.id) in ("cancelling", "cancelled"), "the cancel")
+
+    page.get_by_test_id("stSidebar").get_by_role("button", name="Sign out").click()
+    expect(page.get_by_test_id("stSidebar").get_by_role("link", name="Sign in")).to_be_visible()
+    page.reload()
+    expect(page.get_by_test_id("stSidebar").get_by_role("link", name="Sign in")).to_be_visible()
+    assert _session_cookie(page.context) is None
+
+    def refused(value: str) -> None:
+        page.context.add_cookies([{"name": "ergon_session", "value": value, "url": server}])
+        page.goto(deep)
+        expect(page.get_by_text("Sign in (in the sidebar) to see the tasks you can answer.")).to_be_visible()
+
+    refused(cookie["value"])  # the signed-out token: revoked
+    live, _ = session.issue("alice")
+    version, sign_in_id, expiry, signature = live.split(".")
+    refused(f"{version}.{sign_in_id}.{int(expiry) + 86400 * 365}.{signature}")  # a longer expiry, same signature
+    refused(f"{version}.{sign_in_id}.{expiry}.{signature[:-2]}AA")  # a forged signature
+    expired, _ = session.issue("alice", now=datetime.now(UTC) - timedelta(days=2))
+    refused(expired)
+    page.context.add_cookies([{"name": "ergon_session", "value": live, "url": server}])
+    page.goto(deep)
+    expect(page.get_by_role("heading", name="Review Initech")).to_be_visible()  # the real one still works
+
+
+def run_status(run_id: str) -> str:
+    from flows.store import runs as run_store
+
+    return run_store.run_status(run_id)
+
+
+def test_inbox_rows_open_tasks_new_tasks_arrive_live_and_the_card_reads_as_text(server, page):
+    from flows.store import tasks as task_store
+
+    first_run, first = seed.paused_review("Hooli")
+    page.goto(f"{server}/inbox")
+    sign_in(page)
+    card = page.locator(".st-key-task_card")
+    expect(card.get_by_role("heading")).to_be_visible()
+    expect(page.get_by_text("click a row to open it")).to_be_visible()
+
+    # a second review arrives while the page is open (a run looping back after "request edits")
+    second = task_store.create_task(first_run.id, "review", "Review Hooli again", assignee="group:legal",
+                                    description="Second pass on **Hooli**.", fields=seed.FIELDS)
+    grid = page.get_by_test_id("stDataFrame").first
+    expect(grid).to_contain_text("Review Hooli again")  # no click, no reload: the list re-draws itself
+    rows = grid.evaluate("g => [...g.querySelectorAll('[role=row]')].slice(1).map(r => r.innerText)")
+    row = next(i for i, text in enumerate(rows) if second.id in text)
+    box = grid.bounding_box()
+    page.mouse.click(box["x"] + 200, box["y"] + 35 * (row + 1) + 17)  # a click anywhere on the row
+    expect(card.get_by_role("heading", name="Review Hooli again")).to_be_visible()
+    assert f"task={second.id}" in page.url, "the open task is in the address, to share or reload"
+    expect(card).to_contain_text("Second pass on Hooli.")
+    expect(card).to_contain_text("The other party")  # the field it is about, labelled from the schema…
+    expect(card.get_by_test_id("stHorizontalBlock").get_by_text("Hooli", exact=True)).to_be_visible()  # …as text
+    expect(card.get_by_test_id("stJson")).to_have_count(0)
+    shot(page, "inbox-card")
+
+
+def test_conversation_shows_prompts_as_sent_and_responses_as_json(server, page):
+    run, _ = seed.paused_review("Pied Piper")
+    page.goto(f"{server}/run?run={run.id}")
+    svg_node(page, "prepare").click()
+    prompt = page.get_by_test_id("stCode").filter(has_text="never skip a number")
+    expect(prompt).to_be_visible()
+    assert "You count.\n\nRules:\n- add one\n- never skip a number" in prompt.inner_text(), "line breaks kept"
+    expect(page.get_by_role("listitem").filter(has_text="add one")).to_have_count(0)  # not turned into bullets
+    expect(page.get_by_test_id("stChatMessage").filter(has_text="response").get_by_test_id("stJson")).to_contain_text("counter")
+    expect(page.get_by_text(re.compile(r"LLM call 1 · offline · 12\+7 tokens · \$0\.0020 · 840 ms"))).to_be_visible()
+    shot(page, "run-conversation")
+
+
+def test_pages_load_nothing_from_outside_this_server(server, page):
+    """Every asset is shipped: the dashboard works offline and tells no outside host who looks."""
+    outside: list[str] = []
+    page.on("request", lambda r: outside.append(r.url)
+            if not r.url.startswith((server, "data:", "blob:", "about:")) else None)
+    run, task = seed.paused_review("Offline Inc")
+    page.goto(f"{server}/_ergon/sign-in?next=/")
+    expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+    page.goto(server)
+    sign_in(page)
+    for path, ready in (("/", "[data-testid=stDataFrame]"), (f"/run?run={run.id}", "svg g.node"),
+                        (f"/inbox?task={task.id}", ".st-key-task_card"), ("/artifacts", "h1"),
+                        ("/definitions", "svg g.node"), ("/schedules", "h1")):
+        page.goto(server + path)
+        page.locator(ready).first.wait_for()
+        page.wait_for_load_state("networkidle")
+    assert outside == [], outside

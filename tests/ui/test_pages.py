@@ -3,11 +3,13 @@ foreach run, run through Prefect by ``run_def``) and a run waiting at a human ta
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 
 import ui_seed as seed
+from ui_seed import sign_in
 from ui_defs import ALL
 from flows.store import runs as run_store
 from flows.store import tasks as task_store
@@ -73,12 +75,21 @@ def test_runs_page_lists_filters_and_paginates(make_app, runs):
     assert len(table) == 50, "one page of 50, newest first"
     assert "1–50 of 60 run(s)" in _texts(at)
     assert table["definition"].iloc[0] == "bulk"
+    assert set(table["version"]) == {"draft"} and "None" not in set(table["version"]), "unpublished runs say so"
+    assert "$0" in set(table["cost"]) and "" not in set(table["cost"])
 
     at.session_state["runs_page"] = 2
     at.run()
     page2 = at.dataframe[0].value
     assert "51–60 of 60 run(s)" in _texts(at)
     assert set(page2["definition"]) == {"bulk", "boom", "doubler", "review"}, "the oldest runs are on page 2"
+
+    child = run_store.create_run("bulk_step", started_by="loader", parent_run_id=runs["failed"])
+    at.session_state["runs_page"] = 1
+    at.run()
+    marked = at.dataframe[0].value
+    row = marked[marked["run"] == f"run?run={child.id}"].iloc[0]
+    assert row["definition"] == "↳ bulk_step" and row["trigger"] == "sub-process", "a sub-process run is marked"
 
     at.multiselect(key="runs_status").set_value(["failed"]).run()
     only = at.dataframe[0].value
@@ -108,18 +119,25 @@ def test_failed_run_page_shows_the_route_the_error_and_offers_resume(make_app, r
         "the failed node is red and emphasised"
     assert '"first" -> "explode" [color="#2e7d32", penwidth="2.5"]' in dot, "the transition taken is drawn stronger"
     assert '"explode" -> "done";' in dot, "the transition not taken stays plain"
-    assert {b.label for b in at.button} >= {"Resume", "Replay"} and "Cancel" not in {b.label for b in at.button}
+    assert {b.label for b in at.button} >= {"Resume", "Replay"} and "Cancel…" not in {b.label for b in at.button}
     assert at.selectbox(key="inspect_node").value == "explode", "the inspector opens where the run stopped"
     text = _texts(at)
     assert "type `tool`" in text and "1 visit(s), newest first" in text
+    assert not at.code, "the node's definition is drawn only when asked for"
+    at.session_state["yaml:explode"] = True  # opening its expander
+    at.run()
     codes = [c.value for c in at.code]
     assert any("explode:" in c and "tool: double_unless" in c for c in codes), "the node's definition as YAML"
+    recorded = {v.node_id: v.input for v in visit_store.visits_for_run(runs["failed"])}
+    assert recorded == {"first": {"value": 2}, "explode": {"value": 3, "bad": 3}}, \
+        "a tool node's visit keeps the arguments the tool received, also when the tool fails"
+    assert {"value": 3, "bad": 3} in [json.loads(j.proto.body) for j in at.json], "the inspector shows them"
     assert at.get("download_button"), "export JSON"
 
     # Actions need a sign-in; signed in, a resume starts `ergon runs resume` in the background.
     _button(at, "Resume").click().run()
     assert "Sign in (in the sidebar) to resume runs." in _texts(at)
-    at.session_state["ergon_user"] = "alice"
+    sign_in(at, "alice")
     at.run()
     _button(at, "Resume").click().run()
     assert "Resuming" in _texts(at)
@@ -129,20 +147,30 @@ def test_failed_run_page_shows_the_route_the_error_and_offers_resume(make_app, r
 
 
 def test_foreach_run_page_shows_items_diffs_and_tool_calls(make_app, runs):
+    item = next(v for v in visit_store.visits_for_run(runs["foreach"]) if v.item_key == "n2")
+    visit_store.record_llm_call(runs["foreach"], "offline", visit_id=item.id, messages=[{"role": "user", "content": "2?"}],
+                                response="4", latency_ms=42)
     at = make_app(run=runs["foreach"])
     at.run()
     at.switch_page("pages/run.py").run()
     assert not at.exception
     assert at.metric[0].value.endswith("completed") and at.metric[1].value == "done"
+    assert at.selectbox(key="inspect_node").value == "start", \
+        "a completed run opens on the last node that changed the context, not its empty final node"
+    assert 'rankdir="LR"' in _dot(at), "laid out left to right, to fit the page's width"
     at.selectbox(key="inspect_node").set_value("start").run()
     frames = {id(f): f.value for f in at.dataframe}
     items = next(v for v in frames.values() if "item" in v.columns and "attempt" in v.columns and len(v) == 4)
     assert sorted(items["item"]) == ["n1", "n2", "n3", "n4"]
     assert sum("failed" in s for s in items["status"]) == 1, "item n3 failed (collect_errors keeps the rest)"
-    diff = next(v for v in frames.values() if list(v.columns) == ["op", "path", "old", "new"])
+    diff = next(t.value for t in at.table if list(t.value.columns) == ["op", "path", "old", "new"])
     assert list(diff["path"]) == ["/results"] and diff["op"].iloc[0] == "add"
     assert "item `n3` failed" in _texts(at) or "item 3 is bad" in items["error"].str.cat()
-    visits_table = next(v for v in frames.values() if "next" in v.columns)
+    assert "**LLM call 1** · item `n2` · `offline`" in _texts(at) and "· 42 ms" in _texts(at), \
+        "a foreach's calls say which item they belong to"
+    at.session_state["run_tabs"] = "Visits"  # the other tabs are drawn when opened
+    at.run()
+    visits_table = next(f.value for f in at.dataframe if "next" in f.value.columns)
     assert len(visits_table) == 6, "the foreach visit, four items and the final node"
 
 
@@ -158,9 +186,15 @@ def test_paused_run_page_cancel_and_replay(make_app, runs):
     at.selectbox(key="inspect_node").set_value("prepare").run()
     text = _texts(at)
     assert "conversation · 1 LLM call(s) · 19 tokens · $0.0020 · 1 tool call(s)" in text
-    assert "Tool `increment`" in text and "Count, please." in text, "LLM messages and tool calls of the visit"
+    assert "Tool `increment`" in text, "the visit's tool calls"
+    codes = [c.value for c in at.code]
+    assert seed.PROMPT in codes and "Count, please." in codes, "prompts preformatted, as the model read them"
+    assert {"counter": 1} in [json.loads(j.value) for j in at.json], "a response written as JSON text reads as JSON"
+    assert "· 840 ms" in text, "each call's latency"
     assert [m.name for m in at.chat_message][:2] == ["ai", "user"], "system prompt, then the user's message"
-    art = at.tabs[2]
+    at.session_state["run_tabs"] = "Artifacts"
+    at.run()
+    art = next(t for t in at.tabs if t.label == "Artifacts")
     assert any("report" in e.label for e in art.expander), "the run's artifacts"
 
     _button(at, "Replay").click().run()
@@ -170,7 +204,13 @@ def test_paused_run_page_cancel_and_replay(make_app, runs):
     assert f"Replay started: run {replay.id}" in [p.proto.label for p in at.get("page_link")]
     run_store.set_run_status(replay.id, "cancelled")  # no one will answer the replay's task
 
-    _button(at, "Cancel").click().run()
+    _button(at, "Cancel…").click().run()
+    assert "**Cancel this run?**" in _texts(at) and run_store.get_run(runs["paused"]).status == "paused", \
+        "one click only asks"
+    _button(at, "No, keep it").click().run()
+    assert "**Cancel this run?**" not in _texts(at) and run_store.get_run(runs["paused"]).status == "paused"
+    _button(at, "Cancel…").click().run()
+    _button(at, "Yes, cancel the run").click().run()
     # flows.runs.cancel decides: a fresh heartbeat means a process waits for the answer and ends the run
     assert run_store.get_run(runs["paused"]).status in ("cancelling", "cancelled")
     assert task_store.get_task(runs["task"]).status == "cancelled", "a cancelled run's task closes"
@@ -199,7 +239,7 @@ def test_inbox_needs_a_sign_in_and_shows_only_visible_tasks(make_app, runs):
     at = make_app("bob")
     at.run()
     at.switch_page("pages/inbox.py").run()
-    assert "0 open task(s) you may see" in _texts(at), "bob is not in group legal"
+    assert "0 open tasks you may see" in _texts(at), "bob is not in group legal"
 
 
 def test_inbox_refuses_inline_then_claims_and_answers(make_app, runs):
@@ -210,6 +250,9 @@ def test_inbox_refuses_inline_then_claims_and_answers(make_app, runs):
     table = at.dataframe[0].value
     assert list(table["title"]) == ["Review ACME"] and list(table["definition"]) == ["review"]
     assert "Please decide about **ACME**." in _texts(at), "the rendered description"
+    text = _texts(at)
+    assert "What to review" in text and "**Party**  \n<small>The other party</small>" in text and "ACME" in text, \
+        "the context field the task is about, labelled from the schema, as text"
     assert any(p.proto.label.startswith("Run review") for p in at.get("page_link")), "a link to the run"
 
     _button(at, "Submit answer").click().run()
@@ -235,32 +278,6 @@ def test_inbox_refuses_inline_then_claims_and_answers(make_app, runs):
     assert "Answered by **alice** via dashboard" in _texts(at)
 
 
-def _sign_in_only():
-    from ui import auth
-
-    auth.sidebar()
-
-
-def test_sign_in_form(people):
-    # The sidebar form alone: AppTest loses sidebar widgets on reruns of an st.navigation app
-    # (the browser tests sign in through the whole app).
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_function(_sign_in_only, default_timeout=30)
-    at.run()
-    at.sidebar.text_input(key="login_name").input("alice")
-    at.sidebar.text_input(key="login_password").input("wrong")
-    _button(at.sidebar, "Sign in").click().run()
-    assert "Wrong name or password" in at.sidebar.error[0].value
-    assert "ergon_user" not in at.session_state
-    at.sidebar.text_input(key="login_password").input("wonderland")
-    _button(at.sidebar, "Sign in").click().run()
-    assert at.session_state["ergon_user"] == "alice"
-    assert at.sidebar.markdown[0].value == "Signed in as **alice**  \nlegal"
-    _button(at.sidebar, "Sign out").click().run()
-    assert "ergon_user" not in at.session_state
-
-
 def test_require_login_setting_hides_every_page(make_app, people, monkeypatch):
     monkeypatch.setenv("ERGON_UI_REQUIRE_LOGIN", "1")
     at = make_app()
@@ -268,7 +285,7 @@ def test_require_login_setting_hides_every_page(make_app, people, monkeypatch):
     assert "Sign in (in the sidebar) to see this dashboard." in _texts(at) and not at.dataframe
     at = make_app("alice")
     at.run()
-    assert at.dataframe, "signed in, the runs are shown"
+    assert "No runs yet. Start one from **Definitions**" in _texts(at), "signed in, the Runs page (empty: it says what to do)"
 
 
 # --------------------------------------------------------------------------------- artifacts
@@ -311,6 +328,8 @@ def test_definitions_diagnostics_graph_and_start_form(make_app, ui_defs, people)
     assert set(summary["definition"]) >= {"review", "doubler", "boom", "broken"}
     assert int(summary.loc[summary["definition"] == "broken", "errors"].iloc[0]) >= 1
 
+    summary_kinds = dict(zip(summary["definition"], summary["kind"], strict=True))
+    assert summary_kinds[at.selectbox(key="def_pick").value] in ("process", "pipeline"), "opens on something that runs"
     at.selectbox(key="def_pick").set_value("broken").run()
     assert any("unknown-target" in e.value and "dne" in e.value for e in at.error), "the checker's diagnostic"
 
@@ -319,20 +338,22 @@ def test_definitions_diagnostics_graph_and_start_form(make_app, ui_defs, people)
     assert '"start" [label="start", shape="parallelogram"' in _dot(at)
     assert "Sign in (in the sidebar) to start runs." in _texts(at)
 
-    at.session_state["ergon_user"] = "alice"
+    sign_in(at, "alice")
     at.run()
     labels = {t.label for t in at.text_area} | {s.label for s in at.selectbox}
-    assert "numbers * (JSON)" in labels and "mode" in labels, "required marks and enums from context.schema"
+    assert "Numbers *" in labels and "Mode" in labels, "field names in words, required marks, enums from context.schema"
     assert at.selectbox(key="input:doubler:mode").options == ["fast", "careful"]
     before = run_store.list_runs()[1]
     _button(at, "Start run").click().run()
-    assert "missing required input `numbers`" in "\n".join(e.value for e in at.error)
-    at.text_area(key="input:doubler:numbers").input('["x"]')
+    refused = "\n".join(e.value for e in at.error)
+    assert "**Numbers** is required (Numbers to double)" in refused and "--input" not in refused, \
+        "the form's words, not the command line's"
+    at.text_area(key="input:doubler:numbers").input("x")
     _button(at, "Start run").click().run()
-    assert "'x' is not of type 'integer'" in "\n".join(e.value for e in at.error)
+    assert "Numbers: line 1 is not a whole number" in "\n".join(e.value for e in at.error), "a list, one item per line"
     assert run_store.list_runs()[1] == before, "a refused start records nothing"
 
-    at.text_area(key="input:doubler:numbers").input("[5, 6]")
+    at.text_area(key="input:doubler:numbers").input("5\n6")
     at.selectbox(key="input:doubler:mode").set_value("fast")
     _button(at, "Start run").click().run()
     started = run_store.list_runs(definition="doubler")[0][0]

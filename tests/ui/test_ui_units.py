@@ -6,7 +6,7 @@ from compiler import workspace_from_texts
 from compiler.plan import build_plan
 from ui_defs import BOOM, REVIEW
 from ui.artifact_view import chart_spec, json_diff, table_rows, text_diff
-from ui.route import route_highlight
+from ui.route import first_inspected, route_highlight
 
 PIPE = """
 kind: pipeline
@@ -89,11 +89,57 @@ def test_text_diff_is_unified():
 
 
 def test_ergon_ui_command_line():
-    from flows.cli.ui import APP, streamlit_command
+    from flows.cli.ui import APP, SERVER, streamlit_command
 
     cmd = streamlit_command(9999, "127.0.0.1")
-    assert cmd[1:4] == ["-m", "ui.serve", "run"] and cmd[4] == str(APP) and APP.is_file()
+    assert cmd[1:4] == ["-m", "ui.serve", "run"] and cmd[4] == str(SERVER) and SERVER.is_file() and APP.is_file()
     for flag in ("--server.address=127.0.0.1", "--server.port=9999", "--server.headless=true",
                  "--browser.gatherUsageStats=false", "--server.fileWatcherType=none"):
         assert flag in cmd
 
+
+
+def test_the_inspector_opens_where_the_story_is():
+    plan = _plan(BOOM, "boom")
+    failed = route_highlight(plan, [_visit(1, "first", "completed", "explode"), _visit(2, "explode", "failed")], "failed")
+    assert first_inspected(failed, "failed", "first") == "explode", "a failed run: the node that failed"
+    done = route_highlight(plan, [_visit(1, "first", "completed", "explode"), _visit(2, "explode", "completed", "done"),
+                                  _visit(3, "done", "completed")], "completed")
+    assert first_inspected(done, "completed", "explode") == "explode", "not the final node, which changes nothing"
+    assert first_inspected(done, "completed", None) == "done"
+
+
+def test_a_resumed_run_does_not_count_the_time_it_lay_failed():
+    from datetime import UTC, datetime, timedelta
+
+    from ui.format import run_seconds
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    at = lambda s: t0 + timedelta(seconds=s)  # noqa: E731
+    spans = [("completed", at(0), at(2)), ("failed", at(2), at(3)), ("completed", at(86403), at(86405))]
+    assert run_seconds(at(0), at(86405), spans) == 5.0, "a day between the failure and the resume is not run time"
+    assert run_seconds(at(0), at(3), spans[:2]) == 3.0
+    assert run_seconds(None, None, []) is None
+
+
+def test_task_card_reads_what_the_task_is_about_and_audit_details_as_words():
+    from types import SimpleNamespace
+
+    from ui.taskcard import detail_text, subject
+
+    plan = _plan(REVIEW, "review")
+    task = SimpleNamespace(node_id="review")
+    about = subject(plan, task, {"party": "ACME", "counter": 3, "notes": "x"})
+    assert [(f.name, f.label, f.help, f.value) for f in about] == [("party", "Party", "The other party", "ACME")], \
+        "the field its title and description read, described by the schema"
+    assert subject(plan, SimpleNamespace(node_id="prepare"), {"party": "ACME"}) == [], "not a human task"
+    assert detail_text({"assignee": "group:legal", "via": None}) == "assignee: group:legal"
+    assert detail_text(None) == ""
+
+
+def test_start_form_labels_read_as_words():
+    from ui.forms import _read_lines, field_label
+
+    assert field_label("due_date") == "Due date" and field_label("x", "Amount (EUR)") == "Amount (EUR)"
+    assert _read_lines("5\n\n6\nseven", "integer") == ([5, 6], [4])
+    assert _read_lines("yes\nno", "boolean") == ([True, False], [])

@@ -47,11 +47,17 @@ with browse:
             if artifact.visit_id and (visit := visit_store.get_visit(artifact.visit_id)) is not None:
                 st.caption(f"written by node `{visit.node_id}` (visit #{visit.sequence}) at {fmt.when(artifact.created_at)} UTC")
             artifact_view.show(artifact.type, artifact.content, key=f"art:{artifact.id}")
+    elif key_text.strip() or kind or definition:
+        st.info("No artifact matches these filters: clear one to see more.", icon=":material/filter_alt_off:")
+    else:
+        st.info("No artifacts yet: runs make them with the `write_artifact` tool.", icon=":material/description:")
+
 
 with compare:
     keys = artifact_store.artifact_keys()
     if not keys:
-        st.caption("No artifacts yet.")
+        st.info("No artifacts yet. A run makes one when a node calls the `write_artifact` tool (a report, a "
+                "table, a chart); the same key in two runs can then be compared here.", icon=":material/description:")
     else:
         key = st.selectbox("Artifact key", keys, key="cmp_key")
         runs = artifact_store.runs_with_artifact(key)

@@ -23,6 +23,19 @@ from ui import auth, forms, nav
 from ui import catalog as cat
 from ui import format as fmt
 
+def _in_words(problem, plan) -> str:
+    """A refused start's problem in the form's words: the field's label, no command-line syntax
+    (the checks are the CLI's; its hints say `--input name=…`)."""
+    props = plan.context_schema.get("properties") or {}
+    name = problem.path.split(".")[0] if problem.path else ""
+    label = forms.field_label(name, (props.get(name) or {}).get("title")) if name else ""
+    if problem.message.startswith("missing required input"):
+        desc = (props.get(name) or {}).get("description")
+        return f"**{label}** is required" + (f" ({desc})" if desc else "")
+    hint = problem.hint if problem.hint and "--input" not in problem.hint else None
+    return (f"**{label}**: " if label else "") + problem.message + (f" ({hint})" if hint else "")
+
+
 st.title("Definitions")
 catalog = cat.catalog()
 report = cat.report()
@@ -39,13 +52,15 @@ summary = [{
     "definition": u.name, "kind": u.kind or "?", "file": Path(u.file).name,
     "errors": sum(d.severity == "error" for d in by_file.get(u.file, [])),
     "warnings": sum(d.severity != "error" for d in by_file.get(u.file, [])),
-} for u in sorted(units, key=lambda u: (u.kind or "", u.name))]
+} for u in sorted(units, key=lambda u: (u.kind not in RUNNABLE_KINDS, u.kind or "", u.name))]  # what runs first
 st.dataframe(summary, hide_index=True, key="defs_table")
 
 names = [row["definition"] for row in summary]
 wanted = nav.param("definition")
-if wanted in names and st.session_state.get("def_pick") is None:
-    st.session_state["def_pick"] = wanted
+if st.session_state.get("def_pick") is None:
+    # a deep link's definition, else the first that runs (not an environment or a form)
+    runnable = [row["definition"] for row in summary if row["kind"] in RUNNABLE_KINDS]
+    st.session_state["def_pick"] = wanted if wanted in names else (runnable or names)[0]
 name = st.selectbox("Definition", names, key="def_pick")
 unit = next(u for u in units if u.name == name)
 st.subheader(name)
@@ -89,7 +104,7 @@ plan = compiled.plan
 
 graph, start = st.tabs(["Graph", "Start a run"])
 with graph:
-    st.graphviz_chart(render_dot(plan))
+    st.graphviz_chart(render_dot(plan, rankdir="LR", max_size=(10.5, 6)))
 with start:
     if plan.description:
         st.markdown(plan.description)
@@ -105,8 +120,7 @@ with start:
                 st.session_state[f"_started:{name}"] = runs.start_detached(name, inputs, started_by=user, trigger="manual")
             except runs.StartRefused as exc:
                 st.error("Not started: the inputs do not fit the definition.\n\n"
-                         + "\n".join(f"- {p.path + ': ' if p.path else ''}{p.message}" + (f" ({p.hint})" if p.hint else "")
-                                     for p in exc.problems))
+                         + "\n".join(f"- {_in_words(p, plan)}" for p in exc.problems))
     started = st.session_state.get(f"_started:{name}")
     if started:
         st.success(f"Run {started} started.")

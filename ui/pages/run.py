@@ -25,13 +25,22 @@ from flows.store import visits as visit_store
 from flows import runs
 from ui import auth, nav
 from ui import catalog as cat
+from ui import conversation as conv
+from ui import timeline
 from ui import format as fmt
 from ui.artifact_view import show as show_artifact
-from ui.route import route_highlight
+from ui import graph
+from ui.route import first_inspected, route_highlight
 
 REFRESH_SECONDS = 2
 WATCH_SECONDS = 60  # after an action, keep refreshing while the run's process picks it up
 VISITS_PER_PAGE = 10
+#: The graph's largest drawing (inches of 72 px): the main column's width at 1280 px, and short
+#: enough to leave the inspector in view; Graphviz shrinks a larger graph to fit it.
+GRAPH_INCHES = (10.5, 4.5)
+#: The context first: it is what the run made, and the cheapest to draw (the timeline's chart and
+#: the visits' grid load the browser's heaviest code; they are drawn when their tab opens).
+TABS = ("Context", "Timeline", "Visits", "Artifacts", "Tasks")
 
 run_id = nav.param("run")
 if run_id is None:
@@ -71,8 +80,10 @@ def _header(run: Any) -> None:
     cols = st.columns(6)
     cols[0].metric("Status", fmt.status(run.status))
     cols[1].metric("Outcome", run.outcome or "—")
-    cols[2].metric("Duration", fmt.duration(fmt.seconds_between(
-        run.started_at, run.ended_at, now=now if run.status in fmt.ACTIVE_RUN else None)) or "—")
+    spans = visit_store.top_level_spans([run.id])[run.id]
+    cols[2].metric("Duration", fmt.duration(fmt.run_seconds(
+        run.started_at, run.ended_at, spans, now=now if run.status in fmt.ACTIVE_RUN else None)) or "—",
+        help="Time it ran; the time a failed run lay stopped before its resume is not counted")
     cols[3].metric("Cost", fmt.money(run.cost_usd) or "$0")
     cols[4].metric("Tokens", f"{run.tokens:,}")
     cols[5].metric("Trigger", run.trigger)
@@ -91,18 +102,36 @@ def _header(run: Any) -> None:
 
 
 def _actions(run: Any) -> None:
-    cols = st.columns([1, 1, 1, 1.5, 3])
+    """The run's actions in one row, sized to their labels. Cancel asks first: it ends a paused
+    run's wait and closes its tasks, which cannot be undone."""
     user = auth.user_name()
     pressed = None
-    if run.status in ("failed", "crashed"):
-        pressed = "resume" if cols[0].button("Resume", key="act_resume", icon=":material/replay:") else pressed
-    if run.status in fmt.ACTIVE_RUN and run.status != "cancelling":
-        pressed = "cancel" if cols[1].button("Cancel", key="act_cancel", icon=":material/stop:") else pressed
-    pressed = "replay" if cols[2].button("Replay", key="act_replay", icon=":material/repeat:",
-                                         help="A new run of this definition with the same inputs") else pressed
-    cols[3].download_button("Export JSON", lambda: json.dumps(export_store.export_run(run.id), indent=2, default=str),
-                            file_name=f"run-{run.id}.json", mime="application/json", key="act_export",
-                            icon=":material/download:", on_click="ignore")
+    confirm_key = f"_confirm_cancel_{run.id}"
+    cancellable = run.status in fmt.ACTIVE_RUN and run.status != "cancelling"
+    with st.container(horizontal=True, gap="small"):
+        if run.status in ("failed", "crashed"):
+            pressed = "resume" if st.button("Resume", key="act_resume", icon=":material/replay:") else pressed
+        if cancellable:
+            st.button("Cancel…", key="act_cancel", icon=":material/stop:", help="Stop the run before its next node (asks first)",
+                      on_click=st.session_state.__setitem__, args=(confirm_key, True))
+        pressed = "replay" if st.button("Replay", key="act_replay", icon=":material/repeat:",
+                                        help="A new run of this definition with the same inputs") else pressed
+        st.download_button("Export JSON", lambda: json.dumps(export_store.export_run(run.id), indent=2, default=str),
+                           file_name=f"run-{run.id}.json", mime="application/json", key="act_export",
+                           icon=":material/download:", on_click="ignore")
+    if st.session_state.get(confirm_key) == "yes":
+        st.session_state.pop(confirm_key)
+        pressed = "cancel"
+    elif cancellable and st.session_state.get(confirm_key):
+        with st.container(border=True):
+            st.markdown("**Cancel this run?** It stops before its next node"
+                        + (" and its open tasks close; whoever was to answer them no longer can."
+                           if run.status == "paused" else ".") + " This cannot be undone.")
+            with st.container(horizontal=True, gap="small"):
+                # the callbacks run before the re-draw, so the question is gone from it at once
+                st.button("Yes, cancel the run", key="act_cancel_yes", type="primary",
+                          on_click=st.session_state.update, kwargs={confirm_key: "yes"})
+                st.button("No, keep it", key="act_cancel_no", on_click=st.session_state.pop, args=(confirm_key, None))
     replayed = st.session_state.get(f"_replayed_{run.id}")
     if replayed:
         nav.run_link(replayed, f"Replay started: run {replayed}")
@@ -149,55 +178,105 @@ def _visit_label(v: Any) -> str:
     return f"#{v.sequence} {v.node_id}{item} · {fmt.status(v.status)} · attempt {v.attempt}{took}{nxt}"
 
 
-def _conversation(calls: list[Any], tools: list[Any]) -> None:
-    for i, call in enumerate(calls):
-        st.markdown(f"**LLM call {i + 1}** · `{call.model}` · {call.tokens_in}+{call.tokens_out} tokens · "
-                    f"{fmt.money(call.cost_usd) or '$0'}" + (f" · {call.latency_ms} ms" if call.latency_ms else "")
-                    + (" · repair" if call.repair else "") + (" · offline" if call.offline else ""))
+def _text_or_json(value: Any) -> None:
+    """A prompt or response: preformatted text as sent (line breaks and ``-`` lines kept), or the
+    JSON it holds as a tree."""
+    if isinstance(value, (dict, list)):
+        st.json(value, expanded=2)
+    elif value is None:
+        st.caption("_empty_")
+    else:
+        st.code(str(value), language=None, wrap_lines=True)
+
+
+def _conversation(calls: list[tuple[Any, str | None]], tools: list[tuple[Any, str | None]]) -> None:
+    for i, (call, item) in enumerate(calls):
+        st.markdown(conv.call_heading(i + 1, call, item, fmt.money(call.cost_usd) or "$0"))
         for m in call.messages or []:
-            role = m.get("role", "user") if isinstance(m, dict) else "user"
+            role, content = conv.message_text(m)
             with st.chat_message("assistant" if role == "assistant" else ("user" if role == "user" else "ai"),
                                  avatar=":material/settings:" if role in ("system", "tool") else None):
                 st.caption(role)
-                content = m.get("content") if isinstance(m, dict) else m
-                st.markdown(content if isinstance(content, str) else f"```json\n{json.dumps(content, indent=2, default=str)}\n```")
+                _text_or_json(content)
                 if isinstance(m, dict) and m.get("tool_calls"):
-                    st.json(m["tool_calls"], expanded=False)
+                    st.json(conv.unwrap(m["tool_calls"]), expanded=False)
         if call.response is not None:
             with st.chat_message("assistant"):
                 st.caption("response")
-                st.json(call.response, expanded=1)
+                _text_or_json(conv.unwrap(call.response))
         if call.error:
             st.error(call.error)
-    for t in tools:
-        st.markdown(f"**Tool `{t.tool}`** · {fmt.status(t.status)}" + (f" · {t.latency_ms} ms" if t.latency_ms else ""))
+    for t, item in tools:
+        st.markdown(f"**Tool `{t.tool}`**" + (f" · item `{item}`" if item else "") + f" · {fmt.status(t.status)}"
+                    + (f" · {t.latency_ms:,} ms" if t.latency_ms is not None else ""))
         c1, c2 = st.columns(2)
-        c1.caption("arguments")
-        c1.json(t.args, expanded=1)
-        c2.caption("result")
-        c2.json(t.result, expanded=1)
+        with c1:
+            st.caption("arguments")
+            _value(t.args, "no arguments")
+        with c2:
+            st.caption("result")
+            _value(t.result, "no result")
         if t.error:
             st.error(t.error)
+
+
+def _value(value: Any, empty: str) -> None:
+    """A recorded value: JSON as a tree, text as text, nothing as ``empty`` (``st.json`` draws
+    an error box for ``None`` and for text that is not JSON)."""
+    if value is None:
+        st.caption(f"_{empty}_")
+    elif isinstance(value, (dict, list)):
+        st.json(value, expanded=1)
+    else:
+        st.code(value if isinstance(value, str) else json.dumps(value), language=None, wrap_lines=True)
 
 
 def _diff_table(diff: list[dict]) -> None:
     if not diff:
         st.caption("no context change")
         return
-    st.dataframe([{"op": d.get("op"), "path": d.get("path"), "old": json.dumps(d.get("old"), default=str),
-                   "new": json.dumps(d.get("new"), default=str)} for d in diff], hide_index=True)
+    # a plain table: a few rows, and a data grid costs the browser far more to draw
+    st.table([{"op": d.get("op"), "path": d.get("path"), "old": json.dumps(d.get("old"), default=str),
+               "new": json.dumps(d.get("new"), default=str)} for d in diff], border="horizontal", hide_index=True)
 
 
-def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any) -> None:
+def _pick(node_id: str) -> None:
+    st.session_state["inspect_node"] = node_id
+
+
+def _story(run: Any, plan: Any, why: str | None, visits: list[dict], highlight: Any) -> None:
+    """The graph, and under it the node inspector (a fragment of its own: picking a node re-draws
+    the inspector only, not the graph or the rest of the page)."""
     nodes = _node_options(plan, visits)
+    came_from = st.session_state.get("_inspect_run")
+    if (came_from is not None and came_from != run.id) or st.session_state.get("inspect_node") not in nodes:
+        # another run's pick means nothing here: open where this run's story is
+        first = first_inspected(highlight, run.status, visit_store.last_changing_node(run.id)) if highlight else None
+        st.session_state["inspect_node"] = first if first in nodes else (nodes[0] if nodes else None)
+    st.session_state["_inspect_run"] = run.id
+    if plan is not None:
+        graph.graph(render_dot(plan, highlight, rankdir="LR", max_size=GRAPH_INCHES), key="run_graph")
+        st.caption("Click a node to inspect it · green: completed · red: failed · amber: running or waiting · "
+                   "grey: skipped · thick green arrows: transitions taken · bold outline: where the run is (or ended)")
+    else:
+        st.warning(f"The definition this run executed cannot be drawn: {why}")
+    _inspect(run, plan, visits, highlight, nodes)
+
+
+@st.fragment
+def _inspect(run: Any, plan: Any, visits: list[dict], highlight: Any, nodes: list[str]) -> None:
+    if plan is not None:
+        graph.node_clicks(nodes, key="run_graph", selected=st.session_state.get("inspect_node"), on_pick=_pick)
+    _inspector(run, plan, visits, highlight, nodes)
+
+
+def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any, nodes: list[str]) -> None:
     if not nodes:
         return
     counts: dict[str, int] = {}
     for v in visits:
-        counts[v["node_id"]] = counts.get(v["node_id"], 0) + 1
-    default = highlight.current if highlight is not None and highlight.current in nodes else nodes[0]
-    if st.session_state.get("inspect_node") not in nodes:
-        st.session_state["inspect_node"] = default
+        if v["parent_visit_id"] is None:
+            counts[v["node_id"]] = counts.get(v["node_id"], 0) + 1
     visited = highlight.visited if highlight is not None else {}
     node_id = st.selectbox(
         "Inspect node", nodes, key="inspect_node",
@@ -213,7 +292,12 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any) -> None:
             extra = [f"type `{node.type}`"] + ([f"lane `{node.lane}`"] if node.lane else []) \
                 + ([f"phase `{node.phase}`"] if node.phase else []) + ([f"writes `{', '.join(node.writes)}`"] if node.writes else [])
             st.caption(" · ".join(extra))
-            st.code(yaml.safe_dump({node.id: node.body_json()}, sort_keys=False, allow_unicode=True), language="yaml")
+            # drawn only when opened: a highlighted code block is the dearest element of the page
+            definition = st.expander("Its definition (YAML)", key=f"yaml:{node.id}", on_change="rerun")
+            if definition.open:
+                with definition:
+                    st.code(yaml.safe_dump({node.id: node.body_json()}, sort_keys=False, allow_unicode=True),
+                            language="yaml")
         for task in [t for t in task_store.tasks_for_run(run.id) if t.node_id == node_id]:
             st.markdown(f"**Task** {task.title} · {fmt.status(task.status)}"
                         + (f" · answered by {task.answered_by} via {task.answered_via}" if task.answered_by else ""))
@@ -227,7 +311,8 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any) -> None:
             return
         pages = max(1, -(-total // VISITS_PER_PAGE))
         page = st.session_state.get(f"visits_page:{node_id}", 1)
-        shown, total = visit_store.node_visits(run.id, node_id, limit=VISITS_PER_PAGE, offset=(page - 1) * VISITS_PER_PAGE)
+        shown, total = visit_store.node_visits(run.id, node_id, limit=VISITS_PER_PAGE, offset=(page - 1) * VISITS_PER_PAGE,
+                                               top_only=True)  # a foreach's items are listed in its visit
         st.caption(f"{total} visit(s), newest first")
         children_of: dict[str, list[dict]] = {}
         for v in visits:
@@ -236,17 +321,24 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any) -> None:
         ids = [v.id for v in shown] + [c["id"] for v in shown for c in children_of.get(v.id, [])]
         llm, tools = visit_store.calls_for_visits(run.id, ids)
         for i, v in enumerate(shown):
-            with st.expander(_visit_label(v), expanded=i == 0):
+            # Only an open visit is drawn (its JSON, tables and conversation are what the
+            # browser spends its time on); opening another re-runs the inspector with it.
+            box = st.expander(_visit_label(v), expanded=i == 0, key=f"visit:{v.id}", on_change="rerun")
+            if not box.open:
+                continue
+            with box:
                 task_run = nav.prefect_url("task-run", v.prefect_task_run_id) if v.prefect_task_run_id else None
                 st.caption(f"started {fmt.when(v.started_at)} · ended {fmt.when(v.ended_at) or '—'}"
                            + (f" · [Prefect task run]({task_run})" if task_run else ""))
                 if v.error:
                     st.error(v.error)
                 c1, c2 = st.columns(2)
-                c1.caption("input")
-                c1.json(v.input, expanded=1)
-                c2.caption("output")
-                c2.json(v.output, expanded=1)
+                with c1:
+                    st.caption("input")
+                    _value(v.input, "no input recorded")
+                with c2:
+                    st.caption("output")
+                    _value(v.output, "no output")
                 st.caption("context diff")
                 _diff_table(v.context_diff or [])
                 kids = children_of.get(v.id, [])
@@ -255,38 +347,28 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any) -> None:
                     st.dataframe([{"#": k["sequence"], "item": k["item_key"], "status": fmt.status(k["status"]),
                                    "attempt": k["attempt"], "ms": k["duration_ms"], "error": fmt.short(k["error"])}
                                   for k in kids], hide_index=True, key=f"kids:{v.id}")
-                calls = llm.get(v.id, []) + [c for k in kids for c in llm.get(k["id"], [])]
-                tool_calls = tools.get(v.id, []) + [c for k in kids for c in tools.get(k["id"], [])]
+                own = v.item_key
+                calls = [(c, own) for c in llm.get(v.id, [])] + [(c, k["item_key"]) for k in kids for c in llm.get(k["id"], [])]
+                tool_calls = [(c, own) for c in tools.get(v.id, [])] \
+                    + [(c, k["item_key"]) for k in kids for c in tools.get(k["id"], [])]
                 if calls or tool_calls:
-                    tokens = sum(c.tokens_in + c.tokens_out for c in calls)
+                    tokens = sum(c.tokens_in + c.tokens_out for c, _ in calls)
                     st.caption(f"conversation · {len(calls)} LLM call(s) · {tokens} tokens · "
-                               f"{fmt.money(sum(c.cost_usd for c in calls)) or '$0'} · {len(tool_calls)} tool call(s)")
+                               f"{fmt.money(sum(c.cost_usd for c, _ in calls)) or '$0'} · {len(tool_calls)} tool call(s)")
                     _conversation(calls, tool_calls)
         if pages > 1:
             st.pagination(pages, key=f"visits_page:{node_id}")
 
 
 def _timeline(visits: list[dict]) -> None:
-    now = datetime.now(UTC).isoformat()
-    values = [{"visit": f"#{v['sequence']} {v['node_id']}" + (f"[{v['item_key']}]" if v["item_key"] else ""),
-               "node": v["node_id"], "status": v["status"], "start": v["started_at"].isoformat(),
-               "end": v["ended_at"].isoformat() if v["ended_at"] else now, "ms": v["duration_ms"]} for v in visits]
-    if not values:
-        st.caption("No visits yet.")
+    lay = timeline.layout(visits, datetime.now(UTC))
+    if not lay.rows:
+        st.caption("No visits yet: the timeline fills in as the run's nodes start.")
         return
-    st.vega_lite_chart(spec={
-        "data": {"values": values},
-        "mark": {"type": "bar", "tooltip": True},
-        "height": {"step": 14} if len(values) <= 60 else 600,
-        "encoding": {
-            "y": {"field": "node", "type": "nominal", "sort": None, "title": None},
-            "x": {"field": "start", "type": "temporal", "title": None},
-            "x2": {"field": "end"},
-            "color": {"field": "status", "type": "nominal",
-                      "scale": {"domain": ["completed", "failed", "running", "paused", "skipped", "cancelled"],
-                                "range": ["#66bb6a", "#e53935", "#ffb300", "#ffb300", "#bdbdbd", "#616161"]}},
-        },
-    }, key="timeline")
+    st.vega_lite_chart(spec=timeline.spec(lay), key="timeline", width="stretch")
+    if lay.shortened:
+        st.caption("Waits for a person and idle stretches (a failed run before its resume) are drawn short, "
+                   "hatched; their labels and the axis give their real length.")
 
 
 def _visits_table(visits: list[dict]) -> None:
@@ -299,7 +381,7 @@ def _visits_table(visits: list[dict]) -> None:
 def _artifacts(run: Any) -> None:
     rows = artifact_store.artifacts_for_run(run.id, latest_only=True)
     if not rows:
-        st.caption("No artifacts.")
+        st.caption("No artifacts: a node makes one with the `write_artifact` tool (reports, tables, charts).")
     for a in rows:
         with st.expander(f"{a.key} · {a.type} · v{a.version}" + (f" — {a.description}" if a.description else "")):
             show_artifact(a.type, a.content, key=f"art:{a.id}")
@@ -308,7 +390,7 @@ def _artifacts(run: Any) -> None:
 def _tasks(run: Any) -> None:
     tasks = task_store.tasks_for_run(run.id)
     if not tasks:
-        st.caption("No human tasks.")
+        st.caption("No human tasks: this run has not reached a `human_task` node.")
     for t in tasks:
         st.markdown(f"**{t.title}** · node `{t.node_id}` · {fmt.status(t.status)} · assigned to {t.assignee or 'anyone'}"
                     + (f" · answered by {t.answered_by} via {t.answered_via}" if t.answered_by else ""))
@@ -324,27 +406,29 @@ def _body() -> None:
     visits = visit_store.visits_for_run(run.id, light=True)
     plan, why = cat.run_plan(run)
     highlight = route_highlight(plan, visits, run.status) if plan is not None else None
-    if plan is not None:
-        st.graphviz_chart(render_dot(plan, highlight))
-        st.caption("green: completed · red: failed · amber: running or waiting · grey: skipped · "
-                   "thick green arrows: transitions taken · bold outline: where the run is (or ended)")
-    else:
-        st.warning(f"The definition this run executed cannot be drawn: {why}")
-    _inspector(run, plan, visits, highlight)
-    timeline, table, artifacts, context, tasks = st.tabs(["Timeline", "Visits", "Artifacts", "Context", "Tasks"])
-    with timeline:
-        _timeline(visits)
-    with table:
-        _visits_table(visits)
-    with artifacts:
-        _artifacts(run)
-    with context:
-        st.caption("inputs")
-        st.json(run.inputs or {}, expanded=1)
-        st.caption("context")
-        st.json(run.context or {}, expanded=2)
-    with tasks:
-        _tasks(run)
+    _story(run, plan, why, visits, highlight)
+    # Only the open tab is drawn (a 2,000-visit table or chart costs the browser more than the
+    # rest of the page): switching tabs re-runs this fragment with the other one open.
+    tabs = st.tabs(TABS, key="run_tabs", on_change="rerun")
+    context, timeline, table, artifacts, tasks = tabs
+    if timeline.open:
+        with timeline:
+            _timeline(visits)
+    if table.open:
+        with table:
+            _visits_table(visits)
+    if artifacts.open:
+        with artifacts:
+            _artifacts(run)
+    if context.open:
+        with context:
+            st.caption("inputs")
+            st.json(run.inputs or {}, expanded=1)
+            st.caption("context")
+            st.json(run.context or {}, expanded=2)
+    if tasks.open:
+        with tasks:
+            _tasks(run)
 
 
 st.fragment(_body, run_every=REFRESH_SECONDS if LIVE else None)()

@@ -16,26 +16,45 @@ from flows.triggers.refs import SCHEDULE_KINDS, UnknownTrigger
 from ui import auth, nav
 from ui import catalog as cat
 from ui import format as fmt
+from ui.cron import describe_schedule
+
+KINDS = {"cron": "schedule", "interval": "interval", "webhook": "webhook", "on_complete": "after another run"}
+
+
+def trigger_label(row) -> str:
+    """``nightly · trigger 1 (schedule)`` for the store's ``nightly:0``: its definition, its
+    place among that definition's ``triggers:`` (counted from 1) and its kind."""
+    definition, _, index = row.name.rpartition(":")
+    place = f"trigger {int(index) + 1}" if index.isdigit() else row.name
+    return f"{definition or row.definition} · {place} ({KINDS.get(row.kind, row.kind)})"
+
 
 st.title("Schedules")
 catalog = cat.catalog()
 rows = control.rows(catalog)
 if not rows:
-    st.info("No definition has `triggers:` yet (cron, interval, webhook or on_complete). "
-            "`ergon serve` serves them once they do.")
+    st.info("No definition has `triggers:` yet. Add a `triggers:` list to a process (`cron`, `interval`, "
+            "`webhook` or `on_complete`), then run `ergon serve` (or deploy it) so Prefect starts them.",
+            icon=":material/schedule:")
     st.stop()
 
+flash = st.session_state.pop("_schedules_flash", None)
+if flash:
+    st.success(flash, icon=":material/check:")
+
 st.dataframe([{
-    "trigger": r.name, "kind": r.kind, "schedule": r.schedule, "acts as": r.as_user,
+    "trigger": trigger_label(r), "when": describe_schedule(r.schedule), "acts as": r.as_user,
     "next run": fmt.when(r.next_run_at) if r.next_run_at else "",
     "last run": fmt.when(r.last_run_at) if r.last_run_at else "",
     "last status": fmt.status(r.last_status) if r.last_status else "",
     "paused": "yes" if r.paused else ("disabled" if not r.enabled else ""),
+    "id": r.name, "as written": r.schedule,
 } for r in rows], hide_index=True, key="schedules_table")
 st.caption("Next runs come from Prefect (they exist while `ergon serve` or a deployment has registered the "
            "schedule). Stopping `ergon serve` leaves schedules active.")
 
-name = st.selectbox("Trigger", [r.name for r in rows], key="schedules_pick")
+labels = {r.name: trigger_label(r) for r in rows}
+name = st.selectbox("Trigger", list(labels), key="schedules_pick", format_func=labels.get)
 row = next(r for r in rows if r.name == name)
 if row.last_run_id:
     nav.run_link(row.last_run_id, f"Last run {row.last_run_id}")
@@ -45,6 +64,9 @@ if who is not None:
     try:
         if left.button("Resume" if row.paused else "Pause", key="schedules_toggle"):
             control.set_paused(row.name, not row.paused, catalog)
+            st.session_state["_schedules_flash"] = (
+                f"{labels[row.name]} resumed: it starts runs again ({describe_schedule(row.schedule)})." if row.paused
+                else f"{labels[row.name]} paused: it starts no runs until you resume it.")
             st.rerun()
         if row.kind in SCHEDULE_KINDS and middle.button("Run now", key="schedules_run_now"):
             for run_id in control.run_now(row.name, catalog):

@@ -17,7 +17,7 @@ from compiler.ir import ToolNode
 from compiler.plan import PlanNode
 from compiler.templates import render_value
 from flows.runtime.effects import Effect, Services
-from flows.runtime.errors import InputRejected, NodeFailed
+from flows.runtime.errors import InputRejected, NodeFailed, with_visit_input
 
 
 def _project(result: Any, node: PlanNode) -> dict[str, Any]:
@@ -75,7 +75,11 @@ async def run(node: PlanNode, context: dict[str, Any], services: Services | None
         return Effect(update=updates, output=updates, input=args)
     if not tool:
         return Effect(input=args)
-    result = await call_tool(tool, args, services, node, visit_id)
+    try:
+        result = await call_tool(tool, args, services, node, visit_id)
+    except Exception as exc:  # what the tool received is the first thing to read about its failure
+        with_visit_input(exc, args)
+        raise
     projection = node.projection()
     if projection:
         from flows.runtime import dsl

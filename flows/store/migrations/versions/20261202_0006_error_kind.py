@@ -1,7 +1,7 @@
 """runs and node visits record the kind of their failure (definition, world, model, internal)
 
-Revision ID: 0005_error_kind
-Revises: 0004_run_catalog_sources
+Revision ID: 0006_error_kind
+Revises: 0005_sign_ins
 Create Date: 2026-12-02 09:00:00
 
 """
@@ -11,8 +11,8 @@ from alembic import op
 import sqlalchemy as sa
 import sqlmodel
 
-revision: str = '0005_error_kind'
-down_revision: Union[str, Sequence[str], None] = '0004_run_catalog_sources'
+revision: str = '0006_error_kind'
+down_revision: Union[str, Sequence[str], None] = '0005_sign_ins'
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 

@@ -1,0 +1,24 @@
+"""The dashboard's web server: Streamlit's app (``ui/app.py``) and the sign-in endpoints
+(``ui/web.py``) as one ASGI application.
+
+``streamlit run ui/server.py`` finds the ``st.App`` below and serves it with uvicorn (the same
+server ``streamlit run`` uses for a plain script), so the sign-in form and the dashboard share
+one origin, one port and one process: the cookie the form sets is the one every page's
+WebSocket sends back.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import streamlit as st
+
+# `streamlit run ui/server.py` puts ui/ on sys.path, not the project root (see ui/app.py).
+_ROOT = str(Path(__file__).resolve().parents[1])
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+from ui.web import routes  # noqa: E402
+
+app = st.App(Path(__file__).with_name("app.py"), routes=routes())
