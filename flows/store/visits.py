@@ -65,6 +65,14 @@ def _next_sequence(s, run_id: str) -> int:
     return (current or 0) + 1
 
 
+def mark_visit_suspended(visit_id: str) -> None:
+    """A running visit whose run suspends now (its process ends on purpose): ``paused`` before the
+    process goes, so that crash detection never takes the suspension for a death."""
+    with connection(write=True) as conn:
+        conn.execute(update(_VISITS).where(_VISITS.c.id == visit_id, _VISITS.c.status == "running")
+                     .values(status="paused"))
+
+
 def start_visit(
     run_id: str,
     node_id: str,

@@ -10,7 +10,7 @@ number alone (``random.Random(case)``), so a failure names the case to re-run.
 
 The kinds cover what a probe of hostile files found (alias bombs, self-aliases, nesting, long
 numbers, a file of only ``null``, sub-process cycles, huge strings, binary bytes) and random
-edits of structure and text. ``tests/reliability/test_fuzz_definitions.py`` runs a fixed number of cases in
+edits of structure and text. ``tests/reliability/test_fuzz_definitions.py`` runs a fixed number of cases (in a fresh interpreter) in
 CI; ``benchmarks/fuzz.py`` runs many more and prints counts per kind.
 """
 

@@ -176,6 +176,9 @@ async def ask_person(services: Services, *, visit_id: str | None, node_id: str, 
     run_state.mark_paused()
     services.listener("paused", node_id, {"task_id": task.id, "title": title})
     mode: WaitMode = "subflow" if own_subflow else "suspend" if pauses.can_suspend(timeout) else "pause"
+    if mode == "suspend" and visit_id:
+        # Prefect shows the run Suspended before the process has unwound: the visit says so first
+        visit_store.mark_visit_suspended(visit_id)
     key = task.pause_key or visit_pause_key(node_id, run_id, visit_id or node_id)
     waiting = pauses.wait_for_answer(AnswerWait(
         task_id=task.id, fields=fields, model_name=f"{node_id}_answer",
