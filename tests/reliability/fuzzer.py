@@ -216,6 +216,13 @@ class Tally:
 
     @property
     def peak_mb(self) -> float:
+        # VmHWM is this process image's own peak; ru_maxrss keeps the parent's across fork + exec
+        try:
+            for line in Path("/proc/self/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+        except OSError:
+            pass
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
