@@ -320,8 +320,7 @@ async def _call_model(req: LlmRequest, model: str, messages: list[dict[str, Any]
     while True:
         remaining = ends - time.monotonic()
         if remaining <= 0:
-            raise LlmError(f"model call to `{model}` got no answer within its deadline of {deadline:g} s "
-                           f"({attempt} attempt(s); set `deadline` in the parameters to allow more)")
+            raise _past_deadline(model, deadline, attempt, "set `deadline` in the parameters to allow more")
         params["timeout"] = min(per_attempt, remaining)
         try:
             # the SDK's own timeout is per read; wait_for holds the whole attempt to what remains
@@ -331,8 +330,7 @@ async def _call_model(req: LlmRequest, model: str, messages: list[dict[str, Any]
         except Exception as exc:
             if attempt >= retries or not retryable(exc) or ends - time.monotonic() <= 0:
                 if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and ends - time.monotonic() <= 0.5:
-                    raise LlmError(f"model call to `{model}` got no answer within its deadline of {deadline:g} s "
-                                   f"({attempt + 1} attempt(s), the last {describe_fault(exc)})") from None
+                    raise _past_deadline(model, deadline, attempt + 1, f"the last {describe_fault(exc)}") from None
                 raise
             # a retried attempt is recorded too: the call log shows every HTTP attempt
             records.record(req, model=model, messages=messages, resp=None, cassette_key=key,
@@ -344,6 +342,11 @@ async def _call_model(req: LlmRequest, model: str, messages: list[dict[str, Any]
     if resp.cost_usd == 0.0 and resp.raw.get("cost_source") == "unpriced":
         _price_from_params(resp, req.parameters)
     return resp
+
+
+def _past_deadline(model: str, deadline: float, attempts: int, detail: str) -> LlmError:
+    return LlmError(f"model call to `{model}` got no answer within its deadline of {deadline:g} s "
+                    f"({attempts} attempt(s); {detail})")
 
 
 async def _call_router(req: LlmRequest, router: Any, messages: list[dict[str, Any]], extra: dict[str, Any]) -> LlmResponse:

@@ -113,14 +113,15 @@ def run_ended(run_id: str, status: str, error: str | None) -> None:
         close_open_tasks(run_id, f"the run ended {status}" + (f": {error}" if error else ""))
 
 
-def run_stopped(run: Run) -> None:
+def run_stopped(run: Run, *, prefect: bool = True) -> None:
     """``run``'s process stopped (it is ``crashed``): no Prefect flow run waits for its tasks any
-    more. Those Prefect flow runs become ``Crashed`` (best effort: the answer path never uses them
-    again either way); a stopped sub-process run's tasks close (see the module docstring)."""
+    more. Those Prefect flow runs become ``Crashed`` (best effort, and only with ``prefect``: the
+    answer path never uses them again either way); a stopped sub-process run's tasks close (see
+    the module docstring)."""
     flow_runs = task_store.release_open_tasks(run.id)
     if run.prefect_flow_run_id:
         flow_runs.append(run.prefect_flow_run_id)
-    if flow_runs:
+    if flow_runs and prefect:
         try:
             from flows.prefect.resume import mark_crashed
 

@@ -55,43 +55,33 @@ class ResumeRefused(RunError):
 
 
 def detect_crashed() -> list[Run]:
-    """Mark runs of dead processes crashed without starting a Prefect server (``ergon runs list``):
-    their Prefect flow runs are marked too when a local server is up, else by the next
-    :func:`prepare`'s owner commands (the store alone decides who may answer)."""
-    from flows.prefect.server import status
+    """Mark runs of dead processes crashed and release their tasks (:func:`run_stopped`); returns
+    them. Their Prefect flow runs are marked ``Crashed`` too when a Prefect API is known or a
+    local server is up — never by starting one (``ergon runs list`` calls this; the store alone
+    decides who may answer)."""
+    from flows.prefect.server import ensure_api_url, status
     from flows.runs.answers import run_stopped
     from flows.settings import HEARTBEAT_TIMEOUT_SECONDS
 
     crashed = list(run_store.mark_stale_runs_crashed(heartbeat_timeout=HEARTBEAT_TIMEOUT_SECONDS))
-    if crashed and (os.environ.get("PREFECT_API_URL") or status() is not None):
-        from flows.prefect.server import ensure_api_url
-
+    reach_prefect = bool(crashed) and bool(os.environ.get("PREFECT_API_URL") or status() is not None)
+    if reach_prefect:
         ensure_api_url()
-        for run in crashed:
-            run_stopped(run)
-    elif crashed:
-        from flows.store import tasks as task_store
-
-        for run in crashed:
-            task_store.release_open_tasks(run.id)
+    for run in crashed:
+        run_stopped(run, prefect=reach_prefect)
     return crashed
 
 
 def prepare() -> list[Run]:
     """Point at the Prefect API, bring the store to head, mark runs of dead processes crashed
-    (running ones, and paused ones a process blocked in); returns the runs just marked crashed
-    (the CLI says so)."""
+    (running ones, paused ones a process blocked in, pending ones whose owner died); returns the
+    runs just marked crashed (the CLI says so)."""
     from flows.prefect.server import ensure_api_url
-    from flows.runs.answers import run_stopped
-    from flows.settings import HEARTBEAT_TIMEOUT_SECONDS
     from flows.store import db
 
     ensure_api_url()
     db.init_db()
-    crashed = list(run_store.mark_stale_runs_crashed(heartbeat_timeout=HEARTBEAT_TIMEOUT_SECONDS))
-    for run in crashed:
-        run_stopped(run)
-    return crashed
+    return detect_crashed()
 
 
 def compile_definition(name: str, *, catalog: Catalog | None = None, version: int | None = None) -> Compiled:
