@@ -158,7 +158,10 @@ def set_run_status(
     Setting the same status again is allowed (retries of the same report). Going to ``running``
     stamps ``started_at`` (first time), the heartbeat, and the pid/host of the calling process
     (the one executing the run, which :func:`mark_stale_runs_crashed` checks), and clears the
-    ``ended_at``, ``error`` and ``error_kind`` of an earlier failure. Terminal states stamp ``ended_at``.
+    ``ended_at``, ``error`` and ``error_kind`` of an earlier failure. Going back to ``pending``
+    with a ``pid`` (a resume claiming the run) makes that process its owner in the same
+    transaction, so that the dead process it replaces is never taken for the owner of the run
+    being started. Terminal states stamp ``ended_at``.
     """
     check(status, RUN_STATUSES, "run status")
     now = now or utcnow()
@@ -172,6 +175,8 @@ def set_run_status(
             raise InvalidTransition(f"run {run_id}: cannot go from {current} to {status} (allowed: {allowed})")
         if status == "running" and current != "running":
             _mark_running(run, now, pid, host)
+        elif status == "pending" and pid is not None:  # claimed to start again: its owner until it runs
+            run.pid, run.host = pid, host or socket.gethostname()
         if status in RUN_TERMINAL:
             run.ended_at = run.ended_at if current == status else now
         run.status = status
@@ -321,7 +326,7 @@ def mark_stale_runs_crashed(
     """Mark runs whose process is gone as ``crashed``; return them (only ``run_ids`` when given).
 
     The candidates are ``running`` runs, ``pending`` ones with an owner process (the one that
-    recorded it to start it: stale only when that process is gone), and ``paused`` runs with a visit still ``running``: a
+    recorded it to start it, or claimed it to resume it: stale only when that process is gone), and ``paused`` runs with a visit still ``running``: a
     process blocks in that visit waiting for a person. A paused run with no running visit is
     *suspended* (under a deployment its process exits on purpose, and Prefect reschedules it
     when the answer comes), so it is never a candidate. A candidate is stale when its last
@@ -350,7 +355,7 @@ def mark_stale_runs_crashed(
 def _stale_reason(run: Run, now: datetime, timeout: timedelta) -> str | None:
     if run.pid and run.host == socket.gethostname() and not _pid_alive(run.pid):
         if run.status == "pending":
-            return f"crashed: process {run.pid} on {run.host} recorded the run and died before starting it"
+            return f"crashed: process {run.pid} on {run.host} was to start the run and died before it did"
         return f"crashed: process {run.pid} on {run.host} is gone"
     if run.status == "pending":  # never started, so no heartbeat: only its owner's death counts
         return None

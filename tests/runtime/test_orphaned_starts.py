@@ -58,3 +58,30 @@ def test_a_pending_run_whose_owner_lives_is_left_alone(store, definitions):
     run = runs.create(runs.compile_definition("two_steps"), {})
     assert run_store.mark_stale_runs_crashed() == []
     assert run_store.get_run(run.id).status == "pending" and run_store.get_run(run.id).pid == os.getpid()
+
+
+def test_a_run_being_resumed_belongs_to_the_resuming_process(store, definitions, monkeypatch):
+    """Between claiming a stopped run and its flow body starting, `ergon runs resume` owns it: crash
+    detection (another `runs list`, the dashboard) does not take the dead process it replaces for
+    the run's owner and mark it crashed under the resume's feet."""
+    from flows import runs
+    from flows.catalog import Catalog
+    from flows.runs import lifecycle
+    from flows.store import runs as run_store
+
+    (definitions / "two_steps.yaml").write_text(TWO)
+    run = runs.create(runs.compile_definition("two_steps"), {})
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    run_store.update_run(run.id, pid=int(gone.stdout))  # its process died before starting it
+    assert [r.id for r in run_store.mark_stale_runs_crashed()] == [run.id]
+    seen = {}
+
+    def starting(compiled, inputs, *, run_id, **kw):  # what the resume's process sees while it starts the flow
+        seen["crashed"] = [r.id for r in run_store.mark_stale_runs_crashed()]
+        seen["run"] = run_store.get_run(run_id)
+        return runs.RunResult(run_id, "completed", "done", {}, None)
+
+    monkeypatch.setattr(lifecycle, "start", starting)
+    runs.resume(run.id, catalog=Catalog.load())
+    assert seen["crashed"] == [], "the run being resumed was marked crashed"
+    assert (seen["run"].status, seen["run"].pid) == ("pending", os.getpid())
