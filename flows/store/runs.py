@@ -21,6 +21,7 @@ import os
 import socket
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, Literal, overload
 
 from sqlmodel import col, func, or_, select, update
@@ -326,13 +327,14 @@ def mark_stale_runs_crashed(
     """Mark runs whose process is gone as ``crashed``; return them (only ``run_ids`` when given).
 
     The candidates are ``running`` runs, ``pending`` ones with an owner process (the one that
-    recorded it to start it, or claimed it to resume it: stale only when that process is gone), and ``paused`` runs with a visit still ``running``: a
-    process blocks in that visit waiting for a person. A paused run with no running visit is
-    *suspended* (under a deployment its process exits on purpose, and Prefect reschedules it
-    when the answer comes), so it is never a candidate. A candidate is stale when its last
-    heartbeat (or start, if it never beat) is older than ``heartbeat_timeout`` (a timedelta or
-    seconds), or when it runs on this host under a pid that no longer exists. The reason goes
-    into ``error``; the run's visits still ``running`` become ``failed``, so a resume restarts them.
+    recorded it to start it, or claimed it to resume it: stale only when that process is gone),
+    and ``paused`` runs with a visit still ``running``: a process blocks in that visit waiting
+    for a person. A paused run with no running visit is *suspended* (under a deployment its
+    process exits on purpose, and Prefect reschedules it when the answer comes), so it is never
+    a candidate. A candidate is stale when its last heartbeat (or start, if it never beat) is
+    older than ``heartbeat_timeout`` (a timedelta or seconds), or when it runs on this host
+    under a pid that no longer exists or is a zombie. The reason goes into ``error``; the run's
+    visits still ``running`` become ``failed``, so a resume restarts them.
     """
     now = now or utcnow()
     timeout = heartbeat_timeout if isinstance(heartbeat_timeout, timedelta) else timedelta(seconds=heartbeat_timeout)
@@ -366,15 +368,22 @@ def _stale_reason(run: Run, now: datetime, timeout: timedelta) -> str | None:
 
 
 def _pid_alive(pid: int) -> bool:
+    """Whether ``pid`` is a process on this host that still executes. A zombie — killed or ended,
+    not yet reaped by its parent (a dashboard or webhook server that started the run; a
+    container's first process that never reaps) — keeps its pid and executes nothing."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True  # exists, owned by someone else
+        pass  # exists, owned by someone else
     except OSError:
         return False
-    return True
+    try:  # Linux: the state letter follows the parenthesised command name
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True  # no /proc (or it just went): os.kill's answer stands
+    return state not in ("Z", "X")
 
 
 def _crash(run_id: str, seen: str, reason: str, now: datetime) -> Run | None:

@@ -85,3 +85,29 @@ def test_a_run_being_resumed_belongs_to_the_resuming_process(store, definitions,
     runs.resume(run.id, catalog=Catalog.load())
     assert seen["crashed"] == [], "the run being resumed was marked crashed"
     assert (seen["run"].status, seen["run"].pid) == ("pending", os.getpid())
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="zombies are told apart through /proc")
+def test_a_run_whose_process_is_a_zombie_is_found(store, definitions):
+    """A killed process its parent has not reaped yet (a dashboard or webhook server starts runs
+    and goes on; a container's first process may never reap) still has its pid, and executes
+    nothing: its run is crashed."""
+    import signal
+    import time
+
+    from flows import runs
+    from flows.store import runs as run_store
+
+    (definitions / "two_steps.yaml").write_text(TWO)
+    run = runs.create(runs.compile_definition("two_steps"), {})
+    child = subprocess.Popen(["sleep", "60"])
+    try:
+        os.kill(child.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while open(f"/proc/{child.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        run_store.update_run(run.id, pid=child.pid)
+        assert [r.id for r in run_store.mark_stale_runs_crashed()] == [run.id], "a zombie taken for a live owner"
+    finally:
+        child.wait()
