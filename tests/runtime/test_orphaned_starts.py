@@ -111,3 +111,39 @@ def test_a_run_whose_process_is_a_zombie_is_found(store, definitions):
         assert [r.id for r in run_store.mark_stale_runs_crashed()] == [run.id], "a zombie taken for a live owner"
     finally:
         child.wait()
+
+
+def test_a_flow_run_whose_process_died_before_the_run_knew_it_is_crashed_too(prefect_api, store, definitions):
+    """A process killed after Prefect made the run's flow run (and set it Running) but before the
+    flow body wrote its id into the run leaves a flow run the store cannot name: crash detection
+    finds it by its name (the run's id) and marks it Crashed, so nothing in Prefect says it runs."""
+    from prefect.client.orchestration import get_client
+
+    (definitions / "two_steps.yaml").write_text(TWO)
+    env = {**os.environ, "ERGON_DATABASE_URL": store, "ERGON_DEFINITIONS": str(definitions), "COLUMNS": "200"}
+    script = textwrap.dedent("""
+        import os
+        from flows import runs
+        from flows.catalog import Catalog
+        from flows.runs import recorder
+
+        def dies(*args, **kwargs):  # the kill lands as the flow body begins
+            os._exit(9)
+
+        recorder.StoreRecorder.open = dies
+        catalog = Catalog.load()
+        run = runs.create(runs.compile_definition("two_steps", catalog=catalog), {}, catalog=catalog)
+        print(run.id, flush=True)
+        runs.start(runs.compile_definition("two_steps", catalog=catalog), {}, catalog=catalog, run_id=run.id)
+    """)
+    made = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    run_id = made.stdout.strip().splitlines()[-1]
+    from flows.store import runs as run_store
+
+    assert run_store.get_run(run_id).prefect_flow_run_id is None, "the flow body never recorded its flow run"
+    listed = subprocess.run([*ERGON, "runs", "list", "--json"], env=env, capture_output=True, text=True, timeout=120)
+    [row] = [r for r in json.loads(listed.stdout)["runs"] if r["run_id"] == run_id]
+    assert row["status"] == "crashed"
+    with get_client(sync_client=True) as client:
+        flow_runs = [fr for fr in client.read_flow_runs(limit=200) if run_id in (fr.name or "")]
+    assert [fr.state.type.value for fr in flow_runs] == ["CRASHED"], [(fr.name, fr.state) for fr in flow_runs]
