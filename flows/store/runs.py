@@ -320,6 +320,10 @@ def definition_names_with_runs() -> list[str]:
 # --- crash detection ---------------------------------------------------------------------------
 
 
+#: How the reason crash detection gives a run, and the visits it closes, begins.
+CRASHED = "crashed: "
+
+
 def mark_stale_runs_crashed(
     now: datetime | None = None, heartbeat_timeout: timedelta | float = timedelta(minutes=5),
     run_ids: Iterable[str] | None = None,
@@ -357,13 +361,13 @@ def mark_stale_runs_crashed(
 def _stale_reason(run: Run, now: datetime, timeout: timedelta) -> str | None:
     if run.pid and run.host == socket.gethostname() and not _pid_alive(run.pid):
         if run.status == "pending":
-            return f"crashed: process {run.pid} on {run.host} was to start the run and died before it did"
-        return f"crashed: process {run.pid} on {run.host} is gone"
+            return f"{CRASHED}process {run.pid} on {run.host} was to start the run and died before it did"
+        return f"{CRASHED}process {run.pid} on {run.host} is gone"
     if run.status == "pending":  # never started, so no heartbeat: only its owner's death counts
         return None
     last = run.heartbeat_at or run.started_at or run.created_at
     if last < now - timeout:
-        return f"crashed: no heartbeat since {last.isoformat()} (timeout {timeout.total_seconds():g}s)"
+        return f"{CRASHED}no heartbeat since {last.isoformat()} (timeout {timeout.total_seconds():g}s)"
     return None
 
 
