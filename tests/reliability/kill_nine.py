@@ -507,7 +507,11 @@ class Harness:
         after = self.listed_status(run.id if run is not None else None)  # before the harness reaps it
         owner.reap()
         report.kills.append(Kill(moment, f"{owner.what}: {found}", after, completed, len(lines)))
-        if after not in ("crashed", "completed", "not recorded"):
+        now = self._run_of(ledger)
+        # not crashed: only right when another process owns it already (an answer given just
+        # before the kill found the run stopped and resumed it in the background)
+        taken = now is not None and now.pid not in (None, owner.pid) and process_alive(now.pid)
+        if after not in ("crashed", "completed", "not recorded") and not taken:
             report.problems.append(f"after the kill at {moment} ({owner.what}: {found}) `runs list` shows the "
                                    f"run {after}, its process dead")
 
