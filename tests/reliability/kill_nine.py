@@ -25,8 +25,9 @@ at that moment:
 The processes are an ``ergon run`` (the first, and a fresh one when the kill came before the run
 was recorded), ``ergon runs resume`` (started by the harness, in a process group of its own) and
 the background resume ``ergon tasks answer`` starts for a run that stopped while it waited.
-While a process lives, the harness runs crash detection (what ``ergon runs list`` and the
-dashboard run) at every look, every 50 ms or so, as a person watching the runs would. After a
+While a process lives, the harness runs crash detection (what ``ergon runs list`` runs, and the
+dashboard's inbox for a task's run) at every look, every 50 ms or so, as a person watching the
+runs would. After a
 kill — before reaping the killed process, a zombie meanwhile, as the child of a dashboard or a
 webhook server that started a run is until that parent waits for it — it lists the runs with
 ``ergon runs list`` and goes on the way an operator would: a stopped run with an open task is
@@ -517,8 +518,8 @@ class Harness:
 
     @staticmethod
     def _observe(owner: Owner, report: CaseReport) -> None:
-        """Crash detection, as ``ergon runs list`` or the dashboard runs it, while the run's
-        process lives: it must never take that process's run for a dead one."""
+        """Crash detection, as ``ergon runs list`` runs it, while the run's process lives: it
+        must never take that process's run for a dead one."""
         from flows import runs
 
         for run in runs.detect_crashed():
