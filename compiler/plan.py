@@ -275,10 +275,11 @@ def _all_writes(nodes) -> set[str]:
 
 
 def run_input_schema(context_schema: dict[str, Any], context_initial: dict[str, Any], written: set[str]) -> dict[str, Any]:
-    """Run parameters: required properties, plus properties nothing writes (initial values as defaults)."""
+    """Run parameters: required properties, plus properties nothing writes (initial values as
+    defaults) — except internal ``_`` fields, which are the engine's, not the caller's."""
     props = context_schema.get("properties") or {}
     required = [r for r in context_schema.get("required", []) if r in props]
-    chosen = {k: v for k, v in props.items() if k in required or k not in written}
+    chosen = {k: v for k, v in props.items() if k in required or (k not in written and not k.startswith("_"))}
     for k in chosen:
         if k in context_initial and isinstance(chosen[k], dict) and "default" not in chosen[k]:
             chosen[k] = {**chosen[k], "default": context_initial[k]}
