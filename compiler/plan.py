@@ -203,6 +203,8 @@ class Plan(PlanModel):
     environment: str | None = Field(None, description="Default environment of LLM nodes.")
     budget: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
+    run_type: Literal["programmatic", "supervised"] = Field(
+        "programmatic", description="Process: `supervised` when the definition asks for a supervisor on every run.")
     source_file: str | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -373,6 +375,7 @@ def _plan_from(defn: ProcessDef | PipelineDef, *, kind: str, version: str, sourc
         environment=defn.environment,
         budget=defn.budget.model_dump(exclude_none=True) if defn.budget else None,
         metadata=defn.metadata,
+        run_type=defn.run_type if isinstance(defn, ProcessDef) else "programmatic",
         source_file=source_file,
     )
 

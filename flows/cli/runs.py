@@ -74,6 +74,8 @@ def run(
     replay: Annotated[str | None, Parameter(name="--replay")] = None,
     run_id: Annotated[str | None, Parameter(name="--run-id", show=False)] = None,
     version: Annotated[int | None, Parameter(name="--version")] = None,
+    supervised: Annotated[bool, Parameter(name="--supervised", negative=())] = False,
+    message: Annotated[str | None, Parameter(name="--message")] = None,
 ) -> int:
     """Validate a definition, run it on Prefect, show progress node by node, wait for the end.
 
@@ -95,6 +97,10 @@ def run(
         Execute this pending run (recorded by :func:`flows.runs.start_detached`) instead of recording a new one.
     version
         Run this published version (see `ergon versions NAME`) instead of the draft file.
+    supervised
+        Give the run a supervisor: an LLM that hears every step and may steer it (processes only).
+    message
+        A message for the supervisor's first turn (with --supervised).
     """
     from flows import runs
     from flows.catalog import DefinitionNotFound
@@ -124,7 +130,7 @@ def run(
         db.init_db()
         try:
             run_id = runs.create(compiled, inputs, catalog=catalog, version=version,
-                                 source=input_file or "--input").id
+                                 source=input_file or "--input", supervised=supervised, message=message).id
         except runs.StartRefused as exc:
             return diagnostics(exc.problems)
     _prepare_runtime()
@@ -318,6 +324,31 @@ def runs_cancel(run_id: str) -> int:
     except runs.AlreadyEnded as exc:
         return error(exc, code=1)
     out.print(f"run {run_rec.id}: {'cancel requested' if status == 'cancelling' else 'cancelled'}")
+    return 0
+
+
+@runs_app.command(name="message")
+def runs_message(run_id: str, text: str) -> int:
+    """Post a message to a supervised run's supervisor (it reads it with the run's next step).
+
+    Parameters
+    ----------
+    run_id
+        The run.
+    text
+        The message.
+    """
+    from flows import runs
+    from flows.runs.supervision import MessageRefused, post_message
+
+    run_rec = _find_run(run_id)
+    if run_rec is None:
+        return 2
+    try:
+        post_message(run_rec, text, actor=runs.current_user())
+    except MessageRefused as exc:
+        return error(exc, code=1)
+    out.print(f"run {run_rec.id}: message posted; the supervisor reads it with the run's next step")
     return 0
 
 

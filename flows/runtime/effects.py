@@ -120,8 +120,8 @@ class RunState(Protocol):
 class Services:
     """What bodies may call outside themselves (built for each run by :mod:`flows.runs.execution`)."""
 
-    #: run a child Plan as a sub-run: (plan, inputs, parent visit id) → RunResult
-    run_child: Callable[[Plan, dict[str, Any], str | None], Awaitable[RunResult]]
+    #: run a child Plan as a sub-run: (plan, inputs, parent visit id, run type) → RunResult
+    run_child: Callable[[Plan, dict[str, Any], str | None, str | None], Awaitable[RunResult]]
     #: find a Plan by definition name and optional pinned version
     resolve_plan: Callable[[str, int | None], Plan]
     #: find an interaction definition by name

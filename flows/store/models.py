@@ -163,6 +163,8 @@ class Run(SQLModel, table=True):
     heartbeat_at: datetime | None = None
     pid: int | None = None
     host: str | None = None
+    # programmatic | supervised (an LLM supervisor watches the run, flows.runtime.supervision)
+    run_type: str = "programmatic"
 
 
 class NodeVisit(SQLModel, table=True):
@@ -293,6 +295,30 @@ class TaskEvent(SQLModel, table=True):
     actor: str | None = None
     action: str
     detail: Any = _json()
+    at: datetime = _created()
+
+
+class RunEvent(SQLModel, table=True):
+    """A run's audit trail beside its visits: what its supervisor or an operator asked of it
+    (a command, accepted or refused with the reason), and messages posted to its supervisor."""
+
+    __tablename__ = "run_events"
+
+    id: str = _id()
+    run_id: str = Field(foreign_key="runs.id", index=True)
+    #: command | message | event
+    kind: str
+    #: the command (continue_process, set_context...), or the process event's kind
+    name: str
+    #: who: ``supervisor``, or the user who posted the message / gave the operator command
+    actor: str | None = None
+    node_id: str | None = None
+    args: Any = _json()
+    #: accepted | refused (commands); None for messages and events
+    outcome: str | None = None
+    reason: str | None = None
+    #: a message: when the supervisor was shown it (None until then)
+    delivered_at: datetime | None = None
     at: datetime = _created()
 
 

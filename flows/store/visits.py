@@ -73,6 +73,15 @@ def mark_visit_suspended(visit_id: str) -> None:
                      .values(status="paused"))
 
 
+def set_next_node(visit_id: str, next_node: str | None) -> None:
+    """Point a closed visit at another next node (a supervisor's or an operator's transition):
+    a resumed run continues there."""
+    with session(write=True) as s:
+        visit = require_row(s, NodeVisit, visit_id)
+        visit.next_node = next_node
+        s.add(visit)
+
+
 def start_visit(
     run_id: str,
     node_id: str,
