@@ -144,3 +144,5 @@ class Services:
     pauses: Pauses | None = None
     #: the run's status while it waits
     run_state: RunState | None = None
+    #: a supervised run: tell its supervisor a person is now asked (node id, task detail)
+    human_task_waiting: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None

@@ -140,6 +140,10 @@ class Engine:
         self._last_visit: str | None = None
         #: nodes with a completed visit in this process (with past_visits: what retry_node may re-enter)
         self._visited: set[str] = set()
+        #: one conversation: events of visits running at once (a foreach of tasks) take turns
+        self._supervising = asyncio.Lock()
+        if self.supervisor is not None:
+            self.services = replace(self.services, human_task_waiting=self._human_task_waiting)
         self._exits: dict[str, list[PlanEdge]] = {}
         for edge in self.plan.edges:
             self._exits.setdefault(edge.source, []).append(edge)
@@ -232,6 +236,11 @@ class Engine:
         """Ask the supervisor about ``event`` until it gives a command that passes (or
         :data:`MAX_ROUNDS` turns went by); ``set_context`` commands apply as they come."""
         assert self.supervisor is not None
+        async with self._supervising:
+            return await self._supervise_turns(event)
+
+    async def _supervise_turns(self, event: ProcessEvent) -> Command:
+        assert self.supervisor is not None
         visited = {v.node_id for v in self.recorder.past_visits()} | set(self._visited)
         for _ in range(MAX_ROUNDS):
             commands = await self.supervisor.decide(event, self.context, self._history())
@@ -259,6 +268,11 @@ class Engine:
             if all(v.accepted for v in verdicts):
                 break  # nothing refused: the supervisor lets the run go on
         return Command("continue_process")
+
+    async def _human_task_waiting(self, node_id: str, detail: dict[str, Any]) -> None:
+        """Told only: the person's answer decides (every command but continue_process is refused)."""
+        await self._supervise(ProcessEvent("human_task_waiting", node_id,
+                                           exits_of(self._exits.get(node_id, [])), detail))
 
     def _supervisor_context(self, updates: dict[str, Any]) -> None:
         new = apply_update(self.context, updates, writes=list(updates), schema=self.plan.context_schema,

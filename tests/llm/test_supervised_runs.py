@@ -175,3 +175,69 @@ def test_the_offline_supervisor_lets_the_run_go_on(supervised, fake):
     assert fake.for_model("sup") == []
     supervisor_calls = [c for c in visit_store.llm_calls_for_run(result["run_id"]) if c.visit_id is None]
     assert len(supervisor_calls) == 5  # run started, intake entered/completed, small entered/completed
+
+
+WAITING = """
+format_version: 1
+process: watched_task
+initial: ask
+metadata:
+  supervisor: {model: sup}
+context:
+  schema:
+    type: object
+    properties:
+      decision: {type: string}
+nodes:
+  ask:
+    type: human_task
+    task:
+      title: Decide
+      fields: [{name: decision, type: text, required: true}]
+    timeout: 2
+    on_timeout: expired
+    writes: [decision]
+    transitions: [{to: done}]
+  done: {type: final}
+  expired: {type: final}
+"""
+
+
+def test_the_supervisor_hears_a_waiting_task_and_cannot_override_the_person(run_def, fake):
+    from flows.store import run_events
+
+    fake.script("sup", SAY_CONTINUE, SAY_CONTINUE, tool_call("set_context", updates={"decision": "approved"}))
+    result = run_def({"watched_task.yaml": WAITING, "sup.yaml": ENV.format(url=fake.url)}, "watched_task",
+                     supervised=True)
+    assert result["status"] == "completed" and result["outcome"] == "expired"
+    assert "decision" not in result["context"]
+    assert "EVENT human_task_waiting at node `ask`" in _events_sent(fake)
+    [command] = run_events.events_for_run(result["run_id"], kind="command")
+    assert command.outcome == "refused" and "a person is being asked" in command.reason
+
+
+def test_only_processes_run_supervised_and_only_supervised_runs_take_messages(store, definitions, fake):
+    from flows import runs
+    from flows.catalog import Catalog
+    from flows.runs.supervision import MessageRefused, post_message
+
+    (definitions / "flat.yaml").write_text(
+        "kind: pipeline\nname: flat\ncontext: {schema: {type: object, properties: {n: {type: integer}}}}\n"
+        "nodes:\n  one: {type: tool, config: {context_update: {n: 1}}, writes: [n]}\n")
+    (definitions / "watched.yaml").write_text(PROCESS.format(model="sup"))
+    catalog = Catalog.load()
+    with pytest.raises(runs.StartRefused, match="only processes run supervised"):
+        runs.create(catalog.compile("flat"), {}, catalog=catalog, supervised=True)
+    with pytest.raises(runs.StartRefused, match="start the run supervised"):
+        runs.create(catalog.compile("watched"), {}, catalog=catalog, message="hello")
+    plain = runs.create(catalog.compile("watched"), {}, catalog=catalog)
+    with pytest.raises(MessageRefused, match="not supervised"):
+        post_message(plain, "hello", actor="lea")
+    watched = runs.create(catalog.compile("watched"), {}, catalog=catalog, supervised=True)
+    with pytest.raises(MessageRefused, match="empty"):
+        post_message(watched, "   ", actor="lea")
+    post_message(watched, "go slow", actor="lea")
+    from flows.store import run_events
+
+    assert [(m.actor, m.args["text"]) for m in run_events.take_messages(watched.id)] == [("lea", "go slow")]
+    assert run_events.take_messages(watched.id) == []  # delivered once

@@ -381,3 +381,30 @@ def test_inbox_shows_the_labels_of_a_user_transition_choice(make_app, people):
     box.set_value("publish")
     _button(at, "Submit answer").click().run()
     assert task_store.get_task(task.id).answer == {"_next_node": "publish"}, "the answer is the target id"
+
+
+def test_a_supervised_run_shows_its_supervisors_commands_and_takes_messages(make_app, people):
+    import yaml
+
+    from flows.store import run_events
+
+    run = run_store.create_run("boom", content=yaml.safe_load(ALL["boom.yaml"]), run_type="supervised",
+                               started_by="alice")
+    run_store.set_run_status(run.id, "running")
+    run_events.add_event(run.id, "command", "transition_to", actor="supervisor", node_id="first",
+                         args={"event": "node_completed", "args": {"node": "nowhere"}}, outcome="refused",
+                         reason="no node 'nowhere' in `boom`")
+    at = make_app("alice", run=run.id)
+    at.run()
+    at.switch_page("pages/run.py").run()
+    assert "Supervisor" in [t.label for t in at.tabs]
+    at.session_state["run_tabs"] = "Supervisor"
+    at.run()
+    assert not at.exception
+    table = at.table[0].value
+    assert list(table["command"]) == ["transition_to"] and list(table["verdict"]) == ["refused"]
+    assert "no node 'nowhere'" in table["reason"].iloc[0]
+    at.chat_input(key="sup_message").set_value("hold at the review").run()
+    [message] = run_events.events_for_run(run.id, kind="message")
+    assert (message.actor, message.args["text"], message.delivered_at) == ("alice", "hold at the review", None)
+    run_store.set_run_status(run.id, "cancelled")

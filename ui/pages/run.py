@@ -397,6 +397,41 @@ def _tasks(run: Any) -> None:
         nav.task_link(t.id, "Open in the task inbox")
 
 
+def _supervisor(run: Any) -> None:
+    """A supervised run's supervisor: its commands with the engine's verdicts, the messages people
+    posted, its conversation, and a box to post another message."""
+    from flows.runs.supervision import MessageRefused, post_message
+    from flows.store import run_events
+
+    commands = run_events.events_for_run(run.id, kind="command")
+    if commands:
+        st.caption("commands, with what the engine made of them")
+        st.table([{"at": fmt.when(c.at), "event": (c.args or {}).get("event"), "node": c.node_id or "",
+                   "command": c.name, "args": json.dumps((c.args or {}).get("args") or {}, default=str),
+                   "verdict": c.outcome, "reason": c.reason or ""} for c in commands],
+                 border="horizontal", hide_index=True)
+    else:
+        st.caption("No commands yet: the supervisor has let the run go on as defined.")
+    for m in run_events.events_for_run(run.id, kind="message"):
+        st.markdown(f"**{m.actor or 'someone'}** · {fmt.when(m.at)}"
+                    + (" · read" if m.delivered_at else " · not read yet"))
+        st.code(str((m.args or {}).get("text", "")), language=None, wrap_lines=True)
+    calls = [c for c in visit_store.llm_calls_for_run(run.id) if c.visit_id is None]
+    box = st.expander(f"The supervisor's conversation · {len(calls)} model call(s)", key="sup_conv", on_change="rerun")
+    if box.open:
+        with box:
+            _conversation([(c, None) for c in calls], [])
+    text = st.chat_input("Message the supervisor (it reads it with the run's next step)", key="sup_message")
+    if text:
+        user = auth.require_user("message a supervisor")
+        if user is not None:
+            try:
+                post_message(run, text, actor=user)
+                st.success("Posted: the supervisor reads it with the run's next step.")
+            except MessageRefused as exc:
+                st.warning(str(exc))
+
+
 def _body() -> None:
     run = run_store.get_run(run_id)
     if (run.status in fmt.ACTIVE_RUN or _watching()) != LIVE:
@@ -409,8 +444,12 @@ def _body() -> None:
     _story(run, plan, why, visits, highlight)
     # Only the open tab is drawn (a 2,000-visit table or chart costs the browser more than the
     # rest of the page): switching tabs re-runs this fragment with the other one open.
-    tabs = st.tabs(TABS, key="run_tabs", on_change="rerun")
-    context, timeline, table, artifacts, tasks = tabs
+    supervised = run.run_type == "supervised"
+    tabs = st.tabs((*TABS, "Supervisor") if supervised else TABS, key="run_tabs", on_change="rerun")
+    context, timeline, table, artifacts, tasks = tabs[:5]
+    if supervised and tabs[5].open:
+        with tabs[5]:
+            _supervisor(run)
     if timeline.open:
         with timeline:
             _timeline(visits)

@@ -175,6 +175,8 @@ async def ask_person(services: Services, *, visit_id: str | None, node_id: str, 
         )
     run_state.mark_paused()
     services.listener("paused", node_id, {"task_id": task.id, "title": title})
+    if services.human_task_waiting is not None:  # a supervised run's supervisor is told
+        await services.human_task_waiting(node_id, {"task_id": task.id, "title": title, "assignee": assignee})
     mode: WaitMode = "subflow" if own_subflow else "suspend" if pauses.can_suspend(timeout) else "pause"
     if mode == "suspend" and visit_id:
         # Prefect shows the run Suspended before the process has unwound: the visit says so first
