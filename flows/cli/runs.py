@@ -327,6 +327,142 @@ def runs_cancel(run_id: str) -> int:
     return 0
 
 
+Why = Annotated[str, Parameter(name="--why", help="Why (kept in the run's trail).")]
+NoResume = Annotated[bool, Parameter(name="--no-resume", negative=(), help="Record the control; do not resume the run yet.")]
+
+
+def _control(run_id: str, apply: Any, done: str, no_resume: bool) -> int:
+    """Apply an operator control to a stopped run, then resume it here (unless ``no_resume``)."""
+    from flows import runs
+    from flows.runs.controls import ControlRefused
+
+    run_rec = _find_run(run_id)
+    if run_rec is None:
+        return 2
+    try:
+        what = apply(run_rec.id, runs.current_user())
+    except ControlRefused as exc:
+        return error(exc, code=1)
+    out.print(f"run {run_rec.id}: {done.format(what)}")
+    if no_resume:
+        out.print("  not resumed (--no-resume): `ergon runs resume` continues it")
+        return 0
+    return runs_resume(run_rec.id)
+
+
+@runs_app.command(name="advance")
+def runs_advance(run_id: str, *, to: str, why: Why, no_resume: NoResume = False) -> int:
+    """Admins: move a failed or crashed run out of its current node through a declared exit, then resume it.
+
+    Parameters
+    ----------
+    run_id
+        The run.
+    to
+        The exit's target node.
+    """
+    from flows.runs import controls
+
+    return _control(run_id, lambda rid, actor: controls.advance(rid, to, actor=actor, why=why),
+                    f"advanced from `{{}}` to `{to}`", no_resume)
+
+
+@runs_app.command(name="retry")
+def runs_retry(run_id: str, *, node: str | None = None, why: Why, no_resume: NoResume = False) -> int:
+    """Admins: re-enter the current node of a failed or crashed run (or another it visited), then resume it.
+
+    Parameters
+    ----------
+    run_id
+        The run.
+    node
+        The node to re-enter (default: the current one).
+    """
+    from flows.runs import controls
+
+    return _control(run_id, lambda rid, actor: controls.retry_node(rid, node, actor=actor, why=why),
+                    "re-enters `{}`", no_resume)
+
+
+@runs_app.command(name="skip")
+def runs_skip(run_id: str, *, why: Why, no_resume: NoResume = False) -> int:
+    """Admins: skip the current node of a failed or crashed run (where it is skippable), then resume it.
+
+    Parameters
+    ----------
+    run_id
+        The run.
+    """
+    from flows.runs import controls
+
+    return _control(run_id, lambda rid, actor: controls.skip_node(rid, actor=actor, why=why),
+                    "skipped its node; it goes on at `{}`", no_resume)
+
+
+@runs_app.command(name="set-context")
+def runs_set_context(run_id: str, *, set_: Annotated[list[str], Parameter(name="--set", negative=())], why: Why,
+                     no_resume: NoResume = False) -> int:
+    """Admins: change fields of a failed or crashed run's context (checked against its schema), then resume it.
+
+    Parameters
+    ----------
+    run_id
+        The run.
+    set_
+        KEY=VALUE (repeatable); values are JSON when they parse as JSON.
+    """
+    from flows.cli.inputs import parse_pairs
+    from flows.runs import controls
+
+    updates, problems = parse_pairs(set_)
+    if problems:
+        return diagnostics(problems)
+    def apply(rid: str, actor: str) -> str:
+        controls.set_context(rid, updates, actor=actor, why=why)
+        return ", ".join(sorted(updates))
+
+    return _control(run_id, apply, "context set ({})", no_resume)
+
+
+@runs_app.command(name="explain")
+def runs_explain(run_id: str, *, node: str | None = None, guard: int | None = None) -> int:
+    """Explain the definition a run executes, one node, or one exit of it, with the run's context.
+
+    Parameters
+    ----------
+    run_id
+        The run.
+    node
+        The node to explain (default: the whole definition).
+    guard
+        The index of one of the node's exits (0 = the first) to explain.
+    """
+    import asyncio
+
+    from flows.catalog import DefinitionNotFound
+    from flows.runs import snapshot_compiled
+    from flows.runs.explain import ExplainRefused, explain
+    from flows.runs.sources import catalog_for_run
+
+    run_rec = _find_run(run_id)
+    if run_rec is None:
+        return 2
+    try:
+        catalog = catalog_for_run(run_rec)
+    except DefinitionNotFound as exc:
+        return error(f"run {run_id}: {exc.args[0]}")
+    plan = snapshot_compiled(run_rec, catalog).plan
+    try:
+        text, by_model = asyncio.run(explain(plan, node=node, guard=guard, context=dict(run_rec.context or {}),
+                                             run_id=run_rec.id, environments=catalog.environments()))
+    except ExplainRefused as exc:
+        return error(exc)
+    print(text)
+    if not by_model:
+        err.print("[dim](the engine's outline: no model is configured — set ERGON_MODEL for a written explanation)[/]")
+    return 0
+
+
 @runs_app.command(name="message")
 def runs_message(run_id: str, text: str) -> int:
     """Post a message to a supervised run's supervisor (it reads it with the run's next step).
