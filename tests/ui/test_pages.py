@@ -408,3 +408,32 @@ def test_a_supervised_run_shows_its_supervisors_commands_and_takes_messages(make
     [message] = run_events.events_for_run(run.id, kind="message")
     assert (message.actor, message.args["text"], message.delivered_at) == ("alice", "hold at the review", None)
     run_store.set_run_status(run.id, "cancelled")
+
+
+def test_an_admin_advances_a_failed_run_from_its_page_and_it_resumes(make_app, run_def, ui_defs, people):
+    from flows.store import run_events
+
+    failed = run_def(ALL, "boom")["run_id"]
+    viewer = make_app("alice", run=failed)
+    viewer.run()
+    viewer.switch_page("pages/run.py").run()
+    assert not [e for e in viewer.expander if e.label.startswith("Operator controls")], "admins only"
+    at = make_app("root", run=failed)
+    at.run()
+    at.switch_page("pages/run.py").run()
+    assert [e.label for e in at.expander if e.label.startswith("Operator controls")] == [
+        "Operator controls · the run stopped at `explode`"]
+    _button(at, "Explain").click().run()
+    assert "`explode` is a tool node." in _texts(at) and "calls the tool `double_unless`" in _texts(at)
+    at.session_state["operator"] = True
+    at.run()
+    at.radio(key="op_action").set_value("advance")
+    at.selectbox(key="op_to").set_value("done")
+    at.text_input(key="op_why").input("the double is not needed")
+    _button(at, "Apply and resume").click().run()
+    assert not at.exception
+    assert "Advance recorded; the run resumes." in _texts(at)
+    [row] = run_events.events_for_run(failed, kind="command")
+    assert (row.name, row.actor, row.outcome, row.args["why"]) == ("advance", "root", "accepted", "the double is not needed")
+    _wait_for(lambda: run_store.run_status(failed) == "completed")
+    assert run_store.require_run(failed).outcome == "done"

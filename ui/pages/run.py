@@ -231,6 +231,19 @@ def _value(value: Any, empty: str) -> None:
         st.code(value if isinstance(value, str) else json.dumps(value), language=None, wrap_lines=True)
 
 
+def _explain(run: Any, plan: Any, node_id: str) -> str:
+    """The explanation of a node (a model's when one is configured, else the engine's outline)."""
+    import asyncio
+
+    from flows.runs.explain import explain
+
+    text, by_model = asyncio.run(explain(plan, node=node_id, context=dict(run.context or {}), run_id=run.id,
+                                         environments=cat.catalog().environments()))
+    lines = text.splitlines()
+    body = "\n".join(f"- {line.strip()}" if line.startswith("  ") else line for line in lines)
+    return body if by_model else body + "\n\n_The engine's outline: set `ERGON_MODEL` for a written explanation._"
+
+
 def _diff_table(diff: list[dict]) -> None:
     if not diff:
         st.caption("no context change")
@@ -298,6 +311,12 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any, nodes: l
                 with definition:
                     st.code(yaml.safe_dump({node.id: node.body_json()}, sort_keys=False, allow_unicode=True),
                             language="yaml")
+            if st.button("Explain", key=f"explain:{node.id}", icon=":material/help:",
+                         help="What the node does, why it routes as it does, what can go wrong"):
+                st.session_state["_explained"] = (run.id, node.id, _explain(run, plan, node.id))
+            explained = st.session_state.get("_explained")
+            if explained and explained[:2] == (run.id, node.id):
+                st.markdown(explained[2])
         for task in [t for t in task_store.tasks_for_run(run.id) if t.node_id == node_id]:
             st.markdown(f"**Task** {task.title} · {fmt.status(task.status)}"
                         + (f" · answered by {task.answered_by} via {task.answered_via}" if task.answered_by else ""))
@@ -397,21 +416,23 @@ def _tasks(run: Any) -> None:
         nav.task_link(t.id, "Open in the task inbox")
 
 
-def _supervisor(run: Any) -> None:
-    """A supervised run's supervisor: its commands with the engine's verdicts, the messages people
-    posted, its conversation, and a box to post another message."""
+def _trail(run: Any, commands: list[Any]) -> None:
+    """The run's trail: the commands of its supervisor and its operators with the engine's
+    verdicts; for a supervised run also the messages people posted, the supervisor's
+    conversation, and a box to post another message."""
     from flows.runs.supervision import MessageRefused, post_message
     from flows.store import run_events
 
-    commands = run_events.events_for_run(run.id, kind="command")
     if commands:
         st.caption("commands, with what the engine made of them")
-        st.table([{"at": fmt.when(c.at), "event": (c.args or {}).get("event"), "node": c.node_id or "",
+        st.table([{"at": fmt.when(c.at), "by": c.actor or "", "event": (c.args or {}).get("event"), "node": c.node_id or "",
                    "command": c.name, "args": json.dumps((c.args or {}).get("args") or {}, default=str),
-                   "verdict": c.outcome, "reason": c.reason or ""} for c in commands],
-                 border="horizontal", hide_index=True)
+                   "why": (c.args or {}).get("why") or "", "verdict": c.outcome, "reason": c.reason or ""}
+                  for c in commands], border="horizontal", hide_index=True)
     else:
         st.caption("No commands yet: the supervisor has let the run go on as defined.")
+    if run.run_type != "supervised":
+        return
     for m in run_events.events_for_run(run.id, kind="message"):
         st.markdown(f"**{m.actor or 'someone'}** · {fmt.when(m.at)}"
                     + (" · read" if m.delivered_at else " · not read yet"))
@@ -432,6 +453,53 @@ def _supervisor(run: Any) -> None:
                 st.warning(str(exc))
 
 
+def _operator(run: Any, plan: Any) -> None:
+    """Admins, on a failed or crashed process run: advance, retry, skip or set context, then resume."""
+    from flows.runs import controls
+
+    who = auth.current_actor()
+    if plan is None or plan.control != "state_machine" or run.status not in controls.STOPPED or who is None \
+            or not who.is_admin:
+        return
+    user = who.name
+    current = controls.current_node(run)
+    if current is None:
+        return
+    box = st.expander(f"Operator controls · the run stopped at `{current}`", key="operator", on_change="rerun")
+    if not box.open:
+        return
+    with box, st.form("operator_form", border=False):
+        exits = [e.target for e in plan.successors(current)]
+        action = st.radio("Control", ["advance", "retry", "skip", "set context"], horizontal=True, key="op_action",
+                          captions=["through a declared exit", "re-enter a node", "where skippable", "repair fields"])
+        to = st.selectbox("Advance to (a declared exit)", exits, key="op_to") if exits else None
+        node = st.selectbox("Retry node", list(dict.fromkeys([current, *plan.nodes])), key="op_node")
+        updates = st.text_area("Set context (a JSON object of fields)", "{}", key="op_updates")
+        why = st.text_input("Why (kept in the run's trail)", key="op_why")
+        if not st.form_submit_button("Apply and resume", type="primary"):
+            return
+    try:
+        if action == "advance":
+            controls.advance(run.id, str(to), actor=user, why=why)
+        elif action == "retry":
+            controls.retry_node(run.id, node, actor=user, why=why)
+        elif action == "skip":
+            controls.skip_node(run.id, actor=user, why=why)
+        else:
+            try:
+                fields = json.loads(updates)
+            except ValueError as exc:
+                st.error(f"Set context needs a JSON object: {exc}")
+                return
+            controls.set_context(run.id, fields if isinstance(fields, dict) else {}, actor=user, why=why)
+        runs.resume_detached(run_store.require_run(run.id), user)
+    except (controls.ControlRefused, runs.ResumeRefused) as exc:
+        st.warning(str(exc))
+        return
+    _watch()
+    st.success(f"{action.capitalize()} recorded; the run resumes.")
+
+
 def _body() -> None:
     run = run_store.get_run(run_id)
     if (run.status in fmt.ACTIVE_RUN or _watching()) != LIVE:
@@ -441,15 +509,19 @@ def _body() -> None:
     visits = visit_store.visits_for_run(run.id, light=True)
     plan, why = cat.run_plan(run)
     highlight = route_highlight(plan, visits, run.status) if plan is not None else None
+    _operator(run, plan)
     _story(run, plan, why, visits, highlight)
     # Only the open tab is drawn (a 2,000-visit table or chart costs the browser more than the
     # rest of the page): switching tabs re-runs this fragment with the other one open.
-    supervised = run.run_type == "supervised"
-    tabs = st.tabs((*TABS, "Supervisor") if supervised else TABS, key="run_tabs", on_change="rerun")
+    from flows.store import run_events
+
+    commands = run_events.events_for_run(run.id, kind="command")
+    trail = "Supervisor" if run.run_type == "supervised" else "Trail" if commands else None
+    tabs = st.tabs((*TABS, trail) if trail else TABS, key="run_tabs", on_change="rerun")
     context, timeline, table, artifacts, tasks = tabs[:5]
-    if supervised and tabs[5].open:
+    if trail and tabs[5].open:
         with tabs[5]:
-            _supervisor(run)
+            _trail(run, commands)
     if timeline.open:
         with timeline:
             _timeline(visits)
