@@ -29,16 +29,18 @@ from flows.store.models import Run, RunTrigger
 
 def start_detached(name: str, inputs: dict[str, Any], *, started_by: str, trigger: RunTrigger = "manual",
                    catalog: Catalog | None = None, env: dict[str, str] | None = None,
-                   version: int | None = None) -> str:
+                   version: int | None = None, supervised: bool = False, message: str | None = None) -> str:
     """Validate, record a pending run, start ``ergon run`` for it in the background; return the run id.
 
     ``env`` adds variables to the child's environment. ``version`` runs that published version
-    instead of the definitions folder's draft. Raises :class:`~flows.runs.lifecycle.StartRefused`.
+    instead of the definitions folder's draft. ``supervised``/``message``: as for
+    :func:`~flows.runs.lifecycle.create`. Raises :class:`~flows.runs.lifecycle.StartRefused`.
     """
     catalog = catalog or Catalog.load()
     compiled = compile_definition(name, catalog=catalog, version=version)
     # the sources recorded with the run: `ergon run NAME --run-id` below compiles against the same definitions
-    run = create(compiled, inputs, catalog=catalog, trigger=trigger, started_by=started_by, version=version)
+    run = create(compiled, inputs, catalog=catalog, trigger=trigger, started_by=started_by, version=version,
+                 supervised=supervised, message=message)
     inputs_file = logs_dir() / f"run-{run.id}.inputs.json"
     inputs_file.write_text(json.dumps(inputs), encoding="utf-8")
     child = spawn_ergon(["run", name, "--run-id", run.id, "--input-file", str(inputs_file),
@@ -57,7 +59,7 @@ def replay(run: Run, user: str) -> str:
     except DefinitionNotFound as exc:
         raise StartRefused([Diagnostic("invalid-input", exc.args[0], run.definition_name, 1, 1)]) from exc
     return start_detached(run.definition_name, dict(run.inputs or {}), started_by=user, trigger="replay",
-                          version=run.definition_version, catalog=catalog)
+                          version=run.definition_version, catalog=catalog, supervised=run.run_type == "supervised")
 
 
 def resume_detached(run: Run, user: str) -> None:

@@ -437,3 +437,21 @@ def test_an_admin_advances_a_failed_run_from_its_page_and_it_resumes(make_app, r
     assert (row.name, row.actor, row.outcome, row.args["why"]) == ("advance", "root", "accepted", "the double is not needed")
     _wait_for(lambda: run_store.run_status(failed) == "completed")
     assert run_store.require_run(failed).outcome == "done"
+
+
+def test_the_start_form_starts_a_supervised_run_with_a_message(prefect_api, make_app, ui_defs, people):
+    from flows.store import run_events
+
+    at = make_app("alice")
+    at.run()
+    at.switch_page("pages/definitions.py").run()
+    at.selectbox(key="def_pick").set_value("boom").run()
+    at.toggle(key="supervised:boom").set_value(True)
+    at.text_input(key="message:boom").input("look at the doubling closely")
+    _button(at, "Start run").click().run()
+    started = run_store.list_runs(definition="boom")[0][0]
+    assert started.run_type == "supervised" and started.started_by == "alice"
+    [message] = run_events.events_for_run(started.id, kind="message")
+    assert message.args["text"] == "look at the doubling closely" and message.actor == "alice"
+    assert _wait_ended(started.id) == "failed"  # boom fails at `explode`; the offline supervisor lets it
+    assert run_events.events_for_run(started.id, kind="message")[0].delivered_at is not None, "read at the start"
