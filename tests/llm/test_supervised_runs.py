@@ -241,3 +241,47 @@ def test_only_processes_run_supervised_and_only_supervised_runs_take_messages(st
 
     assert [(m.actor, m.args["text"]) for m in run_events.take_messages(watched.id)] == [("lea", "go slow")]
     assert run_events.take_messages(watched.id) == []  # delivered once
+
+
+def test_runs_message_posts_to_a_supervised_run_and_refuses_others(store, definitions):
+    import os
+    import subprocess
+    import sys
+
+    from flows import runs
+    from flows.catalog import Catalog
+    from flows.store import run_events
+
+    (definitions / "watched.yaml").write_text(PROCESS.format(model="sup"))
+    catalog = Catalog.load()
+    watched = runs.create(catalog.compile("watched"), {}, catalog=catalog, supervised=True)
+    plain = runs.create(catalog.compile("watched"), {}, catalog=catalog)
+    env = {**os.environ, "ERGON_USER": "lea"}
+
+    def message(run_id: str, text: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "flows.cli", "runs", "message", run_id, text], env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    posted = message(watched.id, "check the totals twice")
+    assert posted.returncode == 0 and "message posted" in posted.stdout, posted.stderr
+    refused = message(plain.id, "hello")
+    assert refused.returncode == 1 and "is not supervised" in refused.stderr and "Traceback" not in refused.stderr
+    assert [m.args["text"] for m in run_events.events_for_run(watched.id, kind="message")] == ["check the totals twice"]
+    assert run_events.events_for_run(plain.id) == []
+
+
+def test_a_resumed_supervised_run_tells_a_fresh_conversation_what_ran_before(supervised, fake):
+    from flows import people, runs
+    from flows.runs import controls
+
+    result, commands = supervised({"amount": 5})  # divisor 0: intake fails; the supervisor lets it
+    assert result["status"] == "failed" and commands == []
+    people.add_user("ops", admin=True)
+    controls.set_context(result["run_id"], {"divisor": 5}, actor="ops", why="repair")
+    fake.reset()
+    resumed = runs.resume(result["run_id"])
+    assert resumed.status == "completed" and resumed.context["share"] == 20
+    first = fake.for_model("sup")[0].body["messages"]
+    assert [m["role"] for m in first] == ["system", "user"], "a fresh conversation"
+    assert first[1]["content"].startswith("EVENT run_started at node `intake`")
+    assert '"resumed": true' in first[1]["content"] and '"status": "failed"' in first[1]["content"]
