@@ -144,3 +144,7 @@ class Services:
     pauses: Pauses | None = None
     #: the run's status while it waits
     run_state: RunState | None = None
+    #: how an agent's workstream (a delegated sub-agent) gets an orchestrator run of its own:
+    #: ``run_workstream(name, launch_id, body)`` awaits ``body(flow_run_id)`` in it
+    #: (:mod:`flows.runtime.workstreams`); None: the child runs as a bare asyncio task
+    run_workstream: Callable[..., Awaitable[Any]] | None = None
