@@ -13,42 +13,14 @@ import time
 
 import pytest
 
+from workstream_defs import DELEGATING, ENV, text_of
+
 pytestmark = pytest.mark.prefect
-
-ENV = """
-kind: environment
-name: {name}
-models:
-  - {{model: openai/{model}, api_base: "{url}", api_key: "env:FAKE_OPENAI_KEY"}}
-"""
-
-DELEGATING = """
-format_version: 1
-process: delegating
-initial: lead
-context:
-  schema: {type: object, properties: {report: {type: string}}}
-nodes:
-  lead:
-    type: agent
-    environment: lead
-    max_iterations: 60
-    prompt: "Find the answer and take your time over the rest, in parallel; then report."
-    tools: [think, sleep, launch_workstream, check_workstream, list_workstreams, get_workstream_result,
-            terminate_workstream]
-    writes: [report]
-    transitions: [{to: done}]
-  done: {type: final}
-"""
 
 ALPHA = {"id": "alpha", "name": "Alpha", "instruction": "Find the answer.", "allowed_tools": ["think"],
          "model": "alpha", "deadline_seconds": 30}
 BETA = {"id": "beta", "name": "Beta", "instruction": "Take your time.", "allowed_tools": ["sleep"],
         "model": "beta", "deadline_seconds": 6}
-
-
-def text_of(body: dict) -> str:
-    return "\n".join(str(m.get("content") or "") for m in body.get("messages", []))
 
 
 def lead_responder(body: dict) -> dict:
@@ -144,3 +116,13 @@ def test_a_parent_gets_one_childs_result_and_the_others_timeout(run_def, delegat
     assert {str(p) for p in parents} == {run_store.get_run(result["run_id"]).prefect_flow_run_id}
     assert fr_alpha.state.type.value == "COMPLETED" and fr_beta.state.type.value == "CANCELLED"
     assert fr_beta.state.message.startswith("stopped at its deadline")
+
+
+def test_offline_an_agent_that_may_delegate_runs_without_a_key(run_def):
+    """No model configured: the offline model answers in one turn and launches nothing."""
+    from flows.store import workstreams as workstream_store
+
+    offline = DELEGATING.replace("    environment: lead\n", "").replace("process: delegating", "process: delegating_offline")
+    result = run_def({"delegating_offline.yaml": offline}, "delegating_offline")
+    assert result["status"] == "completed" and isinstance(result["context"]["report"], str)
+    assert workstream_store.for_run(result["run_id"]) == []
