@@ -1,8 +1,9 @@
 """An agent's workstream (a delegated sub-agent) as a Prefect flow run of its own.
 
 The engine's side (:mod:`flows.runtime.workstreams`) hands over the child's body; this runs it as
-``ergon-workstream``, a subflow of the parent visit's task run (the call happens inside it, so
-Prefect links the two), named after the workstream. The flow run ends in the state the child
+``ergon-workstream``, named after the workstream: a subflow of the run's flow run (called from
+inside the parent visit's task run, in that task's context, so Prefect records it under a
+subflow task run of the run's flow run, as the tests check). The flow run ends in the state the child
 ended in: Completed, Failed, or Cancelled for a child stopped at its deadline or terminated, with
 the child's status, error and summary as its data. Nothing is persisted by Prefect: the child's
 result lives in Ergon's store.

@@ -6,7 +6,7 @@ agent run of its own:
 
 * **where it runs** — an asyncio task in the parent's process, running the agent loop
   (:func:`flows.llm.agent.run_agent`) inside a Prefect flow run of its own (``ergon-workstream``,
-  a subflow of the parent visit's task run, through the ``run_workstream`` port of
+  a subflow of the run's flow run started from the parent visit's task run, through the ``run_workstream`` port of
   :class:`~flows.runtime.effects.Services`; without one it runs as the bare task);
 * **what it sees** — its ``instruction`` and ``context`` only, never the parent's conversation,
   and only ``allowed_tools``, which must be tools the parent itself has (delegating never widens
