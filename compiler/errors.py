@@ -71,6 +71,7 @@ CODES: dict[str, str] = {
     "unused-agent-input": "an agent node sets `input` but uses the default interaction, which reads none",
     "unsupported-template": "`${…}` (JavaScript-template interpolation) in a Jinja2 prompt segment, which would reach the model as written; `content_type: jst` makes it JavaScript",
     "unknown-tool": "a tool name that is not registered",
+    "agent-only-tool": "a tool node or a workflow activity names a tool only agents can run (the workstream tools)",
     "unknown-process": "a sub-process name that is not defined",
     "process-cycle": "a definition runs itself through its sub-processes or child workflows (the runs would nest without end)",
     "tool-params": "a workflow step's params do not match the parameters of the tool it calls",

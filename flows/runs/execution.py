@@ -113,7 +113,8 @@ async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest,
                                       started_by=request.started_by, process_name=plan.name,
                                       process_description=plan.description, run_budget=plan.budget,
                                       context_schema=plan.context_schema,
-                                      listener=request.listener, pauses=backend.pauses, run_state=recorder),
+                                      listener=request.listener, pauses=backend.pauses, run_state=recorder,
+                                      run_workstream=getattr(backend, "run_workstream", None)),
                     listener=request.listener, supervisor=_supervisor(plan, request, recorder, catalog))
     heartbeat = asyncio.ensure_future(_heartbeat(recorder))
     reuse_token = REUSE_LOOKUP.set(not recorder.fresh)  # resumed: model answers of unfinished visits are reused

@@ -146,3 +146,7 @@ class Services:
     run_state: RunState | None = None
     #: a supervised run: tell its supervisor a person is now asked (node id, task detail)
     human_task_waiting: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None
+    #: how an agent's workstream (a delegated sub-agent) gets an orchestrator run of its own:
+    #: ``run_workstream(name, launch_id, body)`` awaits ``body(flow_run_id)`` in it
+    #: (:mod:`flows.runtime.workstreams`); None: the child runs as a bare asyncio task
+    run_workstream: Callable[..., Awaitable[Any]] | None = None

@@ -39,6 +39,8 @@ ArtifactType = Literal["markdown", "table", "json", "chart", "file"]
 TaskStatus = Literal["pending", "in_progress", "completed", "cancelled", "expired"]
 TaskChannel = Literal["cli", "dashboard", "prefect", "api"]
 TaskAction = Literal["created", "claimed", "answered", "refused", "expired", "cancelled"]
+WorkstreamStatus = Literal["running", "canceling", "completed", "failed", "timeout", "canceled"]
+WorkstreamPhase = Literal["planning", "executing_tool", "synthesizing", "blocked", "done"]
 
 RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
 #: a run in one of these has ended: nothing will change it any more
@@ -51,6 +53,10 @@ TASK_STATUSES: tuple[TaskStatus, ...] = get_args(TaskStatus)
 TASK_OPEN: tuple[TaskStatus, ...] = ("pending", "in_progress")
 TASK_CHANNELS: tuple[TaskChannel, ...] = get_args(TaskChannel)
 TASK_ACTIONS: tuple[TaskAction, ...] = get_args(TaskAction)
+WORKSTREAM_STATUSES: tuple[WorkstreamStatus, ...] = get_args(WorkstreamStatus)
+#: a workstream in one of these has ended
+WORKSTREAM_ENDED: tuple[WorkstreamStatus, ...] = ("completed", "failed", "timeout", "canceled")
+WORKSTREAM_PHASES: tuple[WorkstreamPhase, ...] = get_args(WorkstreamPhase)
 
 
 def new_id() -> str:
@@ -232,6 +238,9 @@ class LlmCall(SQLModel, table=True):
     cassette_key: str | None = Field(default=None, index=True)
     offline: bool = False
     error: str | None = None
+    # a call made by a workstream (a delegated sub-agent) of the visit's agent; such calls have
+    # no visit_id of their own (see Workstream)
+    workstream_id: str | None = Field(default=None, index=True)
     created_at: datetime = _created()
 
 
@@ -249,7 +258,52 @@ class ToolCall(SQLModel, table=True):
     status: str = "completed"
     latency_ms: int | None = None
     error: str | None = None
+    workstream_id: str | None = Field(default=None, index=True)  # as on llm_calls
     created_at: datetime = _created()
+
+
+class Workstream(SQLModel, table=True):
+    """A sub-agent an agent visit delegated a task to (``launch_workstream``), run beside it.
+
+    Each launch is one row, linked to the parent visit; the child's model and tool calls carry its
+    id (``workstream_id``) and no visit id. ``launch_id`` is what the parent agent is told and
+    is derived from the run, node, item, attempt and the agent's ``key`` for it, so the visit a
+    resume redoes gets the same ids: a child that ended before the crash is *adopted* by the new
+    visit (re-parented, its result kept), one that was still running is launched again as a new
+    row (``relaunch_of`` the lost one, which ends ``failed`` with ``end_reason`` ``crash``).
+    """
+
+    __tablename__ = "workstreams"
+
+    id: str = _id()
+    launch_id: str = Field(index=True)
+    run_id: str = Field(foreign_key="runs.id", index=True)
+    parent_visit_id: str = Field(foreign_key="node_visits.id", index=True)
+    node_id: str
+    key: str  # the `id` the parent gave it
+    name: str
+    instruction: str = Field(sa_type=sa.Text)
+    allowed_tools: Any = _json()
+    context: Any = _json()
+    model: str | None = None
+    deadline_seconds: float = 300.0
+    interactive: bool = False
+    status: str = "running"
+    phase: str = "planning"
+    iteration: int = 0
+    tool: str | None = None  # the tool it is running (phase executing_tool)
+    progress: str | None = None  # its latest message (what the model said last)
+    summary: str | None = Field(default=None, sa_type=sa.Text)  # its final answer, as text
+    result: Any = _json()  # that answer parsed, when it is JSON
+    error: str | None = None
+    # why it ended: completed | error | deadline | terminated | parent_ended | crash
+    end_reason: str | None = None
+    relaunch_of: str | None = None
+    prefect_flow_run_id: str | None = None
+    created_at: datetime = _created()
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    updated_at: datetime = _created()
 
 
 # --- human tasks -------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from ui import auth, nav
 from ui import catalog as cat
 from ui import conversation as conv
 from ui import timeline
+from ui import workstreams as workstream_view
 from ui import format as fmt
 from ui.artifact_view import show as show_artifact
 from ui import graph
@@ -375,6 +376,7 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any, nodes: l
                     st.caption(f"conversation · {len(calls)} LLM call(s) · {tokens} tokens · "
                                f"{fmt.money(sum(c.cost_usd for c, _ in calls)) or '$0'} · {len(tool_calls)} tool call(s)")
                     _conversation(calls, tool_calls)
+                workstream_view.show(v)
         if pages > 1:
             st.pagination(pages, key=f"visits_page:{node_id}")
 

@@ -1,7 +1,7 @@
 """runs say whether a supervisor watches them (run_type); run_events: commands and messages
 
 Revision ID: 0009_run_events
-Revises: 0006_error_kind
+Revises: 0008_workstreams
 Create Date: 2026-12-03 09:00:00
 
 """
@@ -14,7 +14,7 @@ from sqlalchemy import Text
 from sqlalchemy.dialects import postgresql
 
 revision: str = '0009_run_events'
-down_revision: Union[str, Sequence[str], None] = '0006_error_kind'
+down_revision: Union[str, Sequence[str], None] = '0008_workstreams'
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 
