@@ -9,6 +9,7 @@ from cyclopts import App, Parameter
 from rich.console import Console
 
 from flows.cli import app
+from flows.cli.acting import Who, resolved
 from flows.cli.output import diagnostics, err, error, out
 
 if TYPE_CHECKING:  # the store is imported by the commands that use it (a fast `ergon --help`)
@@ -74,8 +75,11 @@ def run(
     replay: Annotated[str | None, Parameter(name="--replay")] = None,
     run_id: Annotated[str | None, Parameter(name="--run-id", show=False)] = None,
     version: Annotated[int | None, Parameter(name="--version")] = None,
+    who: Who = Who(),
 ) -> int:
     """Validate a definition, run it on Prefect, show progress node by node, wait for the end.
+
+    The run is recorded as started by the user you act as (--as, --token; see `ergon tokens`).
 
     Parameters
     ----------
@@ -92,7 +96,8 @@ def run(
     replay
         Answer every model call from this cassette file (a miss fails loudly).
     run_id
-        Execute this pending run (recorded by :func:`flows.runs.start_detached`) instead of recording a new one.
+        Execute this pending run (recorded by :func:`flows.runs.start_detached`) instead of recording a new one;
+        it keeps the starter recorded with it (no --as or token is read).
     version
         Run this published version (see `ergon versions NAME`) instead of the draft file.
     """
@@ -118,12 +123,16 @@ def run(
     if problems:
         return diagnostics(problems)
     version = getattr(compiled, "version", None) or None
+    recorded = run_id is not None  # a detached start's child: the run was recorded by its parent
     if run_id is None:
         from flows.store import db
 
         db.init_db()
+        me = resolved(who)
+        if isinstance(me, int):
+            return me
         try:
-            run_id = runs.create(compiled, inputs, catalog=catalog, version=version,
+            run_id = runs.create(compiled, inputs, catalog=catalog, version=version, started_by=me.name,
                                  source=input_file or "--input").id
         except runs.StartRefused as exc:
             return diagnostics(exc.problems)
@@ -131,6 +140,12 @@ def run(
     pending = run_store.get_run(run_id)
     if pending is None or pending.status != "pending":
         return error(f"run {run_id} is not a pending run")
+    if recorded and (pending.definition_name != compiled.plan.name or inputs != dict(pending.inputs or {})
+                     or (version is not None and version != pending.definition_version)):
+        # executed exactly as recorded (definition, version, inputs — and its starter): the
+        # internal path is no way to run something else in somebody else's name
+        return error(f"run {run_id} was recorded for {pending.definition_name} with other inputs or version: "
+                     "--run-id executes a pending run only as it was recorded")
     console.print(f"[bold]{compiled.plan.name}[/] [dim]version {compiled.plan.version}[/]")
     result = runs.start(compiled, inputs, catalog=catalog, run_id=run_id, listener=_progress_listener(console),
                         record=record, replay=replay, version=version)
@@ -300,7 +315,7 @@ def runs_resume(
 
 
 @runs_app.command(name="cancel")
-def runs_cancel(run_id: str) -> int:
+def runs_cancel(run_id: str, *, who: Who = Who()) -> int:
     """Cancel a run: a running run stops before its next node; a paused run's tasks close.
 
     Parameters
@@ -313,8 +328,11 @@ def runs_cancel(run_id: str) -> int:
     run_rec = _find_run(run_id)
     if run_rec is None:
         return 2
+    me = resolved(who)
+    if isinstance(me, int):
+        return me
     try:
-        status = runs.cancel(run_rec.id, actor=runs.current_user())
+        status = runs.cancel(run_rec.id, actor=me.name)
     except runs.AlreadyEnded as exc:
         return error(exc, code=1)
     out.print(f"run {run_rec.id}: {'cancel requested' if status == 'cancelling' else 'cancelled'}")

@@ -40,7 +40,7 @@ nodes:
 
 
 def test_a_human_task_suspends_under_a_deployment_and_resumes_from_the_checkpoint(deploy_env, definitions, pool,
-                                                                                    tmp_path):
+                                                                                    tmp_path, tokens):
     from flows.store import runs as run_store
     from flows.store import tasks as task_store
     from flows.store import visits as visit_store
@@ -65,7 +65,7 @@ def test_a_human_task_suspends_under_a_deployment_and_resumes_from_the_checkpoin
         assert [(v.node_id, v.status) for v in visit_store.visits_for_run(run.id)] == [("a", "completed"), ("review", "paused")]
 
         worker.kill()  # nothing of the waiting run lives on a machine any more
-        answered = cli(["tasks", "answer", task.id, "--set", "decision=approve", "--as", "lea"], deploy_env)
+        answered = cli(["tasks", "answer", task.id, "--set", "decision=approve", "--token", tokens["lea"]], deploy_env)
         assert answered.returncode == 0, answered.stdout + answered.stderr
         worker.start()  # a new worker picks the resumed run up
 
@@ -111,7 +111,7 @@ nodes:
 """
 
 
-def test_a_suspended_user_choice_does_not_run_its_node_again(deploy_env, definitions, pool, tmp_path):
+def test_a_suspended_user_choice_does_not_run_its_node_again(deploy_env, definitions, pool, tmp_path, tokens):
     """The node's own work (a tool here) happened before the person was asked; resuming the
     suspended run must route with that result, not execute the tool a second time."""
     from flows.store import runs as run_store
@@ -132,7 +132,7 @@ def test_a_suspended_user_choice_does_not_run_its_node_again(deploy_env, definit
                  diagnose=worker.tail)
         wait_for("the suspended run's process to exit", lambda: not pid_alive(run.pid), timeout=60)
         [task] = task_store.tasks_for_run(run.id)
-        answered = cli(["tasks", "answer", task.id, "--set", "_next_node=publish", "--as", "lea"], deploy_env)
+        answered = cli(["tasks", "answer", task.id, "--set", "_next_node=publish", "--token", tokens["lea"]], deploy_env)
         assert answered.returncode == 0, answered.stdout + answered.stderr
         done = wait_for("the resumed run to complete", lambda: (
             (r := run_store.get_run(run.id)).status in ("completed", "failed", "crashed") and r), diagnose=worker.tail)
