@@ -30,7 +30,7 @@ from flows.store import tokens as token_store
 from flows.store.models import ApiToken, utcnow
 
 __all__ = ["DEFAULT_EXPIRES_DAYS", "PREFIX", "Created", "TokenRefused", "create", "hash_token", "looks_like_token",
-           "revoke", "verify"]
+           "revoke", "verify", "verify_hash"]
 
 PREFIX = "ergon_"
 SECRET_BYTES = 32
@@ -72,7 +72,13 @@ def create(user_name: str, *, label: str | None = None, expires_days: int | None
 def verify(token: str) -> ApiToken:
     """The stored row of a valid token (its ``user_name`` is who it proves); raises
     :class:`TokenRefused` saying why a token proves nothing. Marks the token used."""
-    row = token_store.token_by_hash(hash_token(token)) if token and token.strip() else None
+    return verify_hash(hash_token(token) if token and token.strip() else "")
+
+
+def verify_hash(token_hash: str) -> ApiToken:
+    """:func:`verify` for a token already hashed by whoever received it (the Prefect form's
+    reader hashes the token at once, so the token itself goes no further)."""
+    row = token_store.token_by_hash(token_hash) if token_hash else None
     if row is None:
         raise TokenRefused("the token is not one of this store's (mistyped, or from another store)")
     now = utcnow()

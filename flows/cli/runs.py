@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from cyclopts import App, Parameter
 from rich.console import Console
+from rich.markup import escape
 
 from flows.cli import app
 from flows.cli.acting import Who, resolved
@@ -41,6 +42,10 @@ def _progress_listener(console: Console):
             console.print(f"  {icons['paused']} {node} waits for a person: [bold]{detail.get('title', '')}[/]\n"
                           f"      task {task} — answer with: ergon tasks answer {task} --set FIELD=VALUE …\n"
                           f"      (or from the dashboard, or Prefect's own resume form); this command waits")
+            return
+        if event == "refused":
+            console.print(f"  {icons['paused']} {node}: an answer through Prefect was refused "
+                          f"({escape(str(detail.get('reason', '')))}); it waits again")
             return
         if event == "answered" and detail.get("kept"):
             console.print(f"  {icons['completed']} {node}: task {detail['task_id']} was answered while the run was "

@@ -152,27 +152,31 @@ def test_refusals_leave_the_run_paused(env, definitions, tokens):
     assert actions.count("refused") >= 4 and "answered" in actions
 
 
-def test_answer_through_prefects_resume_api(env, definitions):
+def test_answer_through_prefects_resume_api(env, definitions, tokens):
     from prefect.flow_runs import resume_flow_run
 
+    from flows import people
     from flows.store import runs as run_store
     from flows.store import tasks as task_store
 
+    people.add_user("bob", ["legal"])
     (definitions / "review_prefect.yaml").write_text(review("review_prefect"))
     proc = start("review_prefect", env)
     try:
         task = wait_for_task("review_prefect")
         run = run_store.get_run(task.run_id)
         with pytest.raises(RuntimeError):  # Prefect validates against the generated RunInput model
-            resume_flow_run(run.prefect_flow_run_id, run_input={"decision": "perhaps"})
-        resume_flow_run(run.prefect_flow_run_id, run_input={"decision": "approve", "notes": "via prefect"})
+            resume_flow_run(run.prefect_flow_run_id, run_input={"decision": "perhaps", "approver_token": tokens["bob"]})
+        # the task is assigned (group:legal): the form asks the approver's token (tests/humans/test_prefect_answers.py)
+        resume_flow_run(run.prefect_flow_run_id, run_input={"decision": "approve", "notes": "via prefect",
+                                                            "approver_token": tokens["bob"]})
         result = finish(proc)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert result["status"] == "completed" and result["outcome"] == "done"
     task = task_store.get_task(task.id)
-    assert task.answered_via == "prefect" and task.answered_by == "prefect"
+    assert task.answered_via == "prefect" and task.answered_by == "bob"
     assert task.answer["notes"] == "via prefect"
 
 

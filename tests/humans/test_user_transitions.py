@@ -95,15 +95,17 @@ def test_a_wrong_choice_is_refused_and_the_run_stays_paused(env, definitions, to
         time.sleep(1.5)
         assert task_store.get_task(task.id).status == "pending" and run_store.get_run(task.run_id).status == "paused"
         run = run_store.get_run(task.run_id)
-        with pytest.raises(RuntimeError):  # Prefect's form validates against the same options
-            resume_flow_run(run.prefect_flow_run_id, run_input={"_next_node": "hidden"})
-        resume_flow_run(run.prefect_flow_run_id, run_input={"_next_node": "archive"})
+        with pytest.raises(RuntimeError, match="hidden"):  # Prefect's form validates against the same options
+            resume_flow_run(run.prefect_flow_run_id, run_input={"_next_node": "hidden", "approver_token": tokens["lea"]})
+        # assigned: the form asks the approver's token
+        resume_flow_run(run.prefect_flow_run_id, run_input={"_next_node": "archive", "approver_token": tokens["lea"]})
         result = finish(proc)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert result["status"] == "completed" and result["outcome"] == "archive"
     assert task_store.get_task(task.id).answered_via == "prefect"
+    assert task_store.get_task(task.id).answered_by == "lea"
 
 
 FANOUT = """
