@@ -19,13 +19,13 @@ app = App(
 
 # Command modules register themselves on `app` when imported.
 from flows.cli import (  # noqa: E402,F401
-    definitions, deploy, documents, init, interactions, runs, secrets, tasks, triggers, ui, users, versions,
+    definitions, deploy, documents, init, interactions, runs, secrets, tasks, tokens, triggers, ui, users, versions,
 )
 
 
-def run(tokens: list[str] | None = None) -> int:
-    """Run the CLI with ``tokens`` and return the exit code (used by tests)."""
-    result = app(tokens, result_action="return_value", exit_on_error=False, print_error=True)
+def run(argv: list[str] | None = None) -> int:
+    """Run the CLI with the arguments ``argv`` and return the exit code (used by tests)."""
+    result = app(argv, result_action="return_value", exit_on_error=False, print_error=True)
     return result if isinstance(result, int) else 0
 
 

@@ -30,11 +30,11 @@ from typing import Any, cast
 from compiler import CompileError, Diagnostic
 from flows.catalog import Catalog, Compiled, DefinitionNotFound
 from flows.errors import DefinitionError, RunError
+from flows.identity import own_name
 from flows.runs.inputs import validate_inputs
 from flows.runs.request import RunRequest
 from flows.runtime.effects import Listener, RunResult, no_listener
 from flows.runtime.errors import ErrorKind
-from flows.settings import current_user
 from flows.store import definitions as definition_store
 from flows.store import runs as run_store
 from flows.store.errors import InvalidTransition
@@ -111,7 +111,10 @@ def create(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog | Non
     ``message`` is posted to it for its first turn (the seed's ``config.user_message``).
 
     Raises :class:`StartRefused` (nothing recorded) when the inputs do not fit; ``source`` names
-    where they came from in the diagnostics (``--input``, a file, ``inputs``)."""
+    where they came from in the diagnostics (``--input``, a file, ``inputs``). ``started_by`` is
+    the identity the caller resolved (the CLI's :mod:`flows.identity`, the dashboard's sign-in, a
+    trigger's ``as_user``); without one, the OS user acting as themselves
+    (:func:`flows.identity.own_name`) — never a name from the environment."""
     plan = compiled.plan
     run_type = "supervised" if supervised or plan.run_type == "supervised" else "programmatic"
     if run_type == "supervised" and plan.control != "state_machine":
@@ -130,7 +133,7 @@ def create(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog | Non
         version = version_of_content(compiled.plan.name, content_hash)
     # this process owns the run until one starts it (start_detached hands it to its child)
     run = run_store.create_run(compiled.plan.name, content_hash=content_hash, inputs=inputs, trigger=trigger,
-                               started_by=started_by or current_user(), definition_version=version,
+                               started_by=started_by or own_name(), definition_version=version,
                                catalog_sources=catalog.sources if catalog is not None else None,
                                pid=os.getpid(), host=socket.gethostname(), run_type=run_type)
     if message:

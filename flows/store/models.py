@@ -402,6 +402,36 @@ class Membership(SQLModel, table=True):
     group_name: str = Field(foreign_key="groups.name", primary_key=True, index=True)
 
 
+class ApiToken(SQLModel, table=True):
+    """A personal API token (``ergon tokens create``): its owner acts through it without a
+    password. Only the SHA-256 of the token is kept (the token is a 256-bit random secret, so a
+    fast hash is enough: there is nothing to guess); the token itself is shown once."""
+
+    __tablename__ = "api_tokens"
+
+    id: str = _id()
+    user_name: str = Field(foreign_key="users.name", index=True)
+    label: str | None = None
+    token_hash: str = Field(unique=True, max_length=64)
+    created_at: datetime = _created()
+    expires_at: datetime | None = None  # None: never expires
+    revoked_at: datetime | None = None
+    revoked_by: str | None = None
+    last_used_at: datetime | None = None
+
+
+class OsBinding(SQLModel, table=True):
+    """An admin's permission: the OS user ``os_user`` acts as the Ergon user ``user_name``
+    without a credential (``ERGON_USER``, or by default). One Ergon user per OS user."""
+
+    __tablename__ = "os_bindings"
+
+    os_user: str = Field(primary_key=True)
+    user_name: str = Field(foreign_key="users.name", index=True)
+    created_by: str | None = None
+    created_at: datetime = _created()
+
+
 class SignIn(SQLModel, table=True):
     """A dashboard sign-in. The browser holds a signed token naming it (``ui/session.py``);
     signing out revokes the row, so a copied token stops working."""

@@ -243,7 +243,7 @@ def test_only_processes_run_supervised_and_only_supervised_runs_take_messages(st
     assert run_events.take_messages(watched.id) == []  # delivered once
 
 
-def test_runs_message_posts_to_a_supervised_run_and_refuses_others(store, definitions):
+def test_runs_message_posts_to_a_supervised_run_and_refuses_others(store, definitions, tokens):
     import os
     import subprocess
     import sys
@@ -256,7 +256,7 @@ def test_runs_message_posts_to_a_supervised_run_and_refuses_others(store, defini
     catalog = Catalog.load()
     watched = runs.create(catalog.compile("watched"), {}, catalog=catalog, supervised=True)
     plain = runs.create(catalog.compile("watched"), {}, catalog=catalog)
-    env = {**os.environ, "ERGON_USER": "lea"}
+    env = {**os.environ, "ERGON_TOKEN": tokens["lea"]}
 
     def message(run_id: str, text: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "flows.cli", "runs", "message", run_id, text], env=env,
@@ -266,7 +266,8 @@ def test_runs_message_posts_to_a_supervised_run_and_refuses_others(store, defini
     assert posted.returncode == 0 and "message posted" in posted.stdout, posted.stderr
     refused = message(plain.id, "hello")
     assert refused.returncode == 1 and "is not supervised" in refused.stderr and "Traceback" not in refused.stderr
-    assert [m.args["text"] for m in run_events.events_for_run(watched.id, kind="message")] == ["check the totals twice"]
+    assert [(m.actor, m.args["text"]) for m in run_events.events_for_run(watched.id, kind="message")] == [
+        ("lea", "check the totals twice")]
     assert run_events.events_for_run(plain.id) == []
 
 

@@ -112,13 +112,14 @@ def test_advance_leaves_the_failed_node_through_a_declared_exit_only(failed_run)
         controls.advance(run_id, "big", actor="ops", why="again")
 
 
-def test_the_cli_records_a_control_and_refuses_a_non_admin(failed_run, tmp_path):
+def test_the_cli_records_a_control_and_refuses_a_non_admin(failed_run, tokens):
     run_id = failed_run()
-    env = {**os.environ, "ERGON_USER": "viewer"}
     cmd = [sys.executable, "-m", "flows.cli", "runs", "advance", run_id, "--to", "big", "--why", "by hand", "--no-resume"]
-    refused = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    refused = subprocess.run(cmd, env={**os.environ, "ERGON_TOKEN": tokens["viewer"]}, capture_output=True, text=True,
+                             timeout=120)
     assert refused.returncode == 1 and "only admins" in refused.stderr and "Traceback" not in refused.stderr
-    done = subprocess.run(cmd, env={**env, "ERGON_USER": "ops"}, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(cmd, env={**os.environ, "ERGON_TOKEN": tokens["ops"]}, capture_output=True, text=True,
+                          timeout=120)
     assert done.returncode == 0, done.stderr
     assert "advanced from `intake` to `big`" in done.stdout and "not resumed" in done.stdout
     assert trail(run_id) == [("advance", "viewer", "refused", "by hand"), ("advance", "ops", "accepted", "by hand")]

@@ -1,7 +1,7 @@
 """workstreams: the sub-agents an agent visit delegates to, and their calls
 
 Revision ID: 0008_workstreams
-Revises: 0006_error_kind (re-chained after the identity branch's 0007 at merge)
+Revises: 0007_identity
 Create Date: 2026-12-03 09:00:00
 
 """
@@ -17,7 +17,7 @@ from sqlalchemy.dialects import postgresql
 
 # revision identifiers, used by Alembic.
 revision: str = '0008_workstreams'
-down_revision: Union[str, Sequence[str], None] = '0006_error_kind'
+down_revision: Union[str, Sequence[str], None] = '0007_identity'
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 
