@@ -370,6 +370,9 @@ def _control(run_id: str, apply: Any, done: str, no_resume: bool, who: Who) -> i
     except ControlRefused as exc:
         return error(exc, code=1)
     out.print(f"run {run_rec.id}: {done.format(what)}")
+    if run_rec.status == "paused":
+        out.print("  its waiting process goes on from there (the task it waited for is withdrawn)")
+        return 0
     if no_resume:
         out.print("  not resumed (--no-resume): `ergon runs resume` continues it")
         return 0

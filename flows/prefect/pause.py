@@ -75,6 +75,16 @@ class PrefectPauses:
         run = ctx.flow_run if ctx else None
         return bool(timeout is None and run is not None and run.deployment_id and run.parent_task_run_id is None)
 
+    async def release(self) -> None:
+        # the pause left the flow run Paused, and Prefect refuses to start task runs in a flow
+        # run that is not running
+        from prefect.client.orchestration import get_client
+        from prefect.states import Running
+
+        if self.flow_run_id:
+            async with get_client() as client:
+                await client.set_flow_run_state(self.flow_run_id, Running(), force=True)
+
     async def wait_for_answer(self, wait: AnswerWait) -> dict[str, Any] | None:
         if wait.mode == "subflow":
             return await _answer_subflow().with_options(flow_run_name=wait.title)(

@@ -4,9 +4,15 @@ the CLI and the run page, each recorded in the run's trail with who and why.
 The controls act on a run that **failed** or **crashed** — a run no process executes, so its
 store is the whole truth and nothing races the change — and then the run resumes from its
 checkpoint (the CLI in its own process, the dashboard in the background). A running run is
-refused (its process owns its context and route: cancel it first, or supervise it); so is a
-paused one (a person is being asked: answer or cancel the task; a paused run whose process died
-is marked crashed by crash detection and can then be controlled).
+refused (its process owns its context and route: cancel it first, or supervise it).
+
+A **paused** run can be advanced too, while its process waits at the current node's human task
+(a blocking pause): the task is withdrawn (closed ``cancelled``, "advanced to … by …"), and the
+waiting process, which watches its task while it waits, completes the visit towards the exit
+without an answer and goes on (:class:`flows.runtime.errors.Advanced`). The other controls are
+refused on a paused run (a person is being asked: answer or cancel the task), and so is an
+advance when nothing waits (a run suspended under a deployment: answer or cancel its task) or
+when the task belongs to an item of a fan-out (advancing leaves a whole node).
 
 The run's *current node* is the node of its last top-level visit that did not complete (the one
 a resume would redo), else the node its last completed visit was going to.
@@ -37,8 +43,9 @@ from flows.runtime.supervision import set_context_problem, skippable
 from flows.store import people as people_store
 from flows.store import run_events
 from flows.store import runs as run_store
+from flows.store import tasks as task_store
 from flows.store import visits as visit_store
-from flows.store.models import Run
+from flows.store.models import TASK_OPEN, Run
 
 #: the statuses a control acts on
 STOPPED = ("failed", "crashed")
@@ -59,7 +66,8 @@ def current_node(run: Run) -> str | None:
     return None
 
 
-def _prepare(run_id: str, command: str, actor: str, why: str, args: dict[str, Any]) -> tuple[Run, Plan, str]:
+def _prepare(run_id: str, command: str, actor: str, why: str, args: dict[str, Any], *,
+             paused: bool = False) -> tuple[Run, Plan, str]:
     """The run, its plan and its current node; refuses (and records the refusal) when the
     control may not be used."""
     run = run_store.require_run(run_id)
@@ -74,7 +82,7 @@ def _prepare(run_id: str, command: str, actor: str, why: str, args: dict[str, An
         raise refuse(f"only admins use operator controls ({actor} is not one)")
     if not why.strip():
         raise refuse("say why (--why): the reason is kept in the run's trail")
-    if run.status not in STOPPED:
+    if run.status not in STOPPED and not (paused and run.status == "paused"):
         hint = {"paused": "a person is being asked: answer or cancel its task",
                 "running": "its process owns it: cancel it first"}.get(run.status, "it is over")
         raise refuse(f"run {run.id} is {run.status}; operator controls act on failed or crashed runs ({hint})")
@@ -107,16 +115,37 @@ def _pass_over(run: Run, plan: Plan, node: str, target: str, note: str) -> None:
 
 
 def advance(run_id: str, to: str, *, actor: str, why: str) -> str:
-    """Leave the current node through its declared exit ``to``; returns the current node."""
-    args = {"to": to}
-    run, plan, node = _prepare(run_id, "advance", actor, why, args)
+    """Leave the current node through its declared exit ``to``; returns the current node. A
+    paused run's waiting process goes on by itself; a stopped run is then resumed by the caller."""
+    args: dict[str, Any] = {"to": to}
+    run, plan, node = _prepare(run_id, "advance", actor, why, args, paused=True)
     exits = [e.target for e in plan.successors(node)]
     if to not in exits:
         raise _refuse(run, "advance", actor, why, node, args,
                       f"`{to}` is not a declared exit of `{node}` (exits: {', '.join(exits) or 'none'})")
+    if run.status == "paused":
+        _withdraw_task(run, node, to, actor, why, args)
+        return node
     _pass_over(run, plan, node, to, f"advanced by {actor}: {why}")
     _accepted(run, "advance", actor, why, node, args)
     return node
+
+
+def _withdraw_task(run: Run, node: str, to: str, actor: str, why: str, args: dict[str, Any]) -> None:
+    """Advance a paused run: close the task its process waits for; that process routes to ``to``."""
+    from flows.runs.cancel import process_waiting
+
+    visits = {v.id: v for v in visit_store.visits_for_run(run.id)}
+    waiting = [t for t in task_store.tasks_for_run(run.id) if t.status in TASK_OPEN and t.node_id == node
+               and t.visit_id in visits and visits[t.visit_id].parent_visit_id is None]
+    if not process_waiting(run) or not waiting:
+        raise _refuse(run, "advance", actor, why, node, args,
+                      f"run {run.id} is paused with no process waiting at `{node}` (suspended under a deployment, "
+                      "or a task of a fan-out item): answer or cancel its task")
+    [task] = waiting[-1:]
+    # the trail first: the waiting process finds the advance when it sees its task closed
+    _accepted(run, "advance", actor, why, node, {**args, "task_id": task.id})
+    task_store.close_task(task.id, "cancelled", actor=actor, reason=f"advanced to `{to}` by {actor}: {why}")
 
 
 def retry_node(run_id: str, node: str | None = None, *, actor: str, why: str) -> str:

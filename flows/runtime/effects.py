@@ -108,6 +108,11 @@ class Pauses(Protocol):
         """The answer, or None when ``wait.seconds`` passed without one."""
         ...
 
+    async def release(self) -> None:
+        """The run stopped waiting without an answer and goes on (an operator advanced it): its
+        own flow run runs again."""
+        ...
+
 
 class RunState(Protocol):
     """The run's status as seen by a body that waits (implemented by the run's recorder)."""

@@ -41,7 +41,7 @@ from compiler.templates import render
 from flows.runtime.bodies import leaf_effect
 from flows.runtime.context import apply_update, get_path
 from flows.runtime.effects import Effect, Listener, Services, no_listener
-from flows.runtime.errors import ErrorKind, NodeFailed, NoTransition, RunCancelled, error_kind
+from flows.runtime.errors import Advanced, ErrorKind, NodeFailed, NoTransition, RunCancelled, error_kind
 from flows.runtime.parallel import mark_parallel
 from flows.runtime.routing import ask_user_exit, next_node, run_artifact_keys
 from flows.runtime.supervision import MAX_ROUNDS, Command, ProcessEvent, Supervisor, Verdict, check, exits_of
@@ -353,10 +353,13 @@ class Engine:
         vid = self.recorder.start_visit(node=node, attempt=attempt, input=None)
         self.listener("started", node.id, {"attempt": attempt})
         try:
-            effect = self._held_effect(node)
-            if effect is None:
-                effect = await leaf_effect(node, self.context, self.services, vid)
-            effect = await self._user_choice(node, vid, effect)
+            try:
+                effect = self._held_effect(node)
+                if effect is None:
+                    effect = await leaf_effect(node, self.context, self.services, vid)
+                effect = await self._user_choice(node, vid, effect)
+            except Advanced as advanced:  # an admin advanced the run past the person it asked
+                effect = Effect(output={"advanced": advanced.target, "note": str(advanced)}, route_to=advanced.target)
             return self._complete(node, vid, effect, started)
         except BaseException as exc:
             self._fail(node, vid, exc)

@@ -456,24 +456,28 @@ def _trail(run: Any, commands: list[Any]) -> None:
 
 
 def _operator(run: Any, plan: Any) -> None:
-    """Admins, on a failed or crashed process run: advance, retry, skip or set context, then resume."""
+    """Admins, on a failed or crashed process run: advance, retry, skip or set context, then resume;
+    on a paused one: advance past the task its process waits for (the process goes on)."""
     from flows.runs import controls
 
     who = auth.current_actor()
-    if plan is None or plan.control != "state_machine" or run.status not in controls.STOPPED or who is None \
-            or not who.is_admin:
+    paused = run.status == "paused"
+    if plan is None or plan.control != "state_machine" or (run.status not in controls.STOPPED and not paused) \
+            or who is None or not who.is_admin:
         return
     user = who.name
     current = controls.current_node(run)
     if current is None:
         return
-    box = st.expander(f"Operator controls · the run stopped at `{current}`", key="operator", on_change="rerun")
+    box = st.expander(f"Operator controls · the run {'waits' if paused else 'stopped'} at `{current}`", key="operator",
+                      on_change="rerun")
     if not box.open:
         return
     with box, st.form("operator_form", border=False):
         exits = [e.target for e in plan.successors(current)]
-        action = st.radio("Control", ["advance", "retry", "skip", "set context"], horizontal=True, key="op_action",
-                          captions=["through a declared exit", "re-enter a node", "where skippable", "repair fields"])
+        choices = ["advance"] if paused else ["advance", "retry", "skip", "set context"]
+        action = st.radio("Control", choices, horizontal=True, key="op_action",
+                          captions=["through a declared exit", "re-enter a node", "where skippable", "repair fields"][:len(choices)])
         to = st.selectbox("Advance to (a declared exit)", exits, key="op_to") if exits else None
         node = st.selectbox("Retry node", list(dict.fromkeys([current, *plan.nodes])), key="op_node")
         updates = st.text_area("Set context (a JSON object of fields)", "{}", key="op_updates")
@@ -494,12 +498,13 @@ def _operator(run: Any, plan: Any) -> None:
                 st.error(f"Set context needs a JSON object: {exc}")
                 return
             controls.set_context(run.id, fields if isinstance(fields, dict) else {}, actor=user, why=why)
-        runs.resume_detached(run_store.require_run(run.id), user)
+        if not paused:
+            runs.resume_detached(run_store.require_run(run.id), user)
     except (controls.ControlRefused, runs.ResumeRefused) as exc:
         st.warning(str(exc))
         return
     _watch()
-    st.success(f"{action.capitalize()} recorded; the run resumes.")
+    st.success(f"{action.capitalize()} recorded; " + ("its waiting process goes on." if paused else "the run resumes."))
 
 
 def _body() -> None:

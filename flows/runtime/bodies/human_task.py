@@ -37,10 +37,11 @@ gets them back in order (each question takes the oldest task not taken yet).
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import re
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -50,7 +51,7 @@ from flows import humans
 from flows.humans import TaskExpired
 from flows.runtime.context import MAX_CONTEXT_BYTES
 from flows.runtime.effects import PROOF_KEY, AnswerWait, Effect, Services, WaitMode
-from flows.runtime.errors import NodeFailed, RunCancelled
+from flows.runtime.errors import Advanced, NodeFailed, RunCancelled
 from flows.runtime.parallel import IN_PARALLEL
 from flows.settings import PAUSE_POLL_SECONDS
 from flows.store import tasks as task_store
@@ -204,7 +205,12 @@ async def ask_person(services: Services, *, visit_id: str | None, node_id: str, 
             prompt=form_description(title, description, about, task.id, refused=refused),
             key=key, seconds=seconds_left, title=f"{node_id}: {title}"[:120], mode=mode, proof=proof,
         ))
-        answer = await _unless_cancelled(waiting, run_state)
+        answer = await _unless_cancelled(waiting, run_state, withdrawn=functools.partial(_advanced, run_id, task.id))
+        if isinstance(answer, Advanced):  # an admin advanced the run past this task
+            if mode == "pause":
+                await pauses.release()
+            run_state.mark_running_if_idle()
+            raise answer
         if answer is None:
             task_store.close_task(task.id, "expired", actor="ergon", reason=f"no answer within {timeout} s")
             run_state.mark_running_if_idle()
@@ -256,13 +262,33 @@ def _last_prefect_refusal(task_id: str) -> str | None:
     return None
 
 
-async def _unless_cancelled(waiting: Awaitable[Any], run_state: Any) -> Any:
+def _advanced(run_id: str, task_id: str) -> Advanced | None:
+    """The operator's advance that withdrew ``task_id`` (:func:`flows.runs.controls.advance`), if any."""
+    from flows.store import run_events
+
+    task = task_store.get_task(task_id)
+    if task is None or task.status != "cancelled":
+        return None
+    for event in reversed(run_events.events_for_run(run_id, kind="command")):
+        args = (event.args or {}).get("args") or {}
+        if event.name == "advance" and event.outcome == "accepted" and args.get("task_id") == task_id:
+            return Advanced(str(args["to"]), f"advanced to `{args['to']}` by {event.actor}: {(event.args or {}).get('why')}")
+    return None
+
+
+async def _unless_cancelled(waiting: Awaitable[Any], run_state: Any,
+                            withdrawn: Callable[[], Advanced | None] = lambda: None) -> Any:
     """Await ``waiting``; give up with :class:`RunCancelled` when the run is cancelled meanwhile
-    (Prefect's pause only watches its own flow run's state, not Ergon's store)."""
+    (Prefect's pause only watches its own flow run's state, not Ergon's store); return the
+    :class:`Advanced` when an admin withdrew the task to advance the run."""
+    advanced: list[Advanced] = []
 
     async def cancelled() -> None:
         while run_state.status() not in ("cancelling", "cancelled"):
             await asyncio.sleep(PAUSE_POLL_SECONDS)
+            if (found := withdrawn()) is not None:
+                advanced.append(found)
+                return
 
     answer = asyncio.ensure_future(waiting)
     watch = asyncio.ensure_future(cancelled())
@@ -274,6 +300,8 @@ async def _unless_cancelled(waiting: Awaitable[Any], run_state: Any) -> Any:
                 pending.cancel()
     if answer in done:
         return answer.result()
+    if advanced:
+        return advanced[0]
     raise RunCancelled("cancelled while waiting for a person")
 
 
