@@ -359,6 +359,8 @@ class ProcessDef(IRModel):
     context: ContextSpec = Field(default_factory=ContextSpec, description="Typed state.")
     nodes: dict[str, Node] = Field(description="Nodes by id.")
     metadata: dict[str, Any] | None = Field(None, description="Presentation and supervisor policy.")
+    run_type: Literal["programmatic", "supervised"] = Field(
+        "programmatic", description="`supervised`: an LLM supervisor watches every run (`ergon run --supervised` asks it for one run).")
     triggers: list[Trigger] = Field(default_factory=list, description="Schedules, webhooks and on-complete triggers.")
     budget: Budget | None = Field(None, description="Token/cost ceiling for the whole run.")
     environment: str | None = Field(None, description="Default environment of LLM nodes.")

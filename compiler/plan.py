@@ -203,6 +203,8 @@ class Plan(PlanModel):
     environment: str | None = Field(None, description="Default environment of LLM nodes.")
     budget: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
+    run_type: Literal["programmatic", "supervised"] = Field(
+        "programmatic", description="Process: `supervised` when the definition asks for a supervisor on every run.")
     source_file: str | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -275,10 +277,11 @@ def _all_writes(nodes) -> set[str]:
 
 
 def run_input_schema(context_schema: dict[str, Any], context_initial: dict[str, Any], written: set[str]) -> dict[str, Any]:
-    """Run parameters: required properties, plus properties nothing writes (initial values as defaults)."""
+    """Run parameters: required properties, plus properties nothing writes (initial values as
+    defaults) — except internal ``_`` fields, which are the engine's, not the caller's."""
     props = context_schema.get("properties") or {}
     required = [r for r in context_schema.get("required", []) if r in props]
-    chosen = {k: v for k, v in props.items() if k in required or k not in written}
+    chosen = {k: v for k, v in props.items() if k in required or (k not in written and not k.startswith("_"))}
     for k in chosen:
         if k in context_initial and isinstance(chosen[k], dict) and "default" not in chosen[k]:
             chosen[k] = {**chosen[k], "default": context_initial[k]}
@@ -372,6 +375,7 @@ def _plan_from(defn: ProcessDef | PipelineDef, *, kind: str, version: str, sourc
         environment=defn.environment,
         budget=defn.budget.model_dump(exclude_none=True) if defn.budget else None,
         metadata=defn.metadata,
+        run_type=defn.run_type if isinstance(defn, ProcessDef) else "programmatic",
         source_file=source_file,
     )
 

@@ -52,6 +52,13 @@ BUILTIN_TOOLS: dict[str, str] = {
     "generateEmbeddings": "Workflow DSL: embed a text, or index documents of the local document store (embedding model).",
     "searchEmbeddings": "Workflow DSL: the documents nearest to an embedding (the document store's vector index).",
     "semantic_search_documents": "Search the local document store by meaning (embeddings).",
+    "launch_workstream": "Agents only: delegate a task to a sub-agent (a workstream) that runs alongside; returns at once.",
+    "check_workstream": "Agents only: the state, phase and deadline use of a workstream.",
+    "list_workstreams": "Agents only: the agent's workstreams, optionally filtered by state.",
+    "get_workstream_result": "Agents only: the result of a workstream that ended.",
+    "message_workstream": "Agents only: send a follow-up message to an interactive workstream.",
+    "steer_workstream": "Agents only: send a running workstream a directive (add_instruction, set_priority, ...).",
+    "terminate_workstream": "Agents only: stop a workstream (interactive ones end only this way).",
 }
 
 #: Parameters of built-in tools the checker holds workflow-step ``params`` to:
@@ -87,6 +94,16 @@ DEFAULT_AGENT_TOOLS: tuple[str, ...] = (
     "think", "plan", "update_plan", "write_artifact", "read_artifact", "list_artifacts",
 )
 
+#: The workstream tools (:mod:`flows.tools.builtins_workstreams`): an agent delegating to sub-agents.
+#: Only an agent's tool loop can run them, so agent nodes (and template steps, which are agents)
+#: may list them in ``tools:``; a tool node or a workflow activity naming one is ``agent-only-tool``.
+WORKSTREAM_TOOLS: frozenset[str] = frozenset({
+    "launch_workstream", "check_workstream", "list_workstreams", "get_workstream_result",
+    "message_workstream", "steer_workstream", "terminate_workstream",
+})
+#: Built-in tools that work only inside an agent's tool loop.
+AGENT_ONLY_TOOLS: frozenset[str] = WORKSTREAM_TOOLS
+
 #: Supervisor-only tools that worker agents never get (seed: agent nodes).
 PROCESS_CONTROL_TOOLS: frozenset[str] = frozenset(
     {"set_context", "transition_to", "skip_node", "continue_process", "retry_node", "fail_process"}
@@ -105,6 +122,11 @@ class ToolCatalogue:
     def builtin_params(self, name: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
         """(required, optional) parameters of a built-in tool the checker knows, else None."""
         return BUILTIN_TOOL_PARAMS.get(name) if self.tools.get(name) == "builtin" else None
+
+    def agent_only(self, name: str) -> bool:
+        """Whether ``name`` is a built-in that only an agent's tool loop can run (not replaced by a
+        Python tool of the same name)."""
+        return name in AGENT_ONLY_TOOLS and self.tools.get(name) == "builtin"
 
     def __contains__(self, name: str) -> bool:
         return name in self.tools

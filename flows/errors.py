@@ -13,6 +13,7 @@ compiling           ``compiler.errors.CompileError`` a definition does not check
 definitions         :class:`DefinitionError`         a definition or published version is missing or refused
 runs                :class:`RunError`                a run cannot start, resume, cancel; a node failed
 human tasks         :class:`TaskError`               a task action is refused, or the task is gone
+who acts            :class:`IdentityError`           a credential is missing or refused, a right is lacking
 the store           ``flows.store.errors.StoreError`` the store refuses a change
 tools               ``flows.tools.errors.ToolError`` a tool call was refused or failed
 models              ``flows.llm.types.LlmError``     a model call failed or answered badly
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 from compiler.errors import CompileError, ErgonError
 
-__all__ = ["CompileError", "DefinitionError", "ErgonError", "RunError", "TaskError"]
+__all__ = ["CompileError", "DefinitionError", "ErgonError", "IdentityError", "RunError", "TaskError"]
 
 
 class DefinitionError(ErgonError):
@@ -42,3 +43,7 @@ class RunError(ErgonError):
 
 class TaskError(ErgonError):
     """A human task cannot be seen, taken or answered."""
+
+
+class IdentityError(ErgonError):
+    """Who acts is not proven (a credential is missing or refused), or lacks the right to act."""

@@ -13,6 +13,11 @@ handling of Prefect's own resume form — so that all of them end in the same st
   answered by them, or by an admin (admins may unblock a queue when its holder is away).
 * **Answers** are validated against the fields (:func:`validate_answer`) *before* anything
   resumes; a refused answer changes nothing but the audit trail. A task is answered once.
+* **Who answers** is proven by the channel: the CLI's identity (:mod:`flows.identity`: a token,
+  a password, the OS user), the dashboard's sign-in, and for Prefect's own form or API the
+  approver's personal token in the form, checked when the run resumes
+  (:func:`answer_through_prefect`) — required where the task names an assignee or four-eyes
+  (:func:`needs_proof`); an unassigned task is open to anyone who reaches Prefect.
 
 Every claim, answer and refusal is a ``task_events`` row (the store writes ``created``,
 ``claimed`` and ``answered``; this module adds ``refused`` with the reason).
@@ -44,9 +49,9 @@ from flows.store.errors import TaskConflict
 from flows.store.models import TASK_OPEN, HumanTask, TaskChannel, User
 
 __all__ = [
-    "Actor", "AnswerResult", "TaskExpired", "TaskNotFound", "TaskRefused", "actor", "answer", "can_answer", "can_claim",
-    "can_see", "claim", "normalize_fields", "on_answered", "pause_key", "refuse", "render_task",
-    "task_dict", "validate_answer",
+    "ERGON_CHECKED", "PREFECT_ACTOR", "PROOF_FIELD", "Actor", "AnswerResult", "TaskExpired", "TaskNotFound", "TaskRefused", "actor", "answer",
+    "answer_through_prefect", "can_answer", "can_claim", "can_see", "claim", "needs_proof", "normalize_fields",
+    "on_answered", "pause_key", "proof_field", "refuse", "render_task", "task_dict", "validate_answer",
 ]
 
 log = logging.getLogger(__name__)
@@ -390,14 +395,15 @@ def claim(task_id: str, user: str | User | Actor) -> HumanTask:
         raise refuse(task_id, who, "claim", str(exc)) from None
 
 
-def answer(task_id: str, user: str | User | Actor, raw_answer: Any, via: TaskChannel = "cli") -> AnswerResult:
+def answer(task_id: str, user: str | User | Actor, raw_answer: Any, via: TaskChannel = "cli", *,
+           hooks: bool = True) -> AnswerResult:
     """Answer a task as ``user`` through channel ``via`` (cli, dashboard, prefect, api).
 
     In this order: may ``user`` answer it (open, visible, four-eyes, not taken by someone
     else)? is the answer valid? Any "no" raises :class:`TaskRefused` with the reason and leaves
     the task as it was (a ``refused`` event is the only write). Otherwise the clean answer,
-    ``answered_by``, ``answered_at`` and ``via`` are recorded, the task is completed, and the
-    :data:`on_answered` callbacks run.
+    ``answered_by``, ``answered_at`` and ``via`` are recorded, the task is completed, and (with
+    ``hooks``) the :data:`on_answered` callbacks run.
     """
     who = actor(user)
     task, started_by = _load(task_id)
@@ -412,14 +418,74 @@ def answer(task_id: str, user: str | User | Actor, raw_answer: Any, via: TaskCha
         task = task_store.answer_task(task_id, clean, answered_by=who.name, answered_via=via)
     except TaskConflict as exc:  # answered or closed meanwhile, by another channel
         raise refuse(task_id, who, "answer", str(exc), detail={"via": via}) from None
-    hook_errors = []
-    for hook in list(on_answered):
+    hook_errors: list[str] = []
+    for hook in list(on_answered) if hooks else []:
         try:
             hook(task)
         except Exception as exc:  # the answer stands; the caller reports that the run did not resume
             log.exception("on_answered callback %r failed for task %s", hook, task_id)
             hook_errors.append(f"{getattr(hook, '__name__', hook)}: {exc}")
     return AnswerResult(task, hook_errors)
+
+
+#: Who answered through Prefect's form, when the task asks no proof (unassigned, no four-eyes).
+PREFECT_ACTOR = "prefect"
+
+
+#: The key of the approver's token in Prefect's form, unless a field of the task has that name.
+PROOF_FIELD = "approver_token"
+#: What Ergon sends in that field when it hands Prefect an answer it checked and recorded itself
+#: (the CLI, the dashboard): the engine then takes the store's answer and ignores the field, so
+#: typing this into Prefect's form proves nothing.
+ERGON_CHECKED = "checked-by-ergon"
+
+
+def proof_field(fields: Iterable[Any] | None) -> str:
+    """The key of the approver's token in the Prefect form of a task with these fields."""
+    names = {f["name"] for f in normalize_fields(fields)}
+    key = PROOF_FIELD
+    while key in names:
+        key += "_"
+    return key
+
+
+def needs_proof(task: HumanTask) -> bool:
+    """Whether an answer through Prefect's own form or API must prove who gives it (the
+    approver's personal token): when the task names an assignee or ``four_eyes`` — then who
+    answers matters. An unassigned task is anyone's, so anyone who reaches Prefect may answer."""
+    return bool(task.assignee) or bool(task.four_eyes)
+
+
+def answer_through_prefect(task_id: str, raw_answer: Any, *, token_sha256: str | None) -> HumanTask:
+    """Record an answer that came through Prefect's own resume form or API, as the engine
+    receives it when the run resumes: the same rules as every other channel.
+
+    A task that :func:`needs_proof` is answered by the owner of the personal token whose
+    SHA-256 the form's reader passed (``token_sha256``): no token, or one that is unknown,
+    expired or revoked, is refused; then :func:`answer` applies the rules to that user
+    (assignee or group member, four-eyes, taken by someone else) and checks the answer. Other
+    tasks are answered by :data:`PREFECT_ACTOR` under the same checks. Every refusal is a
+    ``refused`` event (``via: prefect``; who, when the token proved someone) and raises
+    :class:`TaskRefused` — the engine then asks again in Prefect with the reason. No token is
+    ever recorded; the callbacks of :data:`on_answered` do not run (the run has the answer)."""
+    from flows import tokens
+
+    task = task_store.get_task(task_id)
+    if task is None:
+        raise TaskNotFound(f"no task {task_id}")
+    who: str = PREFECT_ACTOR
+    if token_sha256 or needs_proof(task):
+        anonymous = Actor(PREFECT_ACTOR)
+        if not token_sha256:
+            raise refuse(task_id, anonymous, "answer", f"task {task_id} is assigned to {task.assignee or 'anyone'}"
+                         + (" with four-eyes" if task.four_eyes else "") + ": an answer through Prefect needs the "
+                         "approver's personal token (`ergon tokens create`)", detail={"via": "prefect"})
+        try:
+            who = tokens.verify_hash(token_sha256).user_name
+        except tokens.TokenRefused as exc:
+            raise refuse(task_id, anonymous, "answer", f"the approver's token was refused: {exc}",
+                         detail={"via": "prefect"}) from None
+    return answer(task_id, who, raw_answer, via="prefect", hooks=False).task
 
 
 def task_dict(task: HumanTask) -> dict[str, Any]:

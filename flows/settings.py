@@ -8,7 +8,6 @@ settings Prefect itself runs with are :mod:`flows.prefect.config`'s.
 
 from __future__ import annotations
 
-import getpass
 import os
 from pathlib import Path
 
@@ -64,11 +63,6 @@ def dashboard_url() -> str:
     """Where Ergon's dashboard is served (``ERGON_UI_URL``, default ``ergon ui``'s address), for
     links back to it from elsewhere (Prefect's UI)."""
     return (os.environ.get("ERGON_UI_URL") or "http://127.0.0.1:8501").rstrip("/")
-
-
-def current_user() -> str:
-    """Who the caller acts as: ``ERGON_USER``, else the OS user."""
-    return os.environ.get("ERGON_USER") or getpass.getuser()
 
 
 def max_subprocess_depth() -> int:

@@ -30,6 +30,8 @@ def _free_port() -> int:
 if not os.environ.get("ERGON_TEST_KEEP_ENV"):
     os.environ["ERGON_HOME"] = str(_SESSION_HOME)
     os.environ.pop("ERGON_DATABASE_URL", None)
+    for _identity in ("ERGON_USER", "ERGON_TOKEN"):  # tests say whom they act as
+        os.environ.pop(_identity, None)
     _PORT = int(os.environ.get("ERGON_TEST_PREFECT_PORT") or _free_port())
     os.environ["PREFECT_API_URL"] = f"http://127.0.0.1:{_PORT}/api"
     os.environ["LITELLM_OFFLINE_MODE"] = "true"
@@ -84,6 +86,35 @@ def store(tmp_path, monkeypatch, migrated_template):
     db.init_db(url)
     yield url
     db.dispose_all()
+
+
+class Tokens(dict):
+    """``tokens["lea"]``: a personal token of lea, made (with the user, when new) on first use —
+    what a test gives as ``--token`` or ``ERGON_TOKEN`` to act as lea. ``tokens.admin`` is the
+    token of an admin (``root``, made the store's first admin when it has none)."""
+
+    def __missing__(self, name: str) -> str:
+        from flows import people, tokens
+        from flows.store import people as people_store
+
+        if people_store.get_user(name) is None:
+            people.add_user(name)
+        token = self[name] = tokens.create(name, label="test").token
+        return token
+
+    @property
+    def admin(self) -> str:
+        from flows.store import people as people_store
+
+        if "root" not in self and people_store.admin_count() == 0:
+            people_store.create_first_admin("root", password_hash=None)
+        return self["root"]
+
+
+@pytest.fixture
+def tokens(store) -> Tokens:
+    """Personal tokens of the test's people, in the test's store (see :class:`Tokens`)."""
+    return Tokens()
 
 
 # ---------------------------------------------------------------- running definitions

@@ -86,6 +86,8 @@ def check(unit, ws) -> Iterator[Finding]:
         return
     for graph, base in iter_definitions(defn):
         yield from _context(graph, base)
+        if isinstance(graph, ProcessDef):
+            yield from _supervisor_policy((graph.metadata or {}).get("supervisor"), (*base, "metadata", "supervisor"))
         for site in iter_nodes(graph, base):
             yield from _node(site)
 
@@ -176,6 +178,9 @@ def _node(site: NodeSite) -> Iterator[Finding]:
     yield from _fanout(site)
     yield from _set_context(site)
     yield from _skip(site)
+    meta = site.node.metadata
+    if meta is not None:
+        yield from _supervisor_policy(meta.supervisor, (*site.path, "metadata", "supervisor"))
     yield from _control_tools(site)
 
 
@@ -378,6 +383,29 @@ def _set_context(site: NodeSite) -> Iterator[Finding]:
                       "`set_context` needs an `updates` mapping in its `input`",
                       hint="write `input: {updates: {field: value}}` and list each field in `writes`",
                       at_key=node.input is None)
+
+
+#: what `metadata.supervisor` may say (flows.runtime.supervision reads exactly these)
+SUPERVISOR_POLICY = {"allow_transition_override": bool, "allow_skip": bool, "model": str}
+
+
+def _supervisor_policy(policy: Any, path: tuple) -> Iterator[Finding]:
+    """A supervisor policy the engine would not read is refused, not ignored: unknown keys
+    (a typo would silently keep the default) and values of the wrong type."""
+    if policy is None:
+        return
+    if not isinstance(policy, dict):
+        yield Finding("supervisor-policy", path, "`metadata.supervisor` must be a mapping",
+                      hint="write `supervisor: {allow_transition_override: true}` (or allow_skip, model)")
+        return
+    for key, value in policy.items():
+        want = SUPERVISOR_POLICY.get(key)
+        if want is None:
+            yield Finding("supervisor-policy", (*path, key), f"unknown supervisor policy key `{key}`",
+                          hint=f"the keys are: {', '.join(SUPERVISOR_POLICY)}", at_key=True)
+        elif not isinstance(value, want):
+            yield Finding("supervisor-policy", (*path, key), f"`{key}` must be a {'boolean' if want is bool else 'string'}",
+                          hint="true or false" if want is bool else "a model or environment name")
 
 
 def _skip(site: NodeSite) -> Iterator[Finding]:

@@ -13,7 +13,8 @@ on the *original* document, so that diagnostics point at what the author wrote:
 * workflow — every ``${var}`` names a var, an input property or the output of an earlier,
   awaited step (``maybe-unset``), condition operators are known (``guard-invalid``) and their
   operands valid (``bad-value``: ``$regexp`` compiles, ``$in``/``$nin`` take a list), explicit
-  step ids are unique (``bad-value``), activities are registered tools (``unknown-tool``) called with the
+  step ids are unique (``bad-value``), activities are registered tools (``unknown-tool``) that
+  a step can run (not an agent-only workstream tool, ``agent-only-tool``) called with the
   parameters the built-in ones take (``tool-params``, ``compiler.tools.BUILTIN_TOOL_PARAMS``; the
   embedding activities' values too, :mod:`compiler.activity_values`), and not
   one of the documented activities Ergon does not run yet (``dsl-unsupported``), child steps name
@@ -203,6 +204,10 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
             if isinstance(named, str) and not has_refs(named) and named not in interactions:
                 yield Finding("unknown-interaction", (*base, "params", "interaction"), f"no interaction named `{named}`",
                               hint=choices_hint(named, interactions, what="defined interactions"))
+        elif step.type == "activity" and ws.tools.agent_only(step.name):
+            yield Finding("agent-only-tool", (*base, "name"),
+                          f"`{step.name}` works only inside an agent's tool loop; a workflow activity cannot call it",
+                          hint="delegate from an agent node (a process or pipeline) whose `tools:` list it")
         elif step.type == "activity" and step.name not in ws.tools:
             yield Finding("unknown-tool", (*base, "name"), f"no tool is named `{step.name}` (activities are registered tools)",
                           hint=choices_hint(step.name, ws.tools.names(), what="registered tools"))

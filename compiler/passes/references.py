@@ -10,6 +10,8 @@ tool manifest). A wrong name gets a "did you mean" hint, or the list of what exi
 * ``agent-only-interaction`` — ``sys:ProcessAgentNode`` (the agent contract) on an interaction node;
 * ``unused-agent-input`` — an agent's ``input`` without a custom ``interaction`` to feed;
 * ``unknown-tool`` — tool nodes' ``tool`` and agent ``tools`` (``+``/``-`` stripped);
+* ``agent-only-tool`` — a tool node naming a built-in only an agent's tool loop runs (the
+  workstream tools, ``compiler.tools.AGENT_ONLY_TOOLS``);
 * ``unknown-process`` — process nodes' ``process``: any runnable definition (process, pipeline,
   and the kinds lowered to pipelines, template and workflow), unless the child is inline;
 * ``unknown-environment`` — ``environment`` on nodes, processes, pipelines and interactions.
@@ -81,6 +83,10 @@ def _node(site: NodeSite, names: _Names) -> Iterator[Finding]:
                       "`interaction` whose prompts read this input", at_key=True)
     if isinstance(node, ToolNode) and node.tool is not None:
         yield from _tool(node.tool, (*path, "tool"), names.tools)
+        if names.tools.agent_only(node.tool):
+            yield Finding("agent-only-tool", (*path, "tool"),
+                          f"`{node.tool}` works only inside an agent's tool loop; a tool node cannot call it",
+                          hint="make the node `type: agent` with the tool in its `tools:`")
     if isinstance(node, AgentNode):
         for i, spec in enumerate(node.tools):
             name = spec.lstrip("+-")

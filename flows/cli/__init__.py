@@ -19,14 +19,34 @@ app = App(
 
 # Command modules register themselves on `app` when imported.
 from flows.cli import (  # noqa: E402,F401
-    definitions, deploy, documents, init, interactions, runs, secrets, tasks, triggers, ui, users, versions,
+    definitions, deploy, documents, init, interactions, runs, secrets, tasks, tokens, triggers, ui, users, versions,
 )
 
 
-def run(tokens: list[str] | None = None) -> int:
-    """Run the CLI with ``tokens`` and return the exit code (used by tests)."""
-    result = app(tokens, result_action="return_value", exit_on_error=False, print_error=True)
+def run(argv: list[str] | None = None) -> int:
+    """Run the CLI with the arguments ``argv`` and return the exit code (used by tests)."""
+    result = app(argv, result_action="return_value", exit_on_error=False, print_error=True)
     return result if isinstance(result, int) else 0
+
+
+def _stdout_broken() -> bool:
+    """Whether standard output's reader is gone (a pipe whose read end closed reports an error
+    when polled); if so, it is pointed at /dev/null, so the interpreter's flush at exit is quiet."""
+    import os
+    import select
+
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        events = poller.poll(0)
+    except (OSError, ValueError, AttributeError):
+        return False
+    if not any(mask & (select.POLLERR | select.POLLHUP) for _, mask in events):
+        return False
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    return True
 
 
 def main() -> None:
@@ -34,10 +54,16 @@ def main() -> None:
 
     from cyclopts import CycloptsError
 
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `ergon schema | head` ends quietly
-
     try:
         code = app(result_action="return_value")
+    except BrokenPipeError:
+        # `ergon schema | head`: the reader of our output left — end quietly, as a shell tool does.
+        # SIGPIPE itself stays ignored (Python's default): restoring it would let any write to a
+        # socket its peer just closed (a keep-alive connection to Prefect's server or a model's)
+        # kill a running `ergon run` outright, instead of raising an error the client retries.
+        if not _stdout_broken():
+            raise
+        sys.exit(128 + signal.SIGPIPE)
     except CycloptsError:
         sys.exit(2)
     except KeyboardInterrupt:

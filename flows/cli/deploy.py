@@ -64,6 +64,7 @@ def deploy(
     version: Annotated[str, Parameter(name="--version")] = "latest",
     prefect_file: Annotated[str, Parameter(name="--prefect-file")] = "prefect.yaml",
     register: Annotated[bool, Parameter(name="--register", negative="--no-register")] = True,
+    supervised: Annotated[bool, Parameter(name="--supervised", negative=())] = False,
 ) -> int:
     """Write the deployments of definitions into prefect.yaml and register them with Prefect.
 
@@ -80,12 +81,14 @@ def deploy(
         The Prefect project file to write (other deployments and keys in it are kept).
     register
         Register the deployments with the Prefect API (`--no-register` only writes the file).
+    supervised
+        Every run of these deployments is supervised (processes only; tagged `ergon:supervised`).
     """
     from compiler import CompileError
 
     try:
         pinned = parse_version(version)
-        entries = build_entries(names or [], version=pinned, work_pool=work_pool)
+        entries = build_entries(names or [], version=pinned, work_pool=work_pool, supervised=supervised)
         path = Path(prefect_file)
         write_prefect_yaml(path, entries)
         out.print(f"wrote {len(entries)} deployment(s) to {path}")
@@ -113,7 +116,7 @@ def parse_version(text: str) -> int | None:
     raise DeployError(f"--version takes `latest` or a published version number (1, 2, …), not `{text}`")
 
 
-def build_entries(names: list[str], *, version: int | None, work_pool: str) -> list[dict[str, Any]]:
+def build_entries(names: list[str], *, version: int | None, work_pool: str, supervised: bool = False) -> list[dict[str, Any]]:
     """The prefect.yaml entries of the chosen definitions (all runnable ones when none is named)."""
     from compiler import CompileError
     from compiler.plan import RUNNABLE_KINDS
@@ -139,7 +142,9 @@ def build_entries(names: list[str], *, version: int | None, work_pool: str) -> l
         except CompileError as exc:
             errors.extend(exc.diagnostics)
             continue
-        entries.append(deployment_entry(compiled, version=version, work_pool=work_pool))
+        if supervised and compiled.plan.control != "state_machine":
+            raise DeployError(f"`{compiled.plan.name}` is a {compiled.plan.kind}: only processes run supervised")
+        entries.append(deployment_entry(compiled, version=version, work_pool=work_pool, supervised=supervised))
     if errors:
         raise CompileError(errors)
     return entries

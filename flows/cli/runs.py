@@ -7,8 +7,10 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from cyclopts import App, Parameter
 from rich.console import Console
+from rich.markup import escape
 
 from flows.cli import app
+from flows.cli.acting import Who, resolved
 from flows.cli.output import diagnostics, err, error, out
 
 if TYPE_CHECKING:  # the store is imported by the commands that use it (a fast `ergon --help`)
@@ -40,6 +42,10 @@ def _progress_listener(console: Console):
             console.print(f"  {icons['paused']} {node} waits for a person: [bold]{detail.get('title', '')}[/]\n"
                           f"      task {task} — answer with: ergon tasks answer {task} --set FIELD=VALUE …\n"
                           f"      (or from the dashboard, or Prefect's own resume form); this command waits")
+            return
+        if event == "refused":
+            console.print(f"  {icons['paused']} {node}: an answer through Prefect was refused "
+                          f"({escape(str(detail.get('reason', '')))}); it waits again")
             return
         if event == "answered" and detail.get("kept"):
             console.print(f"  {icons['completed']} {node}: task {detail['task_id']} was answered while the run was "
@@ -74,8 +80,13 @@ def run(
     replay: Annotated[str | None, Parameter(name="--replay")] = None,
     run_id: Annotated[str | None, Parameter(name="--run-id", show=False)] = None,
     version: Annotated[int | None, Parameter(name="--version")] = None,
+    supervised: Annotated[bool, Parameter(name="--supervised", negative=())] = False,
+    message: Annotated[str | None, Parameter(name="--message")] = None,
+    who: Who = Who(),
 ) -> int:
     """Validate a definition, run it on Prefect, show progress node by node, wait for the end.
+
+    The run is recorded as started by the user you act as (--as, --token; see `ergon tokens`).
 
     Parameters
     ----------
@@ -92,9 +103,14 @@ def run(
     replay
         Answer every model call from this cassette file (a miss fails loudly).
     run_id
-        Execute this pending run (recorded by :func:`flows.runs.start_detached`) instead of recording a new one.
+        Execute this pending run (recorded by :func:`flows.runs.start_detached`) instead of recording a new one;
+        it keeps the starter recorded with it (no --as or token is read).
     version
         Run this published version (see `ergon versions NAME`) instead of the draft file.
+    supervised
+        Give the run a supervisor: an LLM that hears every step and may steer it (processes only).
+    message
+        A message for the supervisor's first turn (with --supervised).
     """
     from flows import runs
     from flows.catalog import DefinitionNotFound
@@ -118,19 +134,29 @@ def run(
     if problems:
         return diagnostics(problems)
     version = getattr(compiled, "version", None) or None
+    recorded = run_id is not None  # a detached start's child: the run was recorded by its parent
     if run_id is None:
         from flows.store import db
 
         db.init_db()
+        me = resolved(who)
+        if isinstance(me, int):
+            return me
         try:
-            run_id = runs.create(compiled, inputs, catalog=catalog, version=version,
-                                 source=input_file or "--input").id
+            run_id = runs.create(compiled, inputs, catalog=catalog, version=version, started_by=me.name,
+                                 source=input_file or "--input", supervised=supervised, message=message).id
         except runs.StartRefused as exc:
             return diagnostics(exc.problems)
     _prepare_runtime()
     pending = run_store.get_run(run_id)
     if pending is None or pending.status != "pending":
         return error(f"run {run_id} is not a pending run")
+    if recorded and (pending.definition_name != compiled.plan.name or inputs != dict(pending.inputs or {})
+                     or (version is not None and version != pending.definition_version)):
+        # executed exactly as recorded (definition, version, inputs — and its starter): the
+        # internal path is no way to run something else in somebody else's name
+        return error(f"run {run_id} was recorded for {pending.definition_name} with other inputs or version: "
+                     "--run-id executes a pending run only as it was recorded")
     console.print(f"[bold]{compiled.plan.name}[/] [dim]version {compiled.plan.version}[/]")
     result = runs.start(compiled, inputs, catalog=catalog, run_id=run_id, listener=_progress_listener(console),
                         record=record, replay=replay, version=version)
@@ -300,7 +326,7 @@ def runs_resume(
 
 
 @runs_app.command(name="cancel")
-def runs_cancel(run_id: str) -> int:
+def runs_cancel(run_id: str, *, who: Who = Who()) -> int:
     """Cancel a run: a running run stops before its next node; a paused run's tasks close.
 
     Parameters
@@ -313,11 +339,184 @@ def runs_cancel(run_id: str) -> int:
     run_rec = _find_run(run_id)
     if run_rec is None:
         return 2
+    me = resolved(who)
+    if isinstance(me, int):
+        return me
     try:
-        status = runs.cancel(run_rec.id, actor=runs.current_user())
+        status = runs.cancel(run_rec.id, actor=me.name)
     except runs.AlreadyEnded as exc:
         return error(exc, code=1)
     out.print(f"run {run_rec.id}: {'cancel requested' if status == 'cancelling' else 'cancelled'}")
+    return 0
+
+
+Why = Annotated[str, Parameter(name="--why", help="Why (kept in the run's trail).")]
+NoResume = Annotated[bool, Parameter(name="--no-resume", negative=(), help="Record the control; do not resume the run yet.")]
+
+
+def _control(run_id: str, apply: Any, done: str, no_resume: bool, who: Who) -> int:
+    """Apply an operator control to a stopped run as the user ``who`` proves, then resume it here
+    (unless ``no_resume``)."""
+    from flows.runs.controls import ControlRefused
+
+    run_rec = _find_run(run_id)
+    if run_rec is None:
+        return 2
+    me = resolved(who)
+    if isinstance(me, int):
+        return me
+    try:
+        what = apply(run_rec.id, me.name)
+    except ControlRefused as exc:
+        return error(exc, code=1)
+    out.print(f"run {run_rec.id}: {done.format(what)}")
+    if run_rec.status == "paused":
+        out.print("  its waiting process goes on from there (the task it waited for is withdrawn)")
+        return 0
+    if no_resume:
+        out.print("  not resumed (--no-resume): `ergon runs resume` continues it")
+        return 0
+    return runs_resume(run_rec.id)
+
+
+@runs_app.command(name="advance")
+def runs_advance(run_id: str, *, to: str, why: Why, no_resume: NoResume = False, who: Who = Who()) -> int:
+    """Admins: move a failed or crashed run out of its current node through a declared exit, then resume it.
+
+    Parameters
+    ----------
+    run_id
+        The run.
+    to
+        The exit's target node.
+    """
+    from flows.runs import controls
+
+    return _control(run_id, lambda rid, actor: controls.advance(rid, to, actor=actor, why=why),
+                    f"advanced from `{{}}` to `{to}`", no_resume, who)
+
+
+@runs_app.command(name="retry")
+def runs_retry(run_id: str, *, node: str | None = None, why: Why, no_resume: NoResume = False,
+               who: Who = Who()) -> int:
+    """Admins: re-enter the current node of a failed or crashed run (or another it visited), then resume it.
+
+    Parameters
+    ----------
+    run_id
+        The run.
+    node
+        The node to re-enter (default: the current one).
+    """
+    from flows.runs import controls
+
+    return _control(run_id, lambda rid, actor: controls.retry_node(rid, node, actor=actor, why=why),
+                    "re-enters `{}`", no_resume, who)
+
+
+@runs_app.command(name="skip")
+def runs_skip(run_id: str, *, why: Why, no_resume: NoResume = False, who: Who = Who()) -> int:
+    """Admins: skip the current node of a failed or crashed run (where it is skippable), then resume it.
+
+    Parameters
+    ----------
+    run_id
+        The run.
+    """
+    from flows.runs import controls
+
+    return _control(run_id, lambda rid, actor: controls.skip_node(rid, actor=actor, why=why),
+                    "skipped its node; it goes on at `{}`", no_resume, who)
+
+
+@runs_app.command(name="set-context")
+def runs_set_context(run_id: str, *, set_: Annotated[list[str], Parameter(name="--set", negative=())], why: Why,
+                     no_resume: NoResume = False, who: Who = Who()) -> int:
+    """Admins: change fields of a failed or crashed run's context (checked against its schema), then resume it.
+
+    Parameters
+    ----------
+    run_id
+        The run.
+    set_
+        KEY=VALUE (repeatable); values are JSON when they parse as JSON.
+    """
+    from flows.cli.inputs import parse_pairs
+    from flows.runs import controls
+
+    updates, problems = parse_pairs(set_)
+    if problems:
+        return diagnostics(problems)
+    def apply(rid: str, actor: str) -> str:
+        controls.set_context(rid, updates, actor=actor, why=why)
+        return ", ".join(sorted(updates))
+
+    return _control(run_id, apply, "context set ({})", no_resume, who)
+
+
+@runs_app.command(name="explain")
+def runs_explain(run_id: str, *, node: str | None = None, guard: int | None = None) -> int:
+    """Explain the definition a run executes, one node, or one exit of it, with the run's context.
+
+    Parameters
+    ----------
+    run_id
+        The run.
+    node
+        The node to explain (default: the whole definition).
+    guard
+        The index of one of the node's exits (0 = the first) to explain.
+    """
+    import asyncio
+
+    from flows.catalog import DefinitionNotFound
+    from flows.runs import snapshot_compiled
+    from flows.runs.explain import ExplainRefused, explain
+    from flows.runs.sources import catalog_for_run
+
+    run_rec = _find_run(run_id)
+    if run_rec is None:
+        return 2
+    try:
+        catalog = catalog_for_run(run_rec)
+    except DefinitionNotFound as exc:
+        return error(f"run {run_id}: {exc.args[0]}")
+    plan = snapshot_compiled(run_rec, catalog).plan
+    try:
+        text, by_model = asyncio.run(explain(plan, node=node, guard=guard, context=dict(run_rec.context or {}),
+                                             run_id=run_rec.id, environments=catalog.environments()))
+    except ExplainRefused as exc:
+        return error(exc)
+    print(text)
+    if not by_model:
+        err.print("[dim](the engine's outline: no model is configured — set ERGON_MODEL for a written explanation)[/]")
+    return 0
+
+
+@runs_app.command(name="message")
+def runs_message(run_id: str, text: str, *, who: Who = Who()) -> int:
+    """Post a message to a supervised run's supervisor (it reads it with the run's next step).
+
+    Parameters
+    ----------
+    run_id
+        The run.
+    text
+        The message.
+    """
+    from flows.runs.supervision import MessageRefused, post_message
+
+    run_rec = _find_run(run_id)
+    if run_rec is None:
+        return 2
+    me = resolved(who)
+    if isinstance(me, int):
+        return me
+    try:
+        post_message(run_rec, text, actor=me.name)
+    except MessageRefused as exc:
+        return error(exc, code=1)
+    out.print(f"run {run_rec.id}: message posted; the supervisor reads it with the run's next step")
     return 0
 
 

@@ -1,8 +1,11 @@
 """`ergon tasks list|show|claim|answer`: the task inbox on the command line.
 
-The CLI acts as ``--as USER``, else ``ERGON_USER``, else the OS user, and applies exactly the
-rules of the dashboard (:mod:`flows.humans`): it lists and shows only the tasks that user may
-see, and a refused claim or answer prints the reason and exits 1 with the task unchanged.
+The CLI acts as the identity :mod:`flows.identity` resolves (a personal token, ``--as USER``
+with that user's password, ``ERGON_USER`` where an admin bound this OS user to it, else the OS
+user itself; a refused identity exits 1 with the credential to give, the task unchanged), and
+applies exactly the rules of the dashboard (:mod:`flows.humans`): it lists and shows only the
+tasks that user may see, and a refused claim or answer prints the reason and exits 1 with the
+task unchanged.
 An answer goes through the run owner (:func:`flows.runs.answers.answer`): a task whose run
 cannot take the answer is refused (and closed when the run is over); a run whose process
 stopped while it waited resumes from its checkpoint with the answer.
@@ -19,24 +22,16 @@ from rich.console import Console
 from rich.markup import escape
 
 from flows.cli import app
+from flows.cli.acting import Who, resolved
 from flows.cli.output import error
-from flows.settings import current_user
 
-tasks_app = App(name="tasks", help="Human tasks: the inbox of the user given by --as or ERGON_USER.")
+tasks_app = App(name="tasks", help="Human tasks: the inbox of the user you act as (see --as, --token).")
 app.command(tasks_app)
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
-As = Annotated[str | None, Parameter(name="--as", help="Act as this user (default: ERGON_USER, else the OS user).")]
 Json = Annotated[bool, Parameter(name="--json", help="Print JSON.")]
-
-
-def _who(as_: str | None) -> str:
-    from flows.store import db
-
-    db.init_db()
-    return as_ or current_user()
 
 
 def _assignee(task: Any) -> str:
@@ -49,7 +44,7 @@ def tasks_list(
     status: str = "open",
     run: Annotated[str | None, Parameter(name="--run")] = None,
     limit: int = 50,
-    as_: As = None,
+    who: Who = Who(),
     json_: Json = False,
 ) -> int:
     """List the tasks you may see, newest first.
@@ -68,7 +63,10 @@ def tasks_list(
     from flows.humans import task_dict
     from flows.store import tasks as task_store
 
-    user = _who(as_)
+    me = resolved(who)
+    if isinstance(me, int):
+        return me
+    user = me.name
     if status not in task_store.TASK_FILTERS:
         return error(f"--status must be one of: {', '.join(task_store.TASK_FILTERS)}")
     rows, total = task_store.list_tasks(status, visible_to=user, run_id=run, limit=limit)
@@ -87,7 +85,7 @@ def tasks_list(
 
 
 @tasks_app.command(name="show")
-def tasks_show(task_id: str, *, as_: As = None, json_: Json = False) -> int:
+def tasks_show(task_id: str, *, who: Who = Who(), json_: Json = False) -> int:
     """Show a task: its rendered title and description, its fields, the run's context.
 
     Parameters
@@ -99,7 +97,10 @@ def tasks_show(task_id: str, *, as_: As = None, json_: Json = False) -> int:
     from flows.store import runs as run_store
     from flows.store import tasks as task_store
 
-    user = _who(as_)
+    me = resolved(who)
+    if isinstance(me, int):
+        return me
+    user = me.name
     task = task_store.get_task(task_id)
     if task is None:
         return error(f"no task {task_id}")
@@ -165,7 +166,7 @@ def tasks_show(task_id: str, *, as_: As = None, json_: Json = False) -> int:
 
 
 @tasks_app.command(name="claim")
-def tasks_claim(task_id: str, *, as_: As = None, json_: Json = False) -> int:
+def tasks_claim(task_id: str, *, who: Who = Who(), json_: Json = False) -> int:
     """Take a task, so that others see you are working on it.
 
     Parameters
@@ -175,7 +176,10 @@ def tasks_claim(task_id: str, *, as_: As = None, json_: Json = False) -> int:
     """
     from flows import humans
 
-    user = _who(as_)
+    me = resolved(who)
+    if isinstance(me, int):
+        return me
+    user = me.name
     try:
         task = humans.claim(task_id, user)
     except humans.TaskNotFound as exc:
@@ -221,7 +225,7 @@ def tasks_answer(
     task_id: str,
     *,
     set_: Annotated[list[str] | None, Parameter(name="--set", negative=())] = None,
-    as_: As = None,
+    who: Who = Who(),
     json_: Json = False,
 ) -> int:
     """Answer a task; the answer is checked against its fields before the run resumes.
@@ -236,7 +240,10 @@ def tasks_answer(
     from flows import humans
     from flows.runs import answers
 
-    user = _who(as_)
+    me = resolved(who)
+    if isinstance(me, int):
+        return me
+    user = me.name
     raw, problems = _parse_sets(set_ or [])
     if problems:
         for p in problems:

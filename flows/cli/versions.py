@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from flows.cli import app
+from flows.cli.acting import Who
 from flows.cli.output import error
 
 out = Console(highlight=False, soft_wrap=True)
@@ -26,8 +27,10 @@ def publish(
     *,
     comment: Annotated[str | None, Parameter(name=["--comment", "-m"])] = None,
     strict: Annotated[bool, Parameter(name="--strict", negative=())] = False,
+    who: Who = Who(),
 ) -> int:
-    """Publish a definition's draft (its file) as an immutable new version.
+    """Publish a definition's draft (its file) as an immutable new version, recorded as published
+    by the user you act as (--as, --token).
 
     Refused when the definition has errors; a no-op when it equals the latest version. Warns,
     naming them, about paused runs the change breaks.
@@ -43,10 +46,13 @@ def publish(
     """
     from flows import versions
     from flows.catalog import DefinitionNotFound
-    from flows.settings import current_user
+    from flows.cli.acting import resolved
 
+    me = resolved(who)
+    if isinstance(me, int):
+        return me
     try:
-        result = versions.publish(name, comment=comment, published_by=current_user(), strict=strict)
+        result = versions.publish(name, comment=comment, published_by=me.name, strict=strict)
     except DefinitionNotFound as exc:
         return error(exc.args[0])
     except versions.PublishRefused as exc:

@@ -17,7 +17,8 @@ are taken both ways. Unset (the default), answers are exactly what they have alw
 
 It never asks for a tool call, even when tools are offered: an agent loop driven by it always
 ends after one turn, and the offline model cannot cause side effects (a fetch, a write) with
-invented arguments. Responses are labelled ``offline=True``, cost nothing, and their token counts
+invented arguments — an agent given the workstream tools completes in that one turn and launches
+no sub-agent. Responses are labelled ``offline=True``, cost nothing, and their token counts
 are estimates (characters / 4).
 """
 

@@ -65,7 +65,7 @@ def record(req: LlmRequest, *, model: str, messages: list[dict[str, Any]], resp:
         tokens_in=resp.tokens_in if resp else 0, tokens_out=resp.tokens_out if resp else 0,
         cost_usd=resp.cost_usd if resp else 0.0, latency_ms=round(resp.latency_ms) if resp else None,
         attempt=req.attempt, repair=req.repair, cassette_key=cassette_key,
-        offline=resp.offline if resp else offline, error=redact(error),
+        offline=resp.offline if resp else offline, error=redact(error), workstream_id=req.workstream_id,
     )
 
 

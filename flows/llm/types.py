@@ -34,6 +34,9 @@ class LlmRequest:
     # where the call is recorded
     run_id: str | None = None
     visit_id: str | None = None
+    #: a call of a workstream (a delegated sub-agent): recorded with this id and no visit, never
+    #: reused on resume (only visits' calls are)
+    workstream_id: str | None = None
     attempt: int = 1
     repair: bool = False
 

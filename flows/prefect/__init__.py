@@ -7,6 +7,7 @@
 * :mod:`~flows.prefect.executor`    — each node visit a Prefect task run with the node's retry policy.
 * :mod:`~flows.prefect.tagging`     — task-run tags without Prefect's per-task concurrency lease.
 * :mod:`~flows.prefect.pause`       — waiting for a person: pause, own subflow, suspension.
+* :mod:`~flows.prefect.workstreams` — an agent's workstream (sub-agent) as a flow run of its own.
 * :mod:`~flows.prefect.resume`      — resuming a paused flow run with a task's answer (plain HTTP).
 * :mod:`~flows.prefect.cancel`      — cancelling a flow run.
 * :mod:`~flows.prefect.deployments` — deployment entrypoints, ``prefect.yaml`` entries, work pools.

@@ -111,6 +111,12 @@ class PrefectBackend:
         child: Any = build_flow(plan, request)
         return await child(**params, return_state=True)
 
+    async def run_workstream(self, name: str, launch_id: str, body: Callable[[str | None], Awaitable[Any]]) -> Any:
+        """An agent's workstream in a flow run of its own (:mod:`flows.prefect.workstreams`)."""
+        from flows.prefect.workstreams import run_workstream
+
+        return await run_workstream(name, launch_id, body)
+
     def cancel_requested(self) -> bool:
         # A runner (serve, a worker) cancelling a flow run tells the process "cancel" on its
         # control channel before it sends SIGTERM; any other SIGTERM is the process being stopped.

@@ -126,7 +126,8 @@ def deployment_flow(compiled: Any, attribute: str, *, catalog: Any, version: int
         db.init_db()  # a worker's flow-run process starts with nothing set up (cheap when at head)
         slug = schedule_slug_of_current_run()
         request = RunRequest(trigger="schedule" if slug else "api", schedule_slug=slug,
-                             content_hash=definition_store.snapshot_definition(content), catalog=catalog)
+                             content_hash=definition_store.snapshot_definition(content), catalog=catalog,
+                             run_type="supervised" if SUPERVISED_TAG in (flow_run.tags or []) else None)
         try:
             return await run_body(plan, params, request)
         finally:  # also when the run suspends (Prefect's Pause unwinds the body)
@@ -169,7 +170,12 @@ def _schedule_dict(schedule: Any) -> dict[str, Any]:
     return {k: data[k] for k in _SCHEDULE_KEYS if k in data and (data[k] not in ({}, []) or k == "active")}
 
 
-def deployment_entry(compiled: Any, *, version: int | None, work_pool: str) -> dict[str, Any]:
+#: A flow run carrying this tag runs supervised (a deployment made with ``ergon deploy
+#: --supervised`` tags all its runs; a person starting a run in Prefect's UI may add it).
+SUPERVISED_TAG = "ergon:supervised"
+
+
+def deployment_entry(compiled: Any, *, version: int | None, work_pool: str, supervised: bool = False) -> dict[str, Any]:
     """The ``prefect.yaml`` deployment of one definition (one deployment per definition)."""
     plan = compiled.plan
     return {
@@ -177,7 +183,8 @@ def deployment_entry(compiled: Any, *, version: int | None, work_pool: str) -> d
         "entrypoint": entrypoint(plan.name, version),
         "description": plan.description or f"Ergon {plan.kind} `{plan.name}`",
         "version": plan.version,
-        "tags": ["ergon", plan.kind, f"version:{'latest' if version is None else version}"],
+        "tags": ["ergon", plan.kind, *([SUPERVISED_TAG] if supervised else []),
+                 f"version:{'latest' if version is None else version}"],
         "work_pool": {"name": work_pool},
         "schedules": schedule_entries(plan),
         "enforce_parameter_schema": True,

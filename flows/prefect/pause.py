@@ -15,6 +15,13 @@ The body (:mod:`flows.runtime.bodies.human_task`) decides *how* a run waits; thi
   are never repeated) and the visit asks again with the **same key**, so Prefect hands back the
   stored answer instead of suspending again.
 
+A task that names an assignee or four-eyes (:func:`flows.humans.needs_proof`) asks, in a last
+required field of the form, the approver's personal token — a ``SecretStr``, so Prefect's form
+masks it (a ``password`` string, ``writeOnly``). Prefect stores what its form or API sends as the
+pause's ``…-response`` flow-run input, the token included: the moment the run reads it, this
+module replaces the token by its SHA-256 for the engine (:func:`_received`, which checks whose
+token it is) and rewrites Prefect's stored copy with the token removed (:func:`_forget_token`).
+
 :meth:`PrefectPauses.can_suspend` suspends only a run's *own* flow run started from a deployment
 (Prefect refuses suspending subflows and runs without a deployment), and only when the task has
 no ``timeout``: a suspended run has no process left to take ``on_timeout`` when the deadline
@@ -27,6 +34,7 @@ from inside the node's Prefect task run, so it names the flow run explicitly (Pr
 from __future__ import annotations
 
 import functools
+import logging
 import re
 from collections.abc import Iterable
 from typing import Any, Literal, Optional
@@ -40,9 +48,12 @@ from prefect.input import RunInput
 from prefect.runtime import flow_run
 
 from flows import humans
-from flows.runtime.effects import AnswerWait
+from flows.runtime.effects import PROOF_KEY, AnswerWait
 from flows.settings import PAUSE_POLL_SECONDS
 from flows.store import tasks as task_store
+from flows.tokens import hash_token
+
+log = logging.getLogger(__name__)
 
 
 class RunSuspended(Pause):
@@ -64,25 +75,35 @@ class PrefectPauses:
         run = ctx.flow_run if ctx else None
         return bool(timeout is None and run is not None and run.deployment_id and run.parent_task_run_id is None)
 
+    async def release(self) -> None:
+        # the pause left the flow run Paused, and Prefect refuses to start task runs in a flow
+        # run that is not running
+        from prefect.client.orchestration import get_client
+        from prefect.states import Running
+
+        if self.flow_run_id:
+            async with get_client() as client:
+                await client.set_flow_run_state(self.flow_run_id, Running(), force=True)
+
     async def wait_for_answer(self, wait: AnswerWait) -> dict[str, Any] | None:
         if wait.mode == "subflow":
             return await _answer_subflow().with_options(flow_run_name=wait.title)(
-                wait.task_id, wait.fields, wait.model_name, wait.prompt, wait.key, wait.seconds)
+                wait.task_id, wait.fields, wait.model_name, wait.prompt, wait.key, wait.seconds, wait.proof)
         if wait.mode == "suspend":
-            return await _suspend_for_answer(wait.fields, wait.model_name, wait.prompt, wait.key)
-        return await _await_answer(wait.fields, wait.model_name, wait.prompt, wait.key, wait.seconds)
+            return await _suspend_for_answer(wait.fields, wait.model_name, wait.prompt, wait.key, wait.proof)
+        return await _await_answer(wait.fields, wait.model_name, wait.prompt, wait.key, wait.seconds, wait.proof)
 
 
 async def _await_answer(fields: list[dict[str, Any]], model_name: str, prompt: str, key: str,
-                        wait: int) -> dict[str, Any] | None:
+                        wait: int, proof: bool = False) -> dict[str, Any] | None:
     """Pause the current flow run until resumed with input; the answer, or None on timeout."""
-    model = run_input_model(fields, model_name, description=prompt)
+    model = run_input_model(fields, model_name, description=prompt, proof=proof)
     try:
         run_input: Any = await apause_flow_run(wait_for_input=model, timeout=wait, poll_interval=PAUSE_POLL_SECONDS,
                                                key=key)
     except FlowPauseTimeout:
         return None
-    return input_to_answer(run_input)
+    return await _received(run_input, fields if proof else None)
 
 
 @functools.cache
@@ -91,28 +112,72 @@ def _answer_subflow() -> Any:
 
     @flow(name="ergon-human-task", persist_result=False, validate_parameters=False, log_prints=False)
     async def ergon_human_task(task_id: str, fields: list[dict[str, Any]], model_name: str, prompt: str, key: str,
-                               wait: int) -> dict[str, Any] | None:
+                               wait: int, proof: bool = False) -> dict[str, Any] | None:
         """A task's own flow run, paused until its answer comes (one of several open at once)."""
         task_store.set_task_flow_run(task_id, str(flow_run.id))
-        return await _await_answer(fields, model_name, prompt, key, wait)
+        return await _await_answer(fields, model_name, prompt, key, wait, proof)
 
     return ergon_human_task
 
 
-async def _suspend_for_answer(fields: list[dict[str, Any]], model_name: str, prompt: str, key: str) -> dict[str, Any]:
+async def _suspend_for_answer(fields: list[dict[str, Any]], model_name: str, prompt: str, key: str,
+                              proof: bool = False) -> dict[str, Any]:
     """Suspend the run until the task keyed ``key`` is answered; the answer when it already was."""
     ctx = FlowRunContext.get()
     if ctx is None or ctx.flow_run is None:  # suspending is decided by can_suspend, inside a flow run
         raise RuntimeError("a run can only suspend from inside its flow run")
-    model = run_input_model(fields, model_name, description=prompt)
+    model = run_input_model(fields, model_name, description=prompt, proof=proof)
     # The key fired before (this is the re-entry after the resume): Prefect rejects the new
     # suspension and returns the input stored with the resume.
     run_input: Any = await asuspend_flow_run(wait_for_input=model, flow_run_id=ctx.flow_run.id, key=key)
     if run_input is not None:
-        return input_to_answer(run_input)
+        return await _received(run_input, fields if proof else None)
     request = getattr(ctx, "flow_run_suspension_request", None)
     state = request.get_state() if request is not None else None
     raise RunSuspended("suspended until the task is answered", state=state)
+
+
+# --- the approver's token -------------------------------------------------------------------------
+
+#: What replaces the token in Prefect's stored copy of the input.
+REDACTED = "(removed by Ergon)"
+
+
+async def _received(run_input: Any, proof_fields: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """The answer of a resumed pause, for the engine. For a form that asked the approver's token
+    (``proof_fields`` are its task's fields), the token is replaced by its SHA-256 under
+    :data:`~flows.runtime.effects.PROOF_KEY` at once — the token goes no further than this
+    function, so nothing of Ergon's can log or record it — and Prefect's stored copy of the
+    input (the ``…-response`` flow-run input) is rewritten without it."""
+    if proof_fields is None:
+        return input_to_answer(run_input)
+    key = humans.proof_field(proof_fields)
+    secret = getattr(run_input, key, None)
+    token = secret.get_secret_value() if isinstance(secret, pydantic.SecretStr) else None
+    answer = input_to_answer(run_input)
+    answer.pop(key, None)
+    if token and token != humans.ERGON_CHECKED:
+        answer[PROOF_KEY] = hash_token(token)
+        await _forget_token(run_input, key)
+    return answer
+
+
+async def _forget_token(run_input: Any, key: str) -> None:
+    """Rewrite Prefect's stored copy of the input without the token (best effort: the answer
+    stands either way, and the token can be revoked)."""
+    from prefect.input.actions import acreate_flow_run_input, adelete_flow_run_input
+
+    meta = getattr(run_input, "metadata", None)
+    if meta is None:
+        return
+    stored = run_input.model_dump(mode="json", by_alias=True)
+    stored[key] = REDACTED
+    try:
+        await adelete_flow_run_input(key=meta.key, flow_run_id=meta.receiver)
+        await acreate_flow_run_input(key=meta.key, value=stored, flow_run_id=meta.receiver)
+    except Exception:  # noqa: BLE001 - never fail an answer for it; say so without the token
+        log.warning("could not remove the approver's token from Prefect's stored input %s of flow run %s",
+                    meta.key, meta.receiver)
 
 
 # --- the form Prefect shows and validates --------------------------------------------------------
@@ -152,7 +217,8 @@ def field_help(f: dict[str, Any]) -> str | None:
     return " — ".join(parts) or None
 
 
-def run_input_model(fields: Iterable[Any] | None, name: str, *, description: str | None = None) -> type:
+def run_input_model(fields: Iterable[Any] | None, name: str, *, description: str | None = None,
+                    proof: bool = False) -> type:
     """A ``prefect.input.RunInput`` subclass for a task's fields, for ``pause_flow_run(
     wait_for_input=...)``: select → ``Literal`` (an enum), text/string → str, boolean, number →
     float, integer → int; required fields have no default, optional ones the same default
@@ -165,6 +231,10 @@ def run_input_model(fields: Iterable[Any] | None, name: str, *, description: str
     A field whose name is not a usable Python attribute (``class``, ``json``, ``my-field``, …)
     gets a safe attribute name with the field name as alias: read answers back with
     :func:`input_to_answer`, which uses the field names.
+
+    With ``proof`` (the task names an assignee or four-eyes), a last, required field asks the
+    approver's personal token (:func:`flows.humans.proof_field`): a ``SecretStr``, so its schema is a
+    ``password`` string (``writeOnly``) that Prefect's form masks.
     """
     reserved = set(dir(RunInput))
     definitions: dict[str, Any] = {}
@@ -187,6 +257,13 @@ def run_input_model(fields: Iterable[Any] | None, name: str, *, description: str
             # without a default): a text box or a checkbox always sends something.
             field_type = Optional[py_type] if default is None else py_type
             definitions[attr] = (field_type, pydantic.Field(default, title=title, description=text, alias=alias))
+    if proof:
+        key = humans.proof_field(fields)
+        definitions[key] = (pydantic.SecretStr, pydantic.Field(
+            ..., title="Your Ergon token" + REQUIRED_MARK,
+            description="Your personal token (from: ergon tokens create): it proves who answers, and Ergon checks that "
+                        "you may (the assignee, a member of its group, an admin; with four-eyes, not the run's "
+                        "starter). Ergon removes it from this run's stored input as soon as the run has read it."))
     class_name = re.sub(r"\W", "_", name) or "TaskInput"
     if class_name[0].isdigit():
         class_name = "_" + class_name

@@ -3,7 +3,9 @@
 Called by the run owner when a task whose run waits is answered (:mod:`flows.runs.answers`; the
 CLI and the dashboard answer through it), or registered as an ``on_answered`` hook; the
 answer itself was validated and recorded by :func:`flows.humans.answer` before this runs, so
-Prefect receives exactly the stored answer.
+Prefect receives exactly the stored answer (and, where the form asks the approver's token,
+:data:`flows.humans.ERGON_CHECKED` in its place: Ergon checked who answered, and the engine
+takes the store's answer for a task the store has answered).
 
 The hook calls Prefect's REST endpoint (``POST /flow_runs/{id}/resume``) with plain HTTP rather
 than through the ``prefect`` client: importing Prefect costs a short-lived ``ergon tasks answer``
@@ -44,11 +46,13 @@ def resume_answered(task: Any) -> None:
     the task names none, so the answer never goes to the dead process's flow run)."""
     import httpx
 
+    from flows import humans
     from flows.prefect.server import ensure_api_url
     from flows.store import tasks as task_store
 
     api = ensure_api_url().rstrip("/")
     deadline = time.monotonic() + SETTLE_SECONDS
+    proof = humans.proof_field(task.fields) if humans.needs_proof(task) else None
     with httpx.Client(timeout=30, headers=_auth_headers()) as client:
         while True:
             row = task_store.get_task(task.id)
@@ -58,10 +62,16 @@ def resume_answered(task: Any) -> None:
                     raise ResumeFailed(f"task {task.id}: no Prefect flow run waits for it")
                 time.sleep(0.25)
                 continue
-            result = _post(client, f"{api}/flow_runs/{waiting}/resume", {"run_input": dict(task.answer or {})})
+            run_input = dict(task.answer or {})
+            if proof is not None:  # the form asks the approver's token: Ergon checked who answered itself
+                run_input[proof] = humans.ERGON_CHECKED
+            result = _post(client, f"{api}/flow_runs/{waiting}/resume", {"run_input": run_input})
             if result.get("status") == "ACCEPT":
                 return
             reason = (result.get("details") or {}).get("reason") or result.get("status")
+            if proof is not None and "additional properties" in str(reason).lower() and proof in str(reason):
+                proof = None  # a run that paused before its form asked for a token
+                continue
             if not any(s in str(reason).lower() for s in _NOT_YET) or time.monotonic() > deadline:
                 raise ResumeFailed(f"Prefect did not resume flow run {waiting}: {reason}")
             time.sleep(0.25)

@@ -26,7 +26,6 @@ from flows.runs.lifecycle import (
     StartRefused,
     compile_definition,
     create,
-    current_user,
     detect_crashed,
     prepare,
     resumable,
@@ -37,6 +36,6 @@ from flows.runs.lifecycle import (
 
 __all__ = [
     "AlreadyEnded", "ResumeRefused", "RunResult", "StartRefused", "cancel", "compile_definition", "create",
-    "current_user", "detect_crashed", "prepare", "replay", "resumable", "resume", "resume_detached", "snapshot_compiled", "start",
+    "detect_crashed", "prepare", "replay", "resumable", "resume", "resume_detached", "snapshot_compiled", "start",
     "start_detached",
 ]

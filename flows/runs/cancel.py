@@ -47,7 +47,7 @@ def cancel(run_id: str, *, actor: str | None = None) -> str:
         for task in task_store.tasks_for_run(run_id):
             if task.status in TASK_OPEN:
                 task_store.close_task(task.id, "cancelled", actor=actor, reason="the run was cancelled")
-        if _process_waiting(run):
+        if process_waiting(run):
             return run_store.set_run_status(run_id, "cancelling").status
         if run.prefect_flow_run_id:
             from flows.prefect.cancel import cancel_flow_run
@@ -59,6 +59,7 @@ def cancel(run_id: str, *, actor: str | None = None) -> str:
     return run_store.set_run_status(run_id, "cancelled", error=f"cancelled by {actor or 'someone'}").status
 
 
-def _process_waiting(run) -> bool:
+def process_waiting(run) -> bool:
+    """Whether a live process blocks in the paused run's wait (its heartbeat is fresh)."""
     last = run.heartbeat_at
     return last is not None and utcnow() - last < WAITING_HEARTBEAT

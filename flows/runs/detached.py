@@ -8,6 +8,14 @@ a run started by hand. Its output goes to ``ERGON_HOME/logs/run-<id>.log``.
 
 Inputs are validated before anything is recorded (:func:`flows.runs.lifecycle.create`), so an
 invalid start is refused with the same diagnostics as ``ergon run`` and no run row is left behind.
+
+Who started it travels in the store, not in the child's environment: the caller resolved the
+starter (a dashboard sign-in, a trigger's ``as_user``) and :func:`start_detached` records it on
+the pending run before the child exists; ``ergon run NAME --run-id ID`` executes only a pending
+run and keeps its ``started_by``, reading no ``--as``, token or ``ERGON_USER``. The child's
+environment has ``ERGON_USER`` and ``ERGON_TOKEN`` removed, so nothing it does acts as anyone
+(and a token of the parent's does not spread to processes that outlive it). A resume started on
+someone's behalf (:func:`resume_detached`) names them in the resume log.
 """
 
 from __future__ import annotations
@@ -29,21 +37,23 @@ from flows.store.models import Run, RunTrigger
 
 def start_detached(name: str, inputs: dict[str, Any], *, started_by: str, trigger: RunTrigger = "manual",
                    catalog: Catalog | None = None, env: dict[str, str] | None = None,
-                   version: int | None = None) -> str:
+                   version: int | None = None, supervised: bool = False, message: str | None = None) -> str:
     """Validate, record a pending run, start ``ergon run`` for it in the background; return the run id.
 
     ``env`` adds variables to the child's environment. ``version`` runs that published version
-    instead of the definitions folder's draft. Raises :class:`~flows.runs.lifecycle.StartRefused`.
+    instead of the definitions folder's draft. ``supervised``/``message``: as for
+    :func:`~flows.runs.lifecycle.create`. Raises :class:`~flows.runs.lifecycle.StartRefused`.
     """
     catalog = catalog or Catalog.load()
     compiled = compile_definition(name, catalog=catalog, version=version)
     # the sources recorded with the run: `ergon run NAME --run-id` below compiles against the same definitions
-    run = create(compiled, inputs, catalog=catalog, trigger=trigger, started_by=started_by, version=version)
+    run = create(compiled, inputs, catalog=catalog, trigger=trigger, started_by=started_by, version=version,
+                 supervised=supervised, message=message)
     inputs_file = logs_dir() / f"run-{run.id}.inputs.json"
     inputs_file.write_text(json.dumps(inputs), encoding="utf-8")
     child = spawn_ergon(["run", name, "--run-id", run.id, "--input-file", str(inputs_file),
                          *(["--version", str(version)] if version is not None else [])],
-                        log_name=f"run-{run.id}.log", user=started_by, env=env)
+                        log_name=f"run-{run.id}.log", env=env)
     run_store.update_run(run.id, pid=child)  # the child owns it now: this process may exit at once
     return run.id
 
@@ -57,21 +67,30 @@ def replay(run: Run, user: str) -> str:
     except DefinitionNotFound as exc:
         raise StartRefused([Diagnostic("invalid-input", exc.args[0], run.definition_name, 1, 1)]) from exc
     return start_detached(run.definition_name, dict(run.inputs or {}), started_by=user, trigger="replay",
-                          version=run.definition_version, catalog=catalog)
+                          version=run.definition_version, catalog=catalog, supervised=run.run_type == "supervised")
 
 
 def resume_detached(run: Run, user: str) -> None:
     """Run ``ergon runs resume`` for a failed or crashed run in the background (its output goes to
     ``ERGON_HOME/logs/run-<id>.resume.log``); raises :class:`~flows.runs.lifecycle.ResumeRefused`."""
     resumable(run)
-    spawn_ergon(["runs", "resume", run.id], log_name=f"run-{run.id}.resume.log", user=user)
+    spawn_ergon(["runs", "resume", run.id], log_name=f"run-{run.id}.resume.log",
+                header=f"resume of run {run.id} asked by {user}")
 
 
-def spawn_ergon(args: list[str], *, log_name: str, user: str, env: dict[str, str] | None = None) -> int:
-    """Run ``ergon ARGS`` in the background, in its own session, acting as ``user``; its output
-    goes to ``ERGON_HOME/logs/<log_name>``. Returns the child's pid."""
-    child_env = {**os.environ, **(env or {}), "ERGON_USER": user}
+#: Identity variables a detached child never inherits (see the module docstring).
+_IDENTITY_ENV = ("ERGON_USER", "ERGON_TOKEN")
+
+
+def spawn_ergon(args: list[str], *, log_name: str, env: dict[str, str] | None = None, header: str | None = None) -> int:
+    """Run ``ergon ARGS`` in the background, in its own session, acting as nobody (the run it is
+    given names its starter); its output goes to ``ERGON_HOME/logs/<log_name>``, after
+    ``header`` when given. Returns the child's pid."""
+    child_env = {k: v for k, v in {**os.environ, **(env or {})}.items() if k not in _IDENTITY_ENV}
     with open(logs_dir() / log_name, "ab") as log:
+        if header:
+            log.write(f"{header}\n".encode())
+            log.flush()
         return subprocess.Popen(
             [sys.executable, "-m", "flows.cli", *args],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=child_env,

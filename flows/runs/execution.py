@@ -33,6 +33,7 @@ from flows.runs.recorder import StoreRecorder
 from flows.runs.request import RunRequest
 from flows.runtime.effects import Pauses, RunResult, Services
 from flows.runtime.engine import Engine, Executor
+from flows.runtime.supervision import Supervisor
 from flows.runtime.errors import ErrorKind, NodeFailed
 from flows.settings import max_subprocess_depth
 from flows.store import definitions as definition_store
@@ -91,7 +92,8 @@ async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest,
     else:
         context = recorder.context
 
-    async def run_child(child: Plan, child_inputs: dict[str, Any], parent_visit_id: str | None) -> RunResult:
+    async def run_child(child: Plan, child_inputs: dict[str, Any], parent_visit_id: str | None,
+                        run_type: str | None = None) -> RunResult:
         if request.depth + 1 > max_subprocess_depth():
             raise NodeFailed(f"sub-process `{child.name}` would nest {request.depth + 1} levels deep, more than the "
                              f"{max_subprocess_depth()} allowed (ERGON_MAX_SUBPROCESS_DEPTH): does it run its caller?",
@@ -99,7 +101,8 @@ async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest,
         accepted = set(child.input_schema.get("properties", {}))
         child_request = RunRequest(trigger="subprocess", started_by=request.started_by, parent_run_id=recorder.run_id,
                                    parent_visit_id=parent_visit_id, depth=request.depth + 1, overrides=child_inputs,
-                                   content_hash=definition_store.snapshot_definition({"plan": child.to_json()}), catalog=catalog)
+                                   content_hash=definition_store.snapshot_definition({"plan": child.to_json()}), catalog=catalog,
+                                   run_type=run_type)
         state = await backend.run_subflow(child, {k: v for k, v in child_inputs.items() if k in accepted}, child_request)
         return StoreRecorder.child_result(recorder.run_id, parent_visit_id, state)
 
@@ -110,8 +113,9 @@ async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest,
                                       started_by=request.started_by, process_name=plan.name,
                                       process_description=plan.description, run_budget=plan.budget,
                                       context_schema=plan.context_schema,
-                                      listener=request.listener, pauses=backend.pauses, run_state=recorder),
-                    listener=request.listener)
+                                      listener=request.listener, pauses=backend.pauses, run_state=recorder,
+                                      run_workstream=getattr(backend, "run_workstream", None)),
+                    listener=request.listener, supervisor=_supervisor(plan, request, recorder, catalog))
     heartbeat = asyncio.ensure_future(_heartbeat(recorder))
     reuse_token = REUSE_LOOKUP.set(not recorder.fresh)  # resumed: model answers of unfinished visits are reused
     try:
@@ -137,6 +141,24 @@ async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest,
              context=outcome.context, catalog=catalog)
     return RunResult(recorder.run_id, outcome.status, outcome.outcome, outcome.context, outcome.error,
                      outcome.error_kind)
+
+
+def _supervisor(plan: Plan, request: RunRequest, recorder: StoreRecorder, catalog: Any) -> Supervisor | None:
+    """The supervisor of a supervised run (:mod:`flows.runtime.llm_supervisor`), else None."""
+    if recorder.run_type != "supervised":
+        return None
+    from flows.runtime.llm_supervisor import LlmSupervisor
+    from flows.runtime.supervision import policy
+    from flows.store import run_events
+
+    def inbox() -> list[tuple[str | None, str]]:
+        return [(m.actor, str((m.args or {}).get("text", ""))) for m in run_events.take_messages(recorder.run_id)]
+
+    # the definition's `metadata.supervisor.model`, else ERGON_MODEL, else the offline model (as
+    # every model call): it travels with the run's snapshot, so a resumed run asks the same model
+    model = policy(plan, None).get("model") or None
+    return LlmSupervisor(run_id=recorder.run_id, process_name=plan.name, description=plan.description, model=model,
+                         environments=catalog.environments(), inbox=inbox)
 
 
 async def _heartbeat(recorder: StoreRecorder, every: float = HEARTBEAT_SECONDS) -> None:

@@ -30,11 +30,11 @@ from typing import Any, cast
 from compiler import CompileError, Diagnostic
 from flows.catalog import Catalog, Compiled, DefinitionNotFound
 from flows.errors import DefinitionError, RunError
+from flows.identity import own_name
 from flows.runs.inputs import validate_inputs
 from flows.runs.request import RunRequest
 from flows.runtime.effects import Listener, RunResult, no_listener
 from flows.runtime.errors import ErrorKind
-from flows.settings import current_user
 from flows.store import definitions as definition_store
 from flows.store import runs as run_store
 from flows.store.errors import InvalidTransition
@@ -103,13 +103,27 @@ def compile_definition(name: str, *, catalog: Catalog | None = None, version: in
 
 def create(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog | None = None,
            trigger: RunTrigger = "manual", started_by: str | None = None, version: int | None = None,
-           source: str = "inputs") -> Run:
+           source: str = "inputs", supervised: bool = False, message: str | None = None) -> Run:
     """Validate ``inputs`` against the definition and record a pending run of it, with the folders
     ``catalog`` was loaded from (what resume and replay rebuild it from, :mod:`flows.runs.sources`).
 
+    ``supervised`` (or the definition's ``run_type: supervised``) gives the run a supervisor;
+    ``message`` is posted to it for its first turn (the seed's ``config.user_message``).
+
     Raises :class:`StartRefused` (nothing recorded) when the inputs do not fit; ``source`` names
-    where they came from in the diagnostics (``--input``, a file, ``inputs``)."""
-    problems = validate_inputs(compiled.plan, inputs, source=source)
+    where they came from in the diagnostics (``--input``, a file, ``inputs``). ``started_by`` is
+    the identity the caller resolved (the CLI's :mod:`flows.identity`, the dashboard's sign-in, a
+    trigger's ``as_user``); without one, the OS user acting as themselves
+    (:func:`flows.identity.own_name`) — never a name from the environment."""
+    plan = compiled.plan
+    run_type = "supervised" if supervised or plan.run_type == "supervised" else "programmatic"
+    if run_type == "supervised" and plan.control != "state_machine":
+        raise StartRefused([Diagnostic("invalid-input", f"`{plan.name}` is a {plan.kind}: only processes run "
+                                       "supervised (a supervisor steers a state machine's steps)", plan.name, 1, 1)])
+    if message is not None and run_type != "supervised":
+        raise StartRefused([Diagnostic("invalid-input", "a message goes to a run's supervisor: start the run "
+                                       "supervised (--supervised) to send one", plan.name, 1, 1)])
+    problems = validate_inputs(plan, inputs, source=source)
     if problems:
         raise StartRefused(problems)
     content_hash = definition_store.snapshot_definition(compiled.content)
@@ -118,16 +132,21 @@ def create(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog | Non
 
         version = version_of_content(compiled.plan.name, content_hash)
     # this process owns the run until one starts it (start_detached hands it to its child)
-    return run_store.create_run(compiled.plan.name, content_hash=content_hash, inputs=inputs, trigger=trigger,
-                                started_by=started_by or current_user(), definition_version=version,
-                                catalog_sources=catalog.sources if catalog is not None else None,
-                                pid=os.getpid(), host=socket.gethostname())
+    run = run_store.create_run(compiled.plan.name, content_hash=content_hash, inputs=inputs, trigger=trigger,
+                               started_by=started_by or own_name(), definition_version=version,
+                               catalog_sources=catalog.sources if catalog is not None else None,
+                               pid=os.getpid(), host=socket.gethostname(), run_type=run_type)
+    if message:
+        from flows.runs.supervision import post_message
+
+        post_message(run, message, actor=run.started_by)
+    return run
 
 
 def start(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog, run_id: str | None = None,
           trigger: RunTrigger = "manual", started_by: str | None = None, listener: Listener = no_listener,
           record: str | None = None, replay: str | None = None, version: int | None = None,
-          source: str = "inputs") -> RunResult:
+          source: str = "inputs", supervised: bool = False, message: str | None = None) -> RunResult:
     """Execute a run of ``compiled`` in this process, blocking until it ends (or its process must stop).
 
     Without ``run_id`` the run is created first (inputs validated); with it, the pending (or
@@ -141,7 +160,7 @@ def start(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog, run_i
 
     if run_id is None:
         run = create(compiled, inputs, catalog=catalog, trigger=trigger, started_by=started_by, version=version,
-                     source=source)
+                     source=source, supervised=supervised, message=message)
     else:
         run = run_store.require_run(run_id)
         if version is not None and run.definition_version != version:

@@ -22,6 +22,8 @@ from flows.runs.request import RunRequest
 from flows.runtime.effects import TASK_RUN_ID, RunResult
 from flows.runtime.engine import VisitRecord
 from flows.runtime.errors import ErrorKind
+from flows.runtime.supervision import ProcessEvent, Verdict
+from flows.store import run_events
 from flows.store import runs as run_store
 from flows.store import tasks as task_store
 from flows.store import visits as visit_store
@@ -32,9 +34,12 @@ from flows.store.models import RunStatus, VisitStatus
 class StoreRecorder:
     """Visits, checkpoints and the run's lifecycle in the store."""
 
-    def __init__(self, run_id: str, *, fresh: bool, context: dict[str, Any], past: Sequence[Any] = ()):
+    def __init__(self, run_id: str, *, fresh: bool, context: dict[str, Any], past: Sequence[Any] = (),
+                 run_type: str = "programmatic"):
         self.run_id = run_id
         self.fresh = fresh
+        #: programmatic | supervised (:mod:`flows.runtime.supervision`)
+        self.run_type = run_type
         self.context = context
         self._past = [VisitRecord(v.id, v.node_id, v.status, v.next_node, v.item_key, v.parent_visit_id, v.output)
                       for v in past]
@@ -59,6 +64,7 @@ class StoreRecorder:
                 trigger=request.trigger, started_by=request.started_by, parent_run_id=request.parent_run_id,
                 parent_visit_id=request.parent_visit_id, prefect_flow_run_id=prefect_flow_run_id,
                 run_id=request.run_id, catalog_sources=catalog_sources,
+                run_type=request.run_type or plan.run_type,
             )
         elif prefect_flow_run_id and run.prefect_flow_run_id != prefect_flow_run_id:
             run_store.update_run(run.id, prefect_flow_run_id=prefect_flow_run_id)
@@ -67,7 +73,7 @@ class StoreRecorder:
             run_store.set_run_status(run.id, "running", pid=pid, host=host)
         else:
             run_store.update_run(run.id, pid=pid, host=host)
-        return cls(run.id, fresh=not past, context=dict(run.context or {}), past=past)
+        return cls(run.id, fresh=not past, context=dict(run.context or {}), past=past, run_type=run.run_type)
 
     def set_context(self, context: dict[str, Any]) -> None:
         self.context = context
@@ -137,9 +143,19 @@ class StoreRecorder:
         if new_context is not None:
             self.context = new_context
 
-    def skip_visit(self, *, node: PlanNode, reason: str, status: str = "skipped") -> None:
+    def skip_visit(self, *, node: PlanNode, reason: str, status: str = "skipped", next_node: str | None = None) -> None:
         visit_id = self.start_visit(node=node, attempt=1, input=None)
-        self.finish_visit(visit_id, status=status, error=reason)
+        self.finish_visit(visit_id, status=status, error=reason, next_node=next_node)
+
+    # ------------------------------------------------------------------ supervised runs
+    def reroute(self, visit_id: str, target: str | None) -> None:
+        visit_store.set_next_node(visit_id, target)
+
+    def record_verdict(self, event: ProcessEvent, verdict: Verdict) -> None:
+        command = verdict.command
+        run_events.add_event(self.run_id, "command", command.name, actor="supervisor", node_id=event.node_id,
+                             args={"event": event.kind, "args": command.args},
+                             outcome="accepted" if verdict.accepted else "refused", reason=verdict.reason)
 
     def past_visits(self) -> list[VisitRecord]:
         """The visits as they were when the run (re)started: what resume decisions need."""

@@ -38,3 +38,5 @@ class RunRequest:
     inputs_checked: bool = False
     #: the slug of the Prefect schedule that created the flow run (scheduled runs only)
     schedule_slug: str | None = None
+    #: ``supervised``: a supervisor watches the run (None: as the run record or the definition says)
+    run_type: str | None = None

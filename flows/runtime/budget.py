@@ -3,7 +3,8 @@
 A budget is a ceiling on what has been *spent*, read from the store (every recorded LLM call adds
 its tokens and cost to the run's totals and is tied to its visit). Before a call, a node or run
 already at its ceiling stops; after a call, one that went over it fails the node, which writes
-nothing. The run's own totals include its retries and repairs, since those cost money too.
+nothing. The run's own totals include its retries and repairs, since those cost money too, and
+a node's include the calls of the workstreams its agent launched (delegating does not lift a limit).
 """
 
 from __future__ import annotations
@@ -48,9 +49,13 @@ def check(*, run_id: str | None, visit_id: str | None, node_id: str, node_budget
         if reason:
             raise BudgetExhausted(f"run budget exhausted before/at node `{node_id}`: {reason}")
     if node_limits and visit_id:
+        from flows.store import workstreams as workstream_store
+
         calls = visit_store.llm_calls_for_run(run_id, visit_id=visit_id)
-        tokens = sum((c.tokens_in or 0) + (c.tokens_out or 0) for c in calls)
-        cost = sum(c.cost_usd or 0.0 for c in calls)
+        # what the node's agent delegated (its workstreams) is spent by the node too
+        tokens, cost = workstream_store.spend([visit_id])
+        tokens += sum((c.tokens_in or 0) + (c.tokens_out or 0) for c in calls)
+        cost += sum(c.cost_usd or 0.0 for c in calls)
         reason = _over(node_limits, tokens, cost)
         if reason:
             raise BudgetExhausted(f"node `{node_id}` budget exhausted: {reason}")

@@ -85,6 +85,13 @@ class AnswerWait:
     seconds: int
     title: str
     mode: WaitMode = "pause"
+    #: the form asks the approver's personal token (the task names an assignee or four-eyes);
+    #: the answer then carries the token's SHA-256 under :data:`PROOF_KEY`, never the token
+    proof: bool = False
+
+
+#: Where an answer from the orchestrator's own form carries the SHA-256 of the approver's token.
+PROOF_KEY = "__approver_token_sha256__"
 
 
 class Pauses(Protocol):
@@ -99,6 +106,11 @@ class Pauses(Protocol):
 
     async def wait_for_answer(self, wait: AnswerWait) -> dict[str, Any] | None:
         """The answer, or None when ``wait.seconds`` passed without one."""
+        ...
+
+    async def release(self) -> None:
+        """The run stopped waiting without an answer and goes on (an operator advanced it): its
+        own flow run runs again."""
         ...
 
 
@@ -120,8 +132,8 @@ class RunState(Protocol):
 class Services:
     """What bodies may call outside themselves (built for each run by :mod:`flows.runs.execution`)."""
 
-    #: run a child Plan as a sub-run: (plan, inputs, parent visit id) → RunResult
-    run_child: Callable[[Plan, dict[str, Any], str | None], Awaitable[RunResult]]
+    #: run a child Plan as a sub-run: (plan, inputs, parent visit id, run type) → RunResult
+    run_child: Callable[[Plan, dict[str, Any], str | None, str | None], Awaitable[RunResult]]
     #: find a Plan by definition name and optional pinned version
     resolve_plan: Callable[[str, int | None], Plan]
     #: find an interaction definition by name
@@ -144,3 +156,9 @@ class Services:
     pauses: Pauses | None = None
     #: the run's status while it waits
     run_state: RunState | None = None
+    #: a supervised run: tell its supervisor a person is now asked (node id, task detail)
+    human_task_waiting: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None
+    #: how an agent's workstream (a delegated sub-agent) gets an orchestrator run of its own:
+    #: ``run_workstream(name, launch_id, body)`` awaits ``body(flow_run_id)`` in it
+    #: (:mod:`flows.runtime.workstreams`); None: the child runs as a bare asyncio task
+    run_workstream: Callable[..., Awaitable[Any]] | None = None

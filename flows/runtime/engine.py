@@ -16,6 +16,9 @@ visit, and where to go next. Completed visits (and completed foreach items) are 
 ``foreach`` and ``branch`` are recorded as one parent visit whose children (one per item/branch)
 are visits of their own, each its own Prefect task run (``node[item_id]``).
 
+A *supervised* run (:mod:`flows.runtime.supervision`) has a supervisor that hears each step of
+the state machine and may steer it through checked commands; without one, nothing below changes.
+
 The engine does not know Prefect: an :class:`Executor` runs each visit (the Prefect adapter makes
 it a Prefect task run with the node's retry policy, :mod:`flows.prefect.executor`) and a
 :class:`Recorder` writes the store (:mod:`flows.runs.recorder`).
@@ -38,9 +41,10 @@ from compiler.templates import render
 from flows.runtime.bodies import leaf_effect
 from flows.runtime.context import apply_update, get_path
 from flows.runtime.effects import Effect, Listener, Services, no_listener
-from flows.runtime.errors import ErrorKind, NodeFailed, RunCancelled, error_kind
+from flows.runtime.errors import Advanced, ErrorKind, NodeFailed, NoTransition, RunCancelled, error_kind
 from flows.runtime.parallel import mark_parallel
 from flows.runtime.routing import ask_user_exit, next_node, run_artifact_keys
+from flows.runtime.supervision import MAX_ROUNDS, Command, ProcessEvent, Supervisor, Verdict, check, exits_of
 from flows.secrets.redaction import redact
 
 MAX_FOREACH_ITEMS = 1000
@@ -84,11 +88,22 @@ class Recorder(Protocol):
         """Take up again a visit of :meth:`past_visits` that did not finish (a fan-out's parent)."""
         ...
 
-    def skip_visit(self, *, node: PlanNode, reason: str, status: str = "skipped") -> None: ...
+    def skip_visit(self, *, node: PlanNode, reason: str, status: str = "skipped", next_node: str | None = None) -> None: ...
 
     def past_visits(self) -> list[VisitRecord]: ...
 
     def cancel_requested(self) -> bool: ...
+
+    # supervised runs only
+    def set_context(self, context: dict[str, Any]) -> None: ...
+
+    def reroute(self, visit_id: str, target: str | None) -> None:
+        """Record that a completed visit now goes to ``target`` (a supervisor's transition)."""
+        ...
+
+    def record_verdict(self, event: ProcessEvent, verdict: Verdict) -> None:
+        """Add a supervisor's command and what became of it to the run's trail."""
+        ...
 
 
 class Executor(Protocol):
@@ -117,10 +132,22 @@ class Engine:
     executor: Executor
     services: Services
     listener: Listener = no_listener
+    #: the supervisor of a supervised run (None: programmatic)
+    supervisor: Supervisor | None = None
 
     def __post_init__(self) -> None:
         #: effects of visits now asking a person to pick a `trigger: user` exit, by visit id
         self._held: dict[str, Effect] = {}
+        #: supervised: nodes whose visit completed but no transition matched (node id → error)
+        self._unrouted: dict[str, str] = {}
+        #: the last visit checkpointed (a supervisor's transition re-routes it)
+        self._last_visit: str | None = None
+        #: nodes with a completed visit in this process (with past_visits: what retry_node may re-enter)
+        self._visited: set[str] = set()
+        #: one conversation: events of visits running at once (a foreach of tasks) take turns
+        self._supervising = asyncio.Lock()
+        if self.supervisor is not None:
+            self.services = replace(self.services, human_task_waiting=self._human_task_waiting)
         self._exits: dict[str, list[PlanEdge]] = {}
         for edge in self.plan.edges:
             self._exits.setdefault(edge.source, []).append(edge)
@@ -143,30 +170,170 @@ class Engine:
             raise RunCancelled("cancelled by request")
 
     # ------------------------------------------------------------------ state machine
-    def _resume_point(self) -> str:
-        """Where a (re)started run continues: after the last completed top-level visit."""
+    def _resume_point(self) -> tuple[str, str | None]:
+        """Where a (re)started run continues: after the last completed top-level visit; and, for
+        a supervised run whose last visit completed with nowhere to go, why it could not route."""
         top = [v for v in self.recorder.past_visits() if v.parent_visit_id is None]
         for visit in reversed(top):
+            if visit.status in ("completed", "skipped") and visit.next_node:
+                return visit.next_node, None
             if visit.status == "completed":
-                return visit.next_node or visit.node_id
+                node = self.plan.nodes[visit.node_id]
+                if self.supervisor is not None and node.type != "final":
+                    return visit.node_id, "no transition matched (before the run was resumed)"
+                return visit.node_id, None
             if visit.status in ("failed", "running", "cancelled", "paused"):
-                return visit.node_id  # redo the node that did not finish
-        return self.plan.initial  # type: ignore[return-value]
+                return visit.node_id, None  # redo the node that did not finish
+        return self.plan.initial, None  # type: ignore[return-value]
 
     async def _run_state_machine(self) -> Outcome:
-        node_id = self._resume_point()
+        node_id, unrouted = self._resume_point()
+        if self.supervisor is not None:
+            resumed = bool(self.recorder.past_visits())
+            await self._supervise(ProcessEvent("run_started", None if not resumed else node_id,
+                                               detail={"resumed": resumed, "next": node_id}))
         while True:
             self._check_cancel()
             node = self.plan.nodes[node_id]
+            if unrouted is not None:
+                node_id, unrouted = await self._when_unrouted(node, unrouted)
+                continue
             if node.type == "final":
                 self._final_visit(node)
                 return Outcome("completed", node.id, self.context)
+            if self.supervisor is not None:
+                step = await self._supervise(self._event("node_entered", node))
+                if step.name == "skip_node":
+                    node_id, unrouted = self._skip(node, "skipped by the supervisor")
+                    continue
             try:
-                node_id = await self._visit(node)  # type: ignore[assignment]
-            except (NodeFailed, RunCancelled):
+                target = await self._visit(node)
+            except NodeFailed as exc:
+                if self.supervisor is None:
+                    raise
+                node_id, unrouted = await self._when_failed(node, exc)
+                continue
+            except RunCancelled:
                 raise
             except Exception as exc:  # a tool's own error, after its retries
-                raise NodeFailed(f"node `{node.id}` failed: {_error_text(exc)}") from exc
+                failed = NodeFailed(f"node `{node.id}` failed: {_error_text(exc)}")
+                if self.supervisor is None:
+                    raise failed from exc
+                node_id, unrouted = await self._when_failed(node, failed)
+                continue
+            if node.id in self._unrouted:
+                unrouted = self._unrouted.pop(node.id)
+                continue
+            if self.supervisor is not None:
+                target = await self._when_completed(node, target)
+            node_id = target  # type: ignore[assignment]
+
+    # ------------------------------------------------------------------ supervised runs
+    def _event(self, kind: str, node: PlanNode, **detail: Any) -> ProcessEvent:
+        return ProcessEvent(kind, node.id, exits_of(self._exits.get(node.id, [])), detail)  # type: ignore[arg-type]
+
+    def _history(self) -> list[dict[str, Any]]:
+        return [{"node": v.node_id, "status": v.status, "next": v.next_node}
+                for v in self.recorder.past_visits() if v.parent_visit_id is None][-10:]
+
+    async def _supervise(self, event: ProcessEvent) -> Command:
+        """Ask the supervisor about ``event`` until it gives a command that passes (or
+        :data:`MAX_ROUNDS` turns went by); ``set_context`` commands apply as they come."""
+        assert self.supervisor is not None
+        async with self._supervising:
+            return await self._supervise_turns(event)
+
+    async def _supervise_turns(self, event: ProcessEvent) -> Command:
+        assert self.supervisor is not None
+        visited = {v.node_id for v in self.recorder.past_visits()} | set(self._visited)
+        for _ in range(MAX_ROUNDS):
+            commands = await self.supervisor.decide(event, self.context, self._history())
+            verdicts: list[Verdict] = []
+            decision: Command | None = None
+            for command in commands:
+                if decision is not None:
+                    reason: str | None = f"one decision per step: `{decision.name}` was taken"
+                else:
+                    reason = check(command, event, plan=self.plan, context=self.context, visited=visited)
+                verdict = Verdict(command, reason is None, reason)
+                verdicts.append(verdict)
+                self.recorder.record_verdict(event, verdict)
+                if reason is not None:
+                    continue
+                if command.name == "set_context":
+                    self._supervisor_context(command.args["updates"])
+                else:
+                    decision = command
+            self.supervisor.told(verdicts)
+            if decision is not None:
+                if decision.name == "fail_process":
+                    raise NodeFailed(f"failed by the supervisor: {decision.args['reason']}")
+                return decision
+            if all(v.accepted for v in verdicts):
+                break  # nothing refused: the supervisor lets the run go on
+        return Command("continue_process")
+
+    async def _human_task_waiting(self, node_id: str, detail: dict[str, Any]) -> None:
+        """Told only: the person's answer decides (every command but continue_process is refused)."""
+        await self._supervise(ProcessEvent("human_task_waiting", node_id,
+                                           exits_of(self._exits.get(node_id, [])), detail))
+
+    def _supervisor_context(self, updates: dict[str, Any]) -> None:
+        new = apply_update(self.context, updates, writes=list(updates), schema=self.plan.context_schema,
+                           node_id="set_context")
+        self.recorder.set_context(new)
+        self.context = new
+
+    def _skip(self, node: PlanNode, reason: str) -> tuple[str, str | None]:
+        """Record ``node`` skipped and route on from it over the context as it is."""
+        try:
+            target = next_node(node, self._exits.get(node.id, []), self.context, None,
+                               run_artifact_keys(self.services.run_id))
+        except NoTransition as exc:
+            self.recorder.skip_visit(node=node, reason=reason)
+            return node.id, str(exc)
+        self.recorder.skip_visit(node=node, reason=reason, next_node=target)
+        self.listener("skipped", node.id, {"next": target})
+        return target, None  # type: ignore[return-value]
+
+    async def _when_completed(self, node: PlanNode, target: str | None) -> str | None:
+        step = await self._supervise(self._event("node_completed", node, next=target))
+        if step.name == "transition_to":
+            if self._last_visit is not None:
+                self.recorder.reroute(self._last_visit, step.args["node"])
+            return str(step.args["node"])
+        if step.name == "retry_node":
+            return str(step.args.get("node") or node.id)
+        return target
+
+    async def _when_unrouted(self, node: PlanNode, error: str) -> tuple[str, str | None]:
+        """A supervised run's node completed and no transition matched: ask the supervisor."""
+        step = await self._supervise(self._event("no_transition", node, error=error))
+        if step.name == "transition_to":
+            if self._last_visit is not None:
+                self.recorder.reroute(self._last_visit, step.args["node"])
+            return str(step.args["node"]), None
+        if step.name == "retry_node":
+            return str(step.args.get("node") or node.id), None
+        try:  # the supervisor may have repaired the context: route again over it
+            target = next_node(node, self._exits.get(node.id, []), self.context, None,
+                               run_artifact_keys(self.services.run_id))
+        except NoTransition:
+            raise NodeFailed(error, kind="definition") from None
+        if self._last_visit is not None:
+            self.recorder.reroute(self._last_visit, target)
+        return target, None  # type: ignore[return-value]
+
+    async def _when_failed(self, node: PlanNode, exc: NodeFailed) -> tuple[str, str | None]:
+        """A supervised run's node failed (after its retries): ask the supervisor before failing."""
+        step = await self._supervise(self._event("node_failed", node, error=str(exc), error_kind=error_kind(exc)))
+        if step.name == "retry_node":
+            return str(step.args.get("node") or node.id), None
+        if step.name == "transition_to":
+            return str(step.args["node"]), None
+        if step.name == "skip_node":
+            return self._skip(node, "skipped by the supervisor after it failed")
+        raise exc
 
     def _final_visit(self, node: PlanNode) -> None:
         past = self.recorder.past_visits()
@@ -190,10 +357,13 @@ class Engine:
         vid = self.recorder.start_visit(node=node, attempt=attempt, input=None)
         self.listener("started", node.id, {"attempt": attempt})
         try:
-            effect = self._held_effect(node)
-            if effect is None:
-                effect = await leaf_effect(node, self.context, self.services, vid)
-            effect = await self._user_choice(node, vid, effect)
+            try:
+                effect = self._held_effect(node)
+                if effect is None:
+                    effect = await leaf_effect(node, self.context, self.services, vid)
+                effect = await self._user_choice(node, vid, effect)
+            except Advanced as advanced:  # an admin advanced the run past the person it asked
+                effect = Effect(output={"advanced": advanced.target, "note": str(advanced)}, route_to=advanced.target)
             return self._complete(node, vid, effect, started)
         except BaseException as exc:
             self._fail(node, vid, exc)
@@ -240,14 +410,23 @@ class Engine:
         if effect.route_to is not None:
             target = effect.route_to
         elif self.plan.control == "state_machine":
-            target = next_node(node, self._exits.get(node.id, []), new, effect.output,
-                               run_artifact_keys(self.services.run_id))
+            try:
+                target = next_node(node, self._exits.get(node.id, []), new, effect.output,
+                                   run_artifact_keys(self.services.run_id))
+            except NoTransition as exc:
+                if self.supervisor is None:
+                    raise
+                # supervised: the visit's work stands; where it goes is asked of the supervisor
+                self._unrouted[node.id] = str(exc)
+                target = None
         else:
             target = None
         self.recorder.finish_visit(vid, status="completed", output=_jsonable(effect.output), next_node=target,
                                    old_context=old, new_context=new, child_run_id=effect.child_run_id,
                                    input=_jsonable(effect.input))
         self.context = new
+        self._last_visit = vid
+        self._visited.add(node.id)
         self.listener("completed", node.id, {"ms": round((time.perf_counter() - started) * 1000, 1), "next": target})
         return target
 

@@ -70,6 +70,15 @@ class NoTransition(NodeFailed):
     kind: ErrorKind | None = "definition"
 
 
+class Advanced(RunError):
+    """An admin advanced a run while it waited for a person (:func:`flows.runs.controls.advance`):
+    the task was withdrawn and the visit goes to ``target`` instead of taking an answer."""
+
+    def __init__(self, target: str, note: str) -> None:
+        super().__init__(note)
+        self.target = target
+
+
 class RunCancelled(RunError):
     """The run was cancelled (checked between nodes)."""
 

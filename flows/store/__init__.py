@@ -7,6 +7,7 @@ This is the only package that imports sqlmodel or sqlalchemy. Callers use one mo
 * :mod:`~flows.store.definitions`: definitions, their drafts, published versions, content snapshots
 * :mod:`~flows.store.runs`: runs, their status machine, totals, listing (whole or light rows), crashes
 * :mod:`~flows.store.visits`: node visits, LLM calls and tool calls
+* :mod:`~flows.store.workstreams`: the sub-agents an agent visit delegates to
 * :mod:`~flows.store.artifacts`: artifacts and the dashboard's artifact listings
 * :mod:`~flows.store.tasks`: human tasks and their audit events
 * :mod:`~flows.store.people`: users, groups, memberships
@@ -17,6 +18,6 @@ This is the only package that imports sqlmodel or sqlalchemy. Callers use one mo
 
 Callers import them under one alias each: ``from flows.store import runs as run_store`` (likewise
 ``definition_store``, ``visit_store``, ``artifact_store``, ``task_store``, ``people_store``,
-``secret_store``, ``trigger_store``, ``export_store``); the errors by name. :mod:`flows.store.diff`
+``secret_store``, ``trigger_store``, ``export_store``, ``workstream_store``); the errors by name. :mod:`flows.store.diff`
 holds the pure context-diff helpers; ``flows.store._common`` the helpers the entity modules share.
 """

@@ -12,6 +12,7 @@ from flows.store import definitions as definition_store
 from flows.store import runs as run_store
 from flows.store import tasks as task_store
 from flows.store import visits as visit_store
+from flows.store import workstreams as workstream_store
 from flows.store._common import dump
 
 EXPORT_FORMAT = "ergon.run/1"
@@ -19,7 +20,8 @@ EXPORT_FORMAT = "ergon.run/1"
 
 def export_run(run_id: str) -> dict:
     """Everything about one run as a JSON-able dict: the run, the definition snapshot it ran,
-    visits, artifacts, LLM calls, tool calls, and human tasks with their audit events."""
+    visits, artifacts, LLM calls, tool calls (a workstream's carry its id), workstreams, and human
+    tasks with their audit events."""
     run = run_store.require_run(run_id)
     task_rows = []
     for task in task_store.tasks_for_run(run_id):
@@ -32,6 +34,7 @@ def export_run(run_id: str) -> dict:
         "artifacts": [dump(a) for a in artifact_store.artifacts_for_run(run_id)],
         "llm_calls": [dump(c) for c in visit_store.llm_calls_for_run(run_id)],
         "tool_calls": [dump(c) for c in visit_store.tool_calls_for_run(run_id)],
+        "workstreams": [dump(w) for w in workstream_store.for_run(run_id)],
         "tasks": task_rows,
         "children": [c.id for c in run_store.child_runs(run_id)],
     }

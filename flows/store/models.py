@@ -39,6 +39,8 @@ ArtifactType = Literal["markdown", "table", "json", "chart", "file"]
 TaskStatus = Literal["pending", "in_progress", "completed", "cancelled", "expired"]
 TaskChannel = Literal["cli", "dashboard", "prefect", "api"]
 TaskAction = Literal["created", "claimed", "answered", "refused", "expired", "cancelled"]
+WorkstreamStatus = Literal["running", "canceling", "completed", "failed", "timeout", "canceled"]
+WorkstreamPhase = Literal["planning", "executing_tool", "synthesizing", "blocked", "done"]
 
 RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
 #: a run in one of these has ended: nothing will change it any more
@@ -51,6 +53,10 @@ TASK_STATUSES: tuple[TaskStatus, ...] = get_args(TaskStatus)
 TASK_OPEN: tuple[TaskStatus, ...] = ("pending", "in_progress")
 TASK_CHANNELS: tuple[TaskChannel, ...] = get_args(TaskChannel)
 TASK_ACTIONS: tuple[TaskAction, ...] = get_args(TaskAction)
+WORKSTREAM_STATUSES: tuple[WorkstreamStatus, ...] = get_args(WorkstreamStatus)
+#: a workstream in one of these has ended
+WORKSTREAM_ENDED: tuple[WorkstreamStatus, ...] = ("completed", "failed", "timeout", "canceled")
+WORKSTREAM_PHASES: tuple[WorkstreamPhase, ...] = get_args(WorkstreamPhase)
 
 
 def new_id() -> str:
@@ -163,6 +169,8 @@ class Run(SQLModel, table=True):
     heartbeat_at: datetime | None = None
     pid: int | None = None
     host: str | None = None
+    # programmatic | supervised (an LLM supervisor watches the run, flows.runtime.supervision)
+    run_type: str = "programmatic"
 
 
 class NodeVisit(SQLModel, table=True):
@@ -230,6 +238,9 @@ class LlmCall(SQLModel, table=True):
     cassette_key: str | None = Field(default=None, index=True)
     offline: bool = False
     error: str | None = None
+    # a call made by a workstream (a delegated sub-agent) of the visit's agent; such calls have
+    # no visit_id of their own (see Workstream)
+    workstream_id: str | None = Field(default=None, index=True)
     created_at: datetime = _created()
 
 
@@ -247,7 +258,52 @@ class ToolCall(SQLModel, table=True):
     status: str = "completed"
     latency_ms: int | None = None
     error: str | None = None
+    workstream_id: str | None = Field(default=None, index=True)  # as on llm_calls
     created_at: datetime = _created()
+
+
+class Workstream(SQLModel, table=True):
+    """A sub-agent an agent visit delegated a task to (``launch_workstream``), run beside it.
+
+    Each launch is one row, linked to the parent visit; the child's model and tool calls carry its
+    id (``workstream_id``) and no visit id. ``launch_id`` is what the parent agent is told and
+    is derived from the run, node, item, attempt and the agent's ``key`` for it, so the visit a
+    resume redoes gets the same ids: a child that ended before the crash is *adopted* by the new
+    visit (re-parented, its result kept), one that was still running is launched again as a new
+    row (``relaunch_of`` the lost one, which ends ``failed`` with ``end_reason`` ``crash``).
+    """
+
+    __tablename__ = "workstreams"
+
+    id: str = _id()
+    launch_id: str = Field(index=True)
+    run_id: str = Field(foreign_key="runs.id", index=True)
+    parent_visit_id: str = Field(foreign_key="node_visits.id", index=True)
+    node_id: str
+    key: str  # the `id` the parent gave it
+    name: str
+    instruction: str = Field(sa_type=sa.Text)
+    allowed_tools: Any = _json()
+    context: Any = _json()
+    model: str | None = None
+    deadline_seconds: float = 300.0
+    interactive: bool = False
+    status: str = "running"
+    phase: str = "planning"
+    iteration: int = 0
+    tool: str | None = None  # the tool it is running (phase executing_tool)
+    progress: str | None = None  # its latest message (what the model said last)
+    summary: str | None = Field(default=None, sa_type=sa.Text)  # its final answer, as text
+    result: Any = _json()  # that answer parsed, when it is JSON
+    error: str | None = None
+    # why it ended: completed | error | deadline | terminated | parent_ended | crash
+    end_reason: str | None = None
+    relaunch_of: str | None = None
+    prefect_flow_run_id: str | None = None
+    created_at: datetime = _created()
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    updated_at: datetime = _created()
 
 
 # --- human tasks -------------------------------------------------------------------------------
@@ -296,6 +352,30 @@ class TaskEvent(SQLModel, table=True):
     at: datetime = _created()
 
 
+class RunEvent(SQLModel, table=True):
+    """A run's audit trail beside its visits: what its supervisor or an operator asked of it
+    (a command, accepted or refused with the reason), and messages posted to its supervisor."""
+
+    __tablename__ = "run_events"
+
+    id: str = _id()
+    run_id: str = Field(foreign_key="runs.id", index=True)
+    #: command | message | event
+    kind: str
+    #: the command (continue_process, set_context...), or the process event's kind
+    name: str
+    #: who: ``supervisor``, or the user who posted the message / gave the operator command
+    actor: str | None = None
+    node_id: str | None = None
+    args: Any = _json()
+    #: accepted | refused (commands); None for messages and events
+    outcome: str | None = None
+    reason: str | None = None
+    #: a message: when the supervisor was shown it (None until then)
+    delivered_at: datetime | None = None
+    at: datetime = _created()
+
+
 # --- people ------------------------------------------------------------------------------------
 
 
@@ -320,6 +400,36 @@ class Membership(SQLModel, table=True):
 
     user_name: str = Field(foreign_key="users.name", primary_key=True)
     group_name: str = Field(foreign_key="groups.name", primary_key=True, index=True)
+
+
+class ApiToken(SQLModel, table=True):
+    """A personal API token (``ergon tokens create``): its owner acts through it without a
+    password. Only the SHA-256 of the token is kept (the token is a 256-bit random secret, so a
+    fast hash is enough: there is nothing to guess); the token itself is shown once."""
+
+    __tablename__ = "api_tokens"
+
+    id: str = _id()
+    user_name: str = Field(foreign_key="users.name", index=True)
+    label: str | None = None
+    token_hash: str = Field(unique=True, max_length=64)
+    created_at: datetime = _created()
+    expires_at: datetime | None = None  # None: never expires
+    revoked_at: datetime | None = None
+    revoked_by: str | None = None
+    last_used_at: datetime | None = None
+
+
+class OsBinding(SQLModel, table=True):
+    """An admin's permission: the OS user ``os_user`` acts as the Ergon user ``user_name``
+    without a credential (``ERGON_USER``, or by default). One Ergon user per OS user."""
+
+    __tablename__ = "os_bindings"
+
+    os_user: str = Field(primary_key=True)
+    user_name: str = Field(foreign_key="users.name", index=True)
+    created_by: str | None = None
+    created_at: datetime = _created()
 
 
 class SignIn(SQLModel, table=True):

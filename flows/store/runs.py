@@ -82,8 +82,9 @@ def create_run(
     catalog_sources: list[str] | None = None,
     pid: int | None = None,
     host: str | None = None,
+    run_type: str = "programmatic",
 ) -> Run:
-    """Record a new ``pending`` run.
+    """Record a new ``pending`` run (``run_type``: programmatic, or supervised).
 
     ``pid``/``host`` name the process that will start it (its owner until the flow body stamps
     its own): a pending run whose owner died before starting it is found by
@@ -101,6 +102,7 @@ def create_run(
         inputs=inputs or {}, context=context or {}, trigger=trigger,
         started_by=started_by, parent_run_id=parent_run_id, parent_visit_id=parent_visit_id,
         prefect_flow_run_id=prefect_flow_run_id, catalog_sources=catalog_sources or None, pid=pid, host=host,
+        run_type=run_type,
     )
     if run_id:
         row.id = run_id

@@ -74,6 +74,13 @@ def set_task_flow_run(task_id: str, prefect_flow_run_id: str) -> None:
         s.exec(update(HumanTask).where(col(HumanTask.id) == task_id).values(prefect_flow_run_id=prefect_flow_run_id))
 
 
+def set_task_pause_key(task_id: str, pause_key: str) -> None:
+    """The key the task's run waits under now: a refused answer through Prefect makes the run
+    pause again, under a new key (Prefect hands a used key's old answer straight back)."""
+    with session(write=True) as s:
+        s.exec(update(HumanTask).where(col(HumanTask.id) == task_id).values(pause_key=pause_key))
+
+
 def reattach_task(task_id: str, visit_id: str | None, prefect_flow_run_id: str | None) -> HumanTask:
     """The visit (and Prefect flow run, None until it is known) that now waits for the task: a
     run that continues after its process stopped re-enters the visit that asked, and the task

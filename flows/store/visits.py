@@ -86,6 +86,15 @@ def reopen_visit(visit_id: str) -> datetime:
     return now - timedelta(milliseconds=ran or 0)
 
 
+def set_next_node(visit_id: str, next_node: str | None) -> None:
+    """Point a closed visit at another next node (a supervisor's or an operator's transition):
+    a resumed run continues there."""
+    with session(write=True) as s:
+        visit = require_row(s, NodeVisit, visit_id)
+        visit.next_node = next_node
+        s.add(visit)
+
+
 def start_visit(
     run_id: str,
     node_id: str,
@@ -324,12 +333,15 @@ def record_llm_call(
     cassette_key: str | None = None,
     offline: bool = False,
     error: str | None = None,
+    workstream_id: str | None = None,
 ) -> LlmCall:
-    """Store one model call and add its cost and tokens to the run's totals (same transaction)."""
+    """Store one model call and add its cost and tokens to the run's totals (same transaction).
+    A workstream's call (``workstream_id``) has no visit of its own (:mod:`flows.store.workstreams`)."""
     values = dict(
         id=new_id(), run_id=run_id, visit_id=visit_id, model=model, messages=messages, response=response, tools=tools,
         tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost_usd, latency_ms=latency_ms, attempt=attempt,
-        repair=repair, cassette_key=cassette_key, offline=offline, error=error, created_at=utcnow(),
+        repair=repair, cassette_key=cassette_key, offline=offline, error=error, workstream_id=workstream_id,
+        created_at=utcnow(),
     )
     # Core statements on a plain connection: this is on the path of every model call.
     with connection(write=True) as conn:
@@ -392,9 +404,10 @@ def record_tool_call(
     status: str = "completed",
     latency_ms: int | None = None,
     error: str | None = None,
+    workstream_id: str | None = None,
 ) -> ToolCall:
     return add_row(ToolCall(run_id=run_id, visit_id=visit_id, tool=tool, args=args, result=result, status=status,
-                            latency_ms=latency_ms, error=error))
+                            latency_ms=latency_ms, error=error, workstream_id=workstream_id))
 
 
 def tool_calls_for_run(run_id: str, *, visit_id: str | None = None) -> list[ToolCall]:

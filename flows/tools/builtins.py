@@ -4,8 +4,9 @@ This module holds the deterministic helpers and imports the other built-in modul
 importing it registers every built-in: :mod:`~flows.tools.builtins_activities` (workflow-DSL
 activities), :mod:`~flows.tools.builtins_embeddings` (the embedding activities and the agents'
 semantic search), :mod:`~flows.tools.builtins_agent` (think, plan,
-update_plan, artifacts), :mod:`~flows.tools.builtins_documents` (document store) and
-:mod:`~flows.tools.http` (http_request), :mod:`~flows.tools.builtins_human` (ask_user). ``set_context``
+update_plan, artifacts), :mod:`~flows.tools.builtins_documents` (document store),
+:mod:`~flows.tools.http` (http_request), :mod:`~flows.tools.builtins_human` (ask_user) and
+:mod:`~flows.tools.builtins_workstreams` (the agents' workstream tools). ``set_context``
 is not a tool function: the engine applies its ``updates`` envelope itself
 (``flows.runtime.bodies``).
 """
@@ -51,3 +52,4 @@ async def sleep(duration: float | None = None, seconds: float | None = None) -> 
 
 # Registered on import (kept at the end: they import `tool` from the package, like this module).
 from flows.tools import builtins_activities, builtins_agent, builtins_documents, builtins_embeddings, builtins_human, http  # noqa: E402,F401
+from flows.tools import builtins_workstreams  # noqa: E402,F401

@@ -4,6 +4,11 @@ They work on the run named by the tool context (:func:`flows.tools.context.curre
 agent can only see and write its own run's artifacts. The plan is itself an artifact (key
 ``plan``, type ``json``): every change adds a version, so the dashboard shows how the plan
 evolved, and a resumed run finds it where the crashed one left it.
+
+Inside a workstream (a sub-agent an agent delegated to, :mod:`flows.runtime.workstreams`) the
+keys it writes — its plan included — get the prefix ``workstreams/<id>/``, so that sibling
+children and their parent never overwrite each other; it reads a key under its prefix first,
+then the run's key as given (what the parent wrote), and lists the whole run's artifacts.
 """
 
 from __future__ import annotations
@@ -33,7 +38,16 @@ def _check_key(tool_name: str, key: str) -> str:
     key = key.strip()
     if not key or len(key) > MAX_KEY:
         raise ToolError(tool_name, f"an artifact key must have 1 to {MAX_KEY} characters")
-    return key
+    return current().artifact_prefix + key
+
+
+def _rows(run_id: str, key: str) -> list[Any]:
+    """The versions of ``key`` as the caller sees it: its own (prefixed) key first, else the run's."""
+    from flows.store import artifacts as artifact_store
+
+    prefix = current().artifact_prefix
+    rows = artifact_store.artifacts_for_run(run_id, key=prefix + key) if prefix else []
+    return rows or artifact_store.artifacts_for_run(run_id, key=key)
 
 
 def _describe(row: Any, *, content: bool = False) -> dict[str, Any]:
@@ -61,14 +75,15 @@ def think(thought: str) -> dict:
 def _latest_plan(run_id: str) -> dict[str, Any] | None:
     from flows.store import artifacts as artifact_store
 
-    rows = artifact_store.artifacts_for_run(run_id, key=PLAN_KEY)
+    rows = artifact_store.artifacts_for_run(run_id, key=current().artifact_prefix + PLAN_KEY)
     return rows[-1].content if rows else None
 
 
 def _save_plan(run_id: str, plan: dict[str, Any]) -> dict[str, Any]:
     from flows.artifacts import record
 
-    row = record(run_id, PLAN_KEY, "json", plan, visit_id=current().visit_id, description="The agent's plan")
+    row = record(run_id, current().artifact_prefix + PLAN_KEY, "json", plan, visit_id=current().visit_id,
+                 description="The agent's plan")
     return {**plan, "version": row.version}
 
 
@@ -145,7 +160,7 @@ def read_artifact(key: str, version: int | None = None) -> dict:
     from flows.store import artifacts as artifact_store
 
     run_id = _run_id("read_artifact")
-    rows = artifact_store.artifacts_for_run(run_id, key=key)
+    rows = _rows(run_id, key)
     if not rows:
         keys = sorted({r.key for r in artifact_store.artifacts_for_run(run_id, latest_only=True)})
         raise ToolError("read_artifact", f"no artifact `{key}` in this run (artifacts: {', '.join(keys) or 'none'})")

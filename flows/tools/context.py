@@ -32,6 +32,13 @@ class ToolContext:
     #: them); None outside a run
     resolve_interaction: Any = None
     environments: Any = None
+    #: the calling agent visit's workstreams (:class:`flows.runtime.workstreams.Workstreams`), which
+    #: the workstream tools act on; None outside an agent that may delegate
+    workstreams: Any = None
+    #: set inside a workstream (a delegated sub-agent): its row id, which its tool calls are
+    #: recorded with (instead of a visit), and the prefix its artifact keys get
+    workstream_id: str | None = None
+    artifact_prefix: str = ""
 
 
 #: the default is shared, which is safe: ToolContext is frozen

@@ -140,9 +140,10 @@ def _record(name: str, args: Any, result: Any, status: str, latency_ms: int, err
     try:
         from flows.store import visits as visit_store
 
-        visit_store.record_tool_call(ctx.run_id, name, visit_id=ctx.visit_id, args=redact(mask_secrets(to_json(args))),
-                                     result=redact(mask_secrets(result)), status=status, latency_ms=latency_ms,
-                                     error=redact(error))
+        visit_store.record_tool_call(ctx.run_id, name, visit_id=None if ctx.workstream_id else ctx.visit_id,
+                                     args=redact(mask_secrets(to_json(args))), result=redact(mask_secrets(result)),
+                                     status=status, latency_ms=latency_ms, error=redact(error),
+                                     workstream_id=ctx.workstream_id)
     except Exception:  # noqa: BLE001
         # The tool already ran (it may have had effects): failing the call now would make a retry
         # repeat them. The store's own failure shows up at the visit's checkpoint anyway.

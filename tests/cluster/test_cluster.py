@@ -128,6 +128,8 @@ def _state(flow_run_id) -> object:
 def test_definitions_run_unchanged_on_a_postgres_cluster_with_a_worker(cluster, definitions, tmp_path):
     from prefect.deployments import run_deployment
 
+    from flows import people
+    from flows import tokens as token_auth
     from flows.store import runs as run_store
     from flows.store import tasks as task_store
     from flows.store import visits as visit_store
@@ -153,7 +155,9 @@ def test_definitions_run_unchanged_on_a_postgres_cluster_with_a_worker(cluster, 
             and _state(approval.id).name == "Suspended" and r), timeout=180, diagnose=worker.tail)
         worker.stop()
         [task] = task_store.tasks_for_run(run.id)
-        answered = cli(["tasks", "answer", task.id, "--set", "decision=approve", "--as", "ops"], env)
+        people.add_user("ops")
+        ops = token_auth.create("ops").token  # in the cluster's store
+        answered = cli(["tasks", "answer", task.id, "--set", "decision=approve", "--token", ops], env)
         assert answered.returncode == 0, answered.stdout + answered.stderr
         assert wait_for("Prefect to reschedule the resumed run", lambda: _state(approval.id).is_scheduled())
         assert run_store.get_run(run.id).status == "paused", "nothing runs it while the worker is stopped"

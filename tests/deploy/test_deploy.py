@@ -84,6 +84,30 @@ def test_the_entrypoint_attribute_is_the_compiled_flow(deploy_env, definitions, 
 
 
 @pytest.mark.prefect
+def test_a_supervised_deployment_tags_its_runs_and_a_tagged_run_is_supervised(deploy_env, definitions, store, tmp_path):
+    import asyncio
+
+    import flows.prefect.deployments as deployments
+    from prefect import tags
+
+    from flows.store import runs as run_store
+
+    (definitions / "tick.yaml").write_text(TICK)
+    target = tmp_path / "prefect.yaml"
+    done = cli(["deploy", "tick", "--supervised", "--no-register", "--prefect-file", str(target)], deploy_env)
+    assert done.returncode == 0, done.stderr
+    [entry] = yaml.safe_load(target.read_text())["deployments"]
+    assert deployments.SUPERVISED_TAG in entry["tags"]
+    deployments._flows.clear()
+    with tags(deployments.SUPERVISED_TAG):  # what a run of that deployment carries
+        asyncio.run(deployments.flow_tick(who="ops"))
+    with tags("ergon"):
+        asyncio.run(deployments.flow_tick(who="ops"))
+    supervised, plain = sorted(run_store.list_runs(definition="tick")[0], key=lambda r: r.created_at)
+    assert (supervised.run_type, supervised.status, plain.run_type) == ("supervised", "completed", "programmatic")
+
+
+@pytest.mark.prefect
 def test_deploy_registers_with_prefect_and_creates_a_process_pool(deploy_env, definitions, pool, tmp_path):
     from prefect.client.orchestration import get_client
 

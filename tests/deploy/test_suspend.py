@@ -40,7 +40,7 @@ nodes:
 
 
 def test_a_human_task_suspends_under_a_deployment_and_resumes_from_the_checkpoint(deploy_env, definitions, pool,
-                                                                                    tmp_path):
+                                                                                    tmp_path, tokens):
     from flows.store import runs as run_store
     from flows.store import tasks as task_store
     from flows.store import visits as visit_store
@@ -65,7 +65,7 @@ def test_a_human_task_suspends_under_a_deployment_and_resumes_from_the_checkpoin
         assert [(v.node_id, v.status) for v in visit_store.visits_for_run(run.id)] == [("a", "completed"), ("review", "paused")]
 
         worker.kill()  # nothing of the waiting run lives on a machine any more
-        answered = cli(["tasks", "answer", task.id, "--set", "decision=approve", "--as", "lea"], deploy_env)
+        answered = cli(["tasks", "answer", task.id, "--set", "decision=approve", "--token", tokens["lea"]], deploy_env)
         assert answered.returncode == 0, answered.stdout + answered.stderr
         worker.start()  # a new worker picks the resumed run up
 
@@ -111,7 +111,7 @@ nodes:
 """
 
 
-def test_a_suspended_user_choice_does_not_run_its_node_again(deploy_env, definitions, pool, tmp_path):
+def test_a_suspended_user_choice_does_not_run_its_node_again(deploy_env, definitions, pool, tmp_path, tokens):
     """The node's own work (a tool here) happened before the person was asked; resuming the
     suspended run must route with that result, not execute the tool a second time."""
     from flows.store import runs as run_store
@@ -132,7 +132,7 @@ def test_a_suspended_user_choice_does_not_run_its_node_again(deploy_env, definit
                  diagnose=worker.tail)
         wait_for("the suspended run's process to exit", lambda: not pid_alive(run.pid), timeout=60)
         [task] = task_store.tasks_for_run(run.id)
-        answered = cli(["tasks", "answer", task.id, "--set", "_next_node=publish", "--as", "lea"], deploy_env)
+        answered = cli(["tasks", "answer", task.id, "--set", "_next_node=publish", "--token", tokens["lea"]], deploy_env)
         assert answered.returncode == 0, answered.stdout + answered.stderr
         done = wait_for("the resumed run to complete", lambda: (
             (r := run_store.get_run(run.id)).status in ("completed", "failed", "crashed") and r), diagnose=worker.tail)
@@ -144,3 +144,53 @@ def test_a_suspended_user_choice_does_not_run_its_node_again(deploy_env, definit
     visits = [(v.node_id, v.status) for v in visit_store.visits_for_run(run.id)]
     assert visits == [("pick", "paused"), ("pick", "completed"), ("publish", "completed"), ("done", "completed")], visits
     assert len(task_store.tasks_for_run(run.id)) == 1
+
+
+def test_a_refused_answer_through_prefect_suspends_the_run_again_with_the_reason(deploy_env, definitions, pool,
+                                                                                 tmp_path, tokens):
+    """Under a deployment the engine checks a Prefect-side answer when the flow body runs again:
+    a wrong token is refused (audited), the run suspends again under a new key with the reason
+    above the form, and the right token's answer completes it — recorded as that user's."""
+    from prefect.flow_runs import resume_flow_run
+    from prefect.input.actions import read_flow_run_input
+
+    from flows import people
+    from flows.store import runs as run_store
+    from flows.store import tasks as task_store
+
+    people.add_user("lea", ["legal"])
+    (definitions / "approval.yaml").write_text(APPROVAL.replace('title: "Approve {{ party }}"',
+                                                                'title: "Approve {{ party }}"\n      assignee: group:legal'))
+    deployed = cli(["deploy", "approval", "--work-pool", pool, "--prefect-file", str(tmp_path / "prefect.yaml")],
+                   deploy_env)
+    assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+    worker = Worker(pool, deploy_env, tmp_path / "worker.log").start()
+
+    def suspended_keyset(other_than=None):
+        state = wait_for("Prefect to show the run suspended", lambda: (
+            (s := flow_run(prefect_run.id).state).name == "Suspended" and s.state_details.run_input_keyset != other_than
+            and read_flow_run_input(s.state_details.run_input_keyset["schema"], flow_run_id=prefect_run.id) is not None
+            and s), diagnose=worker.tail)
+        return state.state_details.run_input_keyset
+
+    try:
+        prefect_run = start_deployment("approval/approval", {"party": "ACME"})
+        first = suspended_keyset()
+        run = run_store.get_run_by_prefect_id(str(prefect_run.id))
+        [task] = task_store.tasks_for_run(run.id)
+        resume_flow_run(prefect_run.id, run_input={"decision": "approve", "approver_token": "ergon_forged-token-0000000000"})
+        again = suspended_keyset(other_than=first)
+        description = read_flow_run_input(again["description"], flow_run_id=prefect_run.id)
+        assert description.startswith("**Ergon refused the last answer:** the approver's token was refused"), description
+        assert task_store.get_task(task.id).status == "pending"
+        assert [e.action for e in task_store.task_events(task.id)] == ["created", "refused"]
+        resume_flow_run(prefect_run.id, run_input={"decision": "approve", "approver_token": tokens["lea"]})
+        done = wait_for("the resumed run to complete", lambda: (
+            (r := run_store.get_run(run.id)).status in ("completed", "failed", "crashed") and r), diagnose=worker.tail)
+    finally:
+        worker.stop()
+    assert done.status == "completed" and done.context["decision"] == "approve", done.error
+    assert marks() == ["a", "c"], "no completed visit ran twice"
+    [task] = task_store.tasks_for_run(run.id)
+    assert task.answered_by == "lea" and task.answered_via == "prefect"
+    assert read_flow_run_input(again["response"], flow_run_id=prefect_run.id)["approver_token"] == "(removed by Ergon)"

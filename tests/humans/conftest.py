@@ -19,6 +19,7 @@ def store(tmp_path, monkeypatch, migrated_template) -> str:
     monkeypatch.delenv("ERGON_DATABASE_URL", raising=False)
     monkeypatch.setenv("ERGON_HOME", str(tmp_path))
     monkeypatch.delenv("ERGON_USER", raising=False)
+    monkeypatch.delenv("ERGON_TOKEN", raising=False)
     shutil.copy(migrated_template, tmp_path / "ergon.db")
     url = db.database_url()
     db.init_db(url)
@@ -61,7 +62,8 @@ def make_task(people):
 
 
 @pytest.fixture
-def env(prefect_api, store, definitions):
-    """The environment of an `ergon` subprocess on this test's store and definitions, as `starter`."""
+def env(prefect_api, store, definitions, tokens):
+    """The environment of an `ergon` subprocess on this test's store and definitions, acting as
+    `starter` (with starter's personal token); others act with ``--token tokens[name]``."""
     return {**os.environ, "ERGON_DATABASE_URL": store, "ERGON_DEFINITIONS": str(definitions), "COLUMNS": "200",
-            "ERGON_USER": "starter"}
+            "ERGON_TOKEN": tokens["starter"]}

@@ -49,7 +49,7 @@ models:
 """
 
 
-def test_ask_user_pauses_and_returns_the_answer_to_the_agent(prefect_api, store, definitions):
+def test_ask_user_pauses_and_returns_the_answer_to_the_agent(prefect_api, store, definitions, tokens):
     server = FakeOpenAI().start()
     try:
         (definitions / "asking.yaml").write_text(PROCESS.format())
@@ -57,16 +57,16 @@ def test_ask_user_pauses_and_returns_the_answer_to_the_agent(prefect_api, store,
         server.script("asker", {"tool_calls": [{"name": "ask_user", "arguments": {"question": "Which region?"}}]},
                       {"json": {"region": "EU"}})
         env = {**os.environ, "ERGON_DATABASE_URL": store, "ERGON_DEFINITIONS": str(definitions),
-               "FAKE_OPENAI_KEY": "sk-test", "ERGON_USER": "starter"}
-        assert cli(["users", "add", "olga", "--group", "organisers"], env).returncode == 0
+               "FAKE_OPENAI_KEY": "sk-test", "ERGON_TOKEN": tokens["starter"]}
+        assert cli(["users", "add", "olga", "--group", "organisers", "--token", tokens.admin], env).returncode == 0
         proc = subprocess.Popen(ERGON + ["run", "asking", "--json"], env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         try:
             task = wait_for_task("asking")
             assert task.title == "Which region?" and task.assignee == "group:organisers"
-            outsider = cli(["tasks", "answer", task.id, "--set", "answer=US", "--as", "starter"], env)
+            outsider = cli(["tasks", "answer", task.id, "--set", "answer=US", "--token", tokens["starter"]], env)
             assert outsider.returncode == 1
-            ok = cli(["tasks", "answer", task.id, "--set", "answer=Europe, please", "--as", "olga"], env)
+            ok = cli(["tasks", "answer", task.id, "--set", "answer=Europe, please", "--token", tokens["olga"]], env)
             assert ok.returncode == 0, ok.stdout + ok.stderr
             result = finish(proc)
         finally:

@@ -37,16 +37,16 @@ def model_server():
 
 
 @pytest.fixture
-def env(prefect_api, store, model_server):
+def env(prefect_api, store, model_server, tokens):
     model_server.reset()
     env = {**os.environ, "ERGON_DATABASE_URL": store, "ERGON_DEFINITIONS": str(DEFINITIONS), "COLUMNS": "200",
-           "ERGON_USER": "requester", "ERGON_MODEL": "openai/contract-model", "OPENAI_API_KEY": "sk-test",
+           "ERGON_TOKEN": tokens["requester"], "ERGON_MODEL": "openai/contract-model", "OPENAI_API_KEY": "sk-test",
            "OPENAI_API_BASE": model_server.url, "OPENAI_BASE_URL": model_server.url}
-    assert cli(["users", "add", "lea", "--group", "legal"], env).returncode == 0
+    assert cli(["users", "add", "lea", "--group", "legal", "--token", tokens.admin], env).returncode == 0
     return env
 
 
-def run_with_answers(env: dict, decisions: list[str], server: FakeOpenAI) -> tuple[dict, list[str]]:
+def run_with_answers(env: dict, decisions: list[str], server: FakeOpenAI, tokens) -> tuple[dict, list[str]]:
     from flows.store import visits as visit_store
 
     # the agents answer in call order: extract, flag (again after request_edits), store
@@ -66,7 +66,7 @@ def run_with_answers(env: dict, decisions: list[str], server: FakeOpenAI) -> tup
             seen.add(task.id)
             assert task.title.startswith("Legal Review Required: ")
             done = cli(["tasks", "answer", task.id, "--set", f"legal_decision={decision}",
-                        "--set", f"legal_notes=lea says {decision}", "--as", "lea"], env)
+                        "--set", f"legal_notes=lea says {decision}", "--token", tokens["lea"]], env)
             assert done.returncode == 0, done.stdout + done.stderr
         out, err = proc.communicate(timeout=180)
     finally:
@@ -76,22 +76,22 @@ def run_with_answers(env: dict, decisions: list[str], server: FakeOpenAI) -> tup
     return result, [v.node_id for v in visit_store.visits_for_run(result["run_id"]) if v.parent_visit_id is None]
 
 
-def test_approve_goes_to_done(env, model_server):
-    result, route = run_with_answers(env, ["approve"], model_server)
+def test_approve_goes_to_done(env, model_server, tokens):
+    result, route = run_with_answers(env, ["approve"], model_server, tokens)
     assert result["status"] == "completed" and result["outcome"] == "done", result
     assert route == ["extract_terms", "flag_clauses", "risk_route", "legal_review", "store_output", "done"]
     assert result["context"]["legal_decision"] == "approve"
     assert result["context"]["total_value"] == 97500 and result["context"]["output_doc_id"] == "doc-review-1"
 
 
-def test_reject_goes_to_rejected(env, model_server):
-    result, route = run_with_answers(env, ["reject"], model_server)
+def test_reject_goes_to_rejected(env, model_server, tokens):
+    result, route = run_with_answers(env, ["reject"], model_server, tokens)
     assert result["outcome"] == "rejected"
     assert route[-2:] == ["legal_review", "rejected"]
 
 
-def test_request_edits_loops_back_to_flag_clauses_then_approve(env, model_server):
-    result, route = run_with_answers(env, ["request_edits", "approve"], model_server)
+def test_request_edits_loops_back_to_flag_clauses_then_approve(env, model_server, tokens):
+    result, route = run_with_answers(env, ["request_edits", "approve"], model_server, tokens)
     assert result["outcome"] == "done"
     assert route == ["extract_terms", "flag_clauses", "risk_route", "legal_review",
                      "flag_clauses", "risk_route", "legal_review", "store_output", "done"]

@@ -61,12 +61,13 @@ def test_add_user_and_authenticate(store):
         people.add_user("group:legal")
 
 
-def test_cli_users_add_and_list(store, capsys, monkeypatch):
+def test_cli_users_add_and_list(store, capsys, monkeypatch, tokens):
+    admin = ["--token", tokens.admin]
     monkeypatch.setattr("sys.stdin", io.StringIO("hunter22\n"))
-    assert cli(["users", "add", "ann", "--group", "legal", "--group", "ops", "--admin", "--password-stdin"]) == 0
+    assert cli(["users", "add", "ann", "--group", "legal", "--group", "ops", "--admin", "--password-stdin", *admin]) == 0
     assert "added user ann" in capsys.readouterr().out
     assert people.authenticate("ann", "hunter22") is not None
-    assert cli(["users", "add", "bob", "-g", "sales"]) == 0
+    assert cli(["users", "add", "bob", "-g", "sales", *admin]) == 0
     capsys.readouterr()
     assert cli(["users", "list", "--json"]) == 0
     users = {u["name"]: u for u in json.loads(capsys.readouterr().out)["users"]}
@@ -76,5 +77,5 @@ def test_cli_users_add_and_list(store, capsys, monkeypatch):
     assert cli(["users", "list"]) == 0
     assert "ann" in capsys.readouterr().out
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
-    assert cli(["users", "add", "carl", "--password-stdin"]) == 2
+    assert cli(["users", "add", "carl", "--password-stdin", *admin]) == 2
     assert people_store.get_user("carl") is None

@@ -157,3 +157,37 @@ def test_unknown_os_user_acts_on_unassigned_and_own_tasks(make_task):
     assert humans.answer(make_task("stranger").id, "stranger", {"decision": "approve"}).task.status == "completed"
     with pytest.raises(humans.TaskRefused):
         humans.answer(make_task("group:legal").id, "stranger", {"decision": "approve"})
+
+
+def test_an_answer_through_prefect_is_held_to_the_same_rules(make_task):
+    """What the engine does with an answer from Prefect's form: the approver's token (its
+    SHA-256) proves who answers where the task names an assignee or four-eyes."""
+    from flows import tokens
+    from flows.store import tokens as token_store
+
+    def sha(token: str) -> str:
+        return tokens.hash_token(token)
+
+    ann, starter, bob = (tokens.create(n).token for n in ("ann", "starter", "bob"))
+    task = make_task("group:legal", four_eyes=True)
+    assert humans.needs_proof(task)
+    for token_sha, reason in [(None, "needs the approver's personal token"), (sha("ergon_forged"), "token was refused"),
+                              (sha(bob), "bob is not a member"), (sha(starter), "four-eyes")]:
+        with pytest.raises(humans.TaskRefused, match=reason):
+            humans.answer_through_prefect(task.id, {"decision": "approve"}, token_sha256=token_sha)
+    with pytest.raises(humans.TaskRefused, match="invalid answer"):
+        humans.answer_through_prefect(task.id, {"decision": "maybe"}, token_sha256=sha(ann))
+    refused = [e for e in task_store.task_events(task.id) if e.action == "refused"]
+    assert [(e.actor, e.detail["via"]) for e in refused] == [("prefect", "prefect"), ("prefect", "prefect"),
+                                                            ("bob", "prefect"), ("starter", "prefect"), ("ann", "prefect")]
+    assert task_store.get_task(task.id).status == "pending"
+    revoked = tokens.create("ann")
+    token_store.revoke_token(revoked.row.id, by="ann")
+    with pytest.raises(humans.TaskRefused, match="revoked"):
+        humans.answer_through_prefect(task.id, {"decision": "approve"}, token_sha256=sha(revoked.token))
+    done = humans.answer_through_prefect(task.id, {"decision": "approve"}, token_sha256=sha(ann))
+    assert done.answered_by == "ann" and done.answered_via == "prefect" and done.answer["decision"] == "approve"
+
+    open_task = make_task(None)
+    assert not humans.needs_proof(open_task)
+    assert humans.answer_through_prefect(open_task.id, {"decision": "reject"}, token_sha256=None).answered_by == "prefect"

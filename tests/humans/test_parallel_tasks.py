@@ -142,29 +142,29 @@ def start(name: str, env: dict):
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def answer(task_id: str, value: str, env: dict, field: str) -> None:
-    done = cli(["tasks", "answer", task_id, "--set", f"{field}={value}", "--as", "root"], env)
+def answer(task_id: str, value: str, env: dict, field: str, tokens) -> None:
+    done = cli(["tasks", "answer", task_id, "--set", f"{field}={value}", "--token", tokens["root"]], env)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_parallel_pipeline_tasks_resume_independently(env, definitions):
+def test_parallel_pipeline_tasks_resume_independently(env, definitions, tokens):
     from flows.store import runs as run_store
     from flows.store import tasks as task_store
     from flows.store import visits as visit_store
 
     (definitions / "two_approvals.yaml").write_text(APPROVALS)
-    assert cli(["users", "add", "root", "--admin"], env).returncode == 0
+    assert cli(["users", "add", "root", "--admin", "--token", tokens.admin], env).returncode == 0
     proc = start("two_approvals", env)
     try:
         finance, legal = wait_for_open_tasks(2)
         assert finance.prefect_flow_run_id != legal.prefect_flow_run_id, "each task waits in its own subflow"
         run_id = legal.run_id
         assert run_store.get_run(run_id).status == "paused"
-        answer(finance.id, "no", env, "finance_ok")  # the second task asked is answered first
+        answer(finance.id, "no", env, "finance_ok", tokens)  # the second task asked is answered first
         time.sleep(1.5)
         assert task_store.get_task(legal.id).status == "pending"
         assert run_store.get_run(run_id).status == "paused", "still waiting for the other task"
-        answer(legal.id, "yes", env, "legal_ok")
+        answer(legal.id, "yes", env, "legal_ok", tokens)
         result = finish(proc)
     finally:
         if proc.poll() is None:
@@ -175,18 +175,18 @@ def test_parallel_pipeline_tasks_resume_independently(env, definitions):
     assert visits == {"legal": "completed", "finance": "completed", "join": "completed"}
 
 
-def test_foreach_of_sub_processes_with_tasks(env, definitions):
+def test_foreach_of_sub_processes_with_tasks(env, definitions, tokens):
     from flows.store import runs as run_store
 
     (definitions / "one_approval.yaml").write_text(ONE_APPROVAL)
     (definitions / "approve_all.yaml").write_text(FAN_OUT)
-    assert cli(["users", "add", "root", "--admin"], env).returncode == 0
+    assert cli(["users", "add", "root", "--admin", "--token", tokens.admin], env).returncode == 0
     proc = start("approve_all", env)
     try:
         north, south = wait_for_open_tasks(2)
         assert {north.title, south.title} == {"Approve north?", "Approve south?"}
-        answer(south.id, "false", env, "approved")
-        answer(north.id, "true", env, "approved")
+        answer(south.id, "false", env, "approved", tokens)
+        answer(north.id, "true", env, "approved", tokens)
         result = finish(proc)
     finally:
         if proc.poll() is None:
@@ -197,7 +197,7 @@ def test_foreach_of_sub_processes_with_tasks(env, definitions):
     assert sorted(c.status for c in children) == ["completed", "completed"]
 
 
-def test_cancelling_a_paused_run_closes_its_task_and_ends_the_wait(env, definitions):
+def test_cancelling_a_paused_run_closes_its_task_and_ends_the_wait(env, definitions, tokens):
     from flows.store import runs as run_store
     from flows.store import tasks as task_store
 
@@ -214,21 +214,21 @@ def test_cancelling_a_paused_run_closes_its_task_and_ends_the_wait(env, definiti
             proc.kill()
     assert result["status"] == "cancelled", result
     assert run_store.get_run(task.run_id).status == "cancelled"
-    late = cli(["tasks", "answer", task.id, "--set", "approved=true", "--as", "starter"], env)
+    late = cli(["tasks", "answer", task.id, "--set", "approved=true", "--token", tokens["starter"]], env)
     assert late.returncode != 0, "a cancelled task takes no answer"
 
 
-def test_two_tasks_open_at_once_inside_a_branch(env, definitions):
+def test_two_tasks_open_at_once_inside_a_branch(env, definitions, tokens):
     (definitions / "one_approval.yaml").write_text(ONE_APPROVAL)
     (definitions / "two_desks.yaml").write_text(BRANCHES)
-    assert cli(["users", "add", "root", "--admin"], env).returncode == 0
+    assert cli(["users", "add", "root", "--admin", "--token", tokens.admin], env).returncode == 0
     proc = start("two_desks", env)
     try:
         finance, legal = wait_for_open_tasks(2)
         assert (finance.title, legal.title) == ("Approve finance for ACME?", "Approve legal for ACME?")
         assert finance.prefect_flow_run_id != legal.prefect_flow_run_id
-        answer(legal.id, "true", env, "approved")
-        answer(finance.id, "false", env, "approved")
+        answer(legal.id, "true", env, "approved", tokens)
+        answer(finance.id, "false", env, "approved", tokens)
         result = finish(proc)
     finally:
         if proc.poll() is None:

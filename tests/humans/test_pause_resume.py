@@ -89,21 +89,21 @@ def finish(proc: subprocess.Popen) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def test_answer_through_the_cli_routes_by_guard_and_loops(env, definitions):
+def test_answer_through_the_cli_routes_by_guard_and_loops(env, definitions, tokens):
     from flows.store import tasks as task_store
     from flows.store import visits as visit_store
 
     (definitions / "review_cli.yaml").write_text(review("review_cli"))
-    assert cli(["users", "add", "alice", "--group", "legal"], env).returncode == 0
+    assert cli(["users", "add", "alice", "--group", "legal", "--token", tokens.admin], env).returncode == 0
     proc = start("review_cli", env)
     try:
         first = wait_for_task("review_cli")
         assert first.title == "Review ACME (pass 1)", "title rendered from the context at creation"
-        again = cli(["tasks", "answer", first.id, "--set", "decision=again", "--as", "alice"], env)
+        again = cli(["tasks", "answer", first.id, "--set", "decision=again", "--token", tokens["alice"]], env)
         assert again.returncode == 0, again.stdout + again.stderr
         second = wait_for_task("review_cli", after={first.id})
         assert second.title == "Review ACME (pass 2)", "a new visit makes a new task with fresh values"
-        done = cli(["tasks", "answer", second.id, "--set", "decision=approve", "--set", "notes=fine", "--as", "alice"], env)
+        done = cli(["tasks", "answer", second.id, "--set", "decision=approve", "--set", "notes=fine", "--token", tokens["alice"]], env)
         assert done.returncode == 0, done.stdout + done.stderr
         result = finish(proc)
     finally:
@@ -117,31 +117,31 @@ def test_answer_through_the_cli_routes_by_guard_and_loops(env, definitions):
     assert visits == ["prepare", "review", "prepare", "review", "done"]
 
 
-def test_refusals_leave_the_run_paused(env, definitions):
+def test_refusals_leave_the_run_paused(env, definitions, tokens):
     from flows.store import runs as run_store
     from flows.store import tasks as task_store
 
     (definitions / "review_refuse.yaml").write_text(review("review_refuse", four_eyes=True))
-    cli(["users", "add", "bob", "--group", "legal"], env)
-    cli(["users", "add", "mallory", "--group", "sales"], env)
-    cli(["users", "add", "starter", "--group", "legal"], env)
+    cli(["users", "add", "bob", "--group", "legal", "--token", tokens.admin], env)
+    cli(["users", "add", "mallory", "--group", "sales", "--token", tokens.admin], env)
+    cli(["users", "add", "starter", "--group", "legal", "--token", tokens.admin], env)
     proc = start("review_refuse", env)
     try:
         task = wait_for_task("review_refuse")
-        bad_option = cli(["tasks", "answer", task.id, "--set", "decision=maybe", "--as", "bob"], env)
-        missing = cli(["tasks", "answer", task.id, "--set", "notes=hi", "--as", "bob"], env)
-        outsider = cli(["tasks", "answer", task.id, "--set", "decision=approve", "--as", "mallory"], env)
-        own_run = cli(["tasks", "answer", task.id, "--set", "decision=approve", "--as", "starter"], env)
+        bad_option = cli(["tasks", "answer", task.id, "--set", "decision=maybe", "--token", tokens["bob"]], env)
+        missing = cli(["tasks", "answer", task.id, "--set", "notes=hi", "--token", tokens["bob"]], env)
+        outsider = cli(["tasks", "answer", task.id, "--set", "decision=approve", "--token", tokens["mallory"]], env)
+        own_run = cli(["tasks", "answer", task.id, "--set", "decision=approve", "--token", tokens["starter"]], env)
         for refused in (bad_option, missing, outsider, own_run):
             assert refused.returncode == 1, refused.stdout + refused.stderr
         assert "maybe" in bad_option.stdout + bad_option.stderr
         assert "decision" in missing.stdout + missing.stderr
         time.sleep(1.5)
         assert task_store.get_task(task.id).status == "pending" and run_store.get_run(task.run_id).status == "paused"
-        ok = cli(["tasks", "answer", task.id, "--set", "decision=reject", "--as", "bob"], env)
+        ok = cli(["tasks", "answer", task.id, "--set", "decision=reject", "--token", tokens["bob"]], env)
         assert ok.returncode == 0, ok.stdout + ok.stderr
         result = finish(proc)
-        second = cli(["tasks", "answer", task.id, "--set", "decision=approve", "--as", "bob"], env)
+        second = cli(["tasks", "answer", task.id, "--set", "decision=approve", "--token", tokens["bob"]], env)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -152,27 +152,31 @@ def test_refusals_leave_the_run_paused(env, definitions):
     assert actions.count("refused") >= 4 and "answered" in actions
 
 
-def test_answer_through_prefects_resume_api(env, definitions):
+def test_answer_through_prefects_resume_api(env, definitions, tokens):
     from prefect.flow_runs import resume_flow_run
 
+    from flows import people
     from flows.store import runs as run_store
     from flows.store import tasks as task_store
 
+    people.add_user("bob", ["legal"])
     (definitions / "review_prefect.yaml").write_text(review("review_prefect"))
     proc = start("review_prefect", env)
     try:
         task = wait_for_task("review_prefect")
         run = run_store.get_run(task.run_id)
         with pytest.raises(RuntimeError):  # Prefect validates against the generated RunInput model
-            resume_flow_run(run.prefect_flow_run_id, run_input={"decision": "perhaps"})
-        resume_flow_run(run.prefect_flow_run_id, run_input={"decision": "approve", "notes": "via prefect"})
+            resume_flow_run(run.prefect_flow_run_id, run_input={"decision": "perhaps", "approver_token": tokens["bob"]})
+        # the task is assigned (group:legal): the form asks the approver's token (tests/humans/test_prefect_answers.py)
+        resume_flow_run(run.prefect_flow_run_id, run_input={"decision": "approve", "notes": "via prefect",
+                                                            "approver_token": tokens["bob"]})
         result = finish(proc)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert result["status"] == "completed" and result["outcome"] == "done"
     task = task_store.get_task(task.id)
-    assert task.answered_via == "prefect" and task.answered_by == "prefect"
+    assert task.answered_via == "prefect" and task.answered_by == "bob"
     assert task.answer["notes"] == "via prefect"
 
 

@@ -149,3 +149,75 @@ def test_prefects_resume_form_shows_the_task_and_answers_it(env, definitions):
     assert result["context"]["approved_amount"] == 900 and result["context"]["decision"] == "approve"
     answered = task_store.get_task(task.id)
     assert answered.answered_via == "prefect" and answered.answer["approved_amount"] == 900
+
+
+
+SIGNED = """
+format_version: 1
+process: signed_note
+initial: review
+context:
+  schema:
+    type: object
+    properties:
+      notes: {type: string}
+nodes:
+  review:
+    type: human_task
+    task:
+      title: Sign this off
+      assignee: group:finance
+      fields:
+        - {name: notes, type: text, label: Notes}
+    writes: [notes]
+    transitions: [{to: done}]
+  done: {type: final}
+"""
+
+
+def test_the_approvers_token_is_a_masked_field_of_prefects_form(env, definitions, tokens):
+    """A task with an assignee asks the approver's token in Prefect's form: the V2 UI draws it as a
+    password input (the V1 UI, which has no password widget, as a text box); answering there
+    with it records that approver."""
+    import os
+    import subprocess
+    import sys
+
+    from flows import people
+    from flows.store import runs as run_store
+    from flows.store import tasks as task_store
+
+    people.add_user("vera", ["finance"])
+    (definitions / "signed_note.yaml").write_text(SIGNED)
+    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "run", "signed_note", "--json"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        task = wait_for_task("signed_note")
+        flow_run_id = run_store.get_run(task.run_id).prefect_flow_run_id
+        _stored(_paused(flow_run_id), flow_run_id, "schema")
+        ui = os.environ["PREFECT_API_URL"].removesuffix("/api")
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=[
+                "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+            page = browser.new_page(viewport={"width": 1400, "height": 1100})
+            page.set_default_timeout(30_000)
+            page.goto(f"{ui}/v2/runs/flow-run/{flow_run_id}")
+            page.get_by_role("button", name="Open menu").click()  # the V2 UI keeps Resume in the run's menu
+            page.get_by_role("menuitem", name="Resume").click()
+            form = page.get_by_role("dialog")
+            expect(form.get_by_text("Your Ergon token (required)")).to_be_visible()
+            token_input = form.locator("input[type=password]")
+            expect(token_input).to_have_count(1)
+            token_input.fill(tokens["vera"])
+            SCREENSHOTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(SCREENSHOTS / "prefect-resume-form-token.png"), full_page=True)
+            form.get_by_role("button", name="Resume").click()
+            expect(form).to_have_count(0)
+            browser.close()
+        result = finish(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert result["status"] == "completed", result
+    answered = task_store.get_task(task.id)
+    assert answered.answered_by == "vera" and answered.answered_via == "prefect"

@@ -52,12 +52,12 @@ def _wait_status(run_id: str, statuses: tuple[str, ...], timeout: float = 120) -
     return status
 
 
-def _stopped_run(name: str, env: dict, definitions: Path, sig: signal.Signals):
+def _stopped_run(name: str, env: dict, definitions: Path, sig: signal.Signals, tokens):
     """A real `ergon run` of a review, waiting at its task, then stopped with ``sig``: (task, flow run id)."""
     from flows.store import runs as run_store
 
     (definitions / f"{name}.yaml").write_text(review(name))
-    assert cli(["users", "add", "alice", "--group", "legal"], env).returncode == 0
+    assert cli(["users", "add", "alice", "--group", "legal", "--token", tokens.admin], env).returncode == 0
     proc = start(name, env)
     try:
         task = wait_for_task(name)
@@ -108,13 +108,13 @@ def _finishes_from_its_checkpoint(task, old_flow_run_id: str) -> None:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
-def test_answering_a_task_of_a_killed_run_resumes_it_from_its_checkpoint(env, definitions, sig):
+def test_answering_a_task_of_a_killed_run_resumes_it_from_its_checkpoint(env, definitions, sig, tokens):
     from flows.store import runs as run_store
     from flows.store import tasks as task_store
 
-    task, flow_run_id = _stopped_run(f"killed_{sig.name.lower()}", env, definitions, sig)
+    task, flow_run_id = _stopped_run(f"killed_{sig.name.lower()}", env, definitions, sig, tokens)
 
-    shown = cli(["tasks", "show", task.id, "--as", "alice"], env)
+    shown = cli(["tasks", "show", task.id, "--token", tokens["alice"]], env)
     assert shown.returncode == 0, shown.stderr
     assert "stopped while it waited" in shown.stdout and "resumes from its checkpoint" in shown.stdout
     assert run_store.get_run(task.run_id).status == "crashed", "the dead process was found"
@@ -125,14 +125,14 @@ def test_answering_a_task_of_a_killed_run_resumes_it_from_its_checkpoint(env, de
     assert any("The run stopped while it waited" in w for w in warnings), warnings
     assert any(b.label == "Submit answer" for b in at.button), "it can still be answered: the run can take it"
 
-    answered = cli(["tasks", "answer", task.id, "--set", "decision=approve", "--as", "alice"], env)
+    answered = cli(["tasks", "answer", task.id, "--set", "decision=approve", "--token", tokens["alice"]], env)
     assert answered.returncode == 0, answered.stdout + answered.stderr
     assert "resumes from its checkpoint with this answer" in answered.stdout
     _finishes_from_its_checkpoint(task, flow_run_id)
 
 
-def test_the_dashboard_answer_resumes_a_killed_run_too(env, definitions):
-    task, flow_run_id = _stopped_run("killed_dashboard", env, definitions, signal.SIGKILL)
+def test_the_dashboard_answer_resumes_a_killed_run_too(env, definitions, tokens):
+    task, flow_run_id = _stopped_run("killed_dashboard", env, definitions, signal.SIGKILL, tokens)
     at = _inbox(task.id)
     at.selectbox(key=f"field:{task.id}:decision").set_value("approve")
     next(b for b in at.button if b.label == "Submit answer").click().run()
@@ -140,11 +140,11 @@ def test_the_dashboard_answer_resumes_a_killed_run_too(env, definitions):
     _finishes_from_its_checkpoint(task, flow_run_id)
 
 
-def test_a_task_of_a_run_stopped_with_ctrl_c_closes_and_refuses_answers(env, definitions):
+def test_a_task_of_a_run_stopped_with_ctrl_c_closes_and_refuses_answers(env, definitions, tokens):
     from flows.store import runs as run_store
     from flows.store import tasks as task_store
 
-    task, _ = _stopped_run("interrupted", env, definitions, signal.SIGINT)
+    task, _ = _stopped_run("interrupted", env, definitions, signal.SIGINT, tokens)
     run = run_store.get_run(task.run_id)
     assert run.status == "cancelled"
     closed = task_store.get_task(task.id)
@@ -155,7 +155,7 @@ def test_a_task_of_a_run_stopped_with_ctrl_c_closes_and_refuses_answers(env, def
     at = _inbox(task.id)
     assert not any(b.label == "Submit answer" for b in at.button), "no form for a task nothing can take"
 
-    refused = cli(["tasks", "answer", task.id, "--set", "decision=approve", "--as", "alice"], env)
+    refused = cli(["tasks", "answer", task.id, "--set", "decision=approve", "--token", tokens["alice"]], env)
     assert refused.returncode == 1
     assert f"task {task.id} cannot be answered: its run {task.run_id} ended cancelled" in refused.stderr, \
         refused.stderr
@@ -202,7 +202,7 @@ def test_two_parallel_tasks_of_a_killed_run_resume_it_once(env, definitions):
     assert sorted(t.id for t in task_store.tasks_for_run(run_id)) == sorted(t.id for t in tasks), "none asked twice"
 
 
-def test_an_answer_the_killed_process_never_took_is_kept(env, definitions):
+def test_an_answer_the_killed_process_never_took_is_kept(env, definitions, tokens):
     """The answer reaches the waiting flow run, and the process is killed before it takes it (it
     polls Prefect once a second; here it is frozen with SIGSTOP, answered, then killed). The
     answer is recorded on the task and the visit never completed: resuming the run goes on with
@@ -212,14 +212,14 @@ def test_an_answer_the_killed_process_never_took_is_kept(env, definitions):
 
     name = "killed_after_answer"
     (definitions / f"{name}.yaml").write_text(review(name))
-    assert cli(["users", "add", "alice", "--group", "legal"], env).returncode == 0
+    assert cli(["users", "add", "alice", "--group", "legal", "--token", tokens.admin], env).returncode == 0
     proc = start(name, env)
     try:
         task = wait_for_task(name)
         flow_run_id = run_store.get_run(task.run_id).prefect_flow_run_id
         _wait_paused_in_prefect(flow_run_id)
         proc.send_signal(signal.SIGSTOP)
-        answered = cli(["tasks", "answer", task.id, "--set", "decision=approve", "--as", "alice"], env)
+        answered = cli(["tasks", "answer", task.id, "--set", "decision=approve", "--token", tokens["alice"]], env)
         assert answered.returncode == 0, answered.stdout + answered.stderr
         assert _prefect_state(flow_run_id) != "PAUSED", "Prefect took the answer"
         proc.send_signal(signal.SIGKILL)

@@ -76,34 +76,36 @@ def test_the_answer_picks_the_exit(env, definitions, target):
     assert visits[0].next_node == target
 
 
-def test_a_wrong_choice_is_refused_and_the_run_stays_paused(env, definitions):
+def test_a_wrong_choice_is_refused_and_the_run_stays_paused(env, definitions, tokens):
     from prefect.flow_runs import resume_flow_run
 
     from flows.store import runs as run_store
     from flows.store import tasks as task_store
 
     (definitions / "choose_wrong.yaml").write_text(choose("choose_wrong", "assignee: group:legal"))
-    cli(["users", "add", "lea", "--group", "legal"], env)
+    cli(["users", "add", "lea", "--group", "legal", "--token", tokens.admin], env)
     proc = start("choose_wrong", env)
     try:
         task = wait_for_task("choose_wrong")
         assert task.assignee == "group:legal"
         for value in ("hidden", "nowhere"):
-            refused = cli(["tasks", "answer", task.id, "--set", f"_next_node={value}", "--as", "lea"], env)
+            refused = cli(["tasks", "answer", task.id, "--set", f"_next_node={value}", "--token", tokens["lea"]], env)
             assert refused.returncode == 1, refused.stdout + refused.stderr
             assert value in refused.stdout + refused.stderr
         time.sleep(1.5)
         assert task_store.get_task(task.id).status == "pending" and run_store.get_run(task.run_id).status == "paused"
         run = run_store.get_run(task.run_id)
-        with pytest.raises(RuntimeError):  # Prefect's form validates against the same options
-            resume_flow_run(run.prefect_flow_run_id, run_input={"_next_node": "hidden"})
-        resume_flow_run(run.prefect_flow_run_id, run_input={"_next_node": "archive"})
+        with pytest.raises(RuntimeError, match="hidden"):  # Prefect's form validates against the same options
+            resume_flow_run(run.prefect_flow_run_id, run_input={"_next_node": "hidden", "approver_token": tokens["lea"]})
+        # assigned: the form asks the approver's token
+        resume_flow_run(run.prefect_flow_run_id, run_input={"_next_node": "archive", "approver_token": tokens["lea"]})
         result = finish(proc)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert result["status"] == "completed" and result["outcome"] == "archive"
     assert task_store.get_task(task.id).answered_via == "prefect"
+    assert task_store.get_task(task.id).answered_by == "lea"
 
 
 FANOUT = """

@@ -15,6 +15,10 @@ is sent, else a short text). A behaviour is a dict:
   page, a truncated JSON text); ``{"choices": []}``: a completion with that ``choices`` list;
 * any of them with ``"delay": seconds`` (a fixed latency before answering).
 
+:meth:`FakeOpenAI.respond` gives a model a *responder* instead: a function of the request body
+returning one of these behaviours, asked whenever the model's queue is empty — for a conversation
+whose turns depend on what arrives when (an agent waiting for its workstreams).
+
 Both endpoints take behaviours from the same queue of a model name, so a test that chats and
 embeds at once gives the two different model names. ``/embeddings`` answers by default with a vector per input: the offline embedder's, at the
 request's ``dimensions`` or :data:`EMBEDDING_DIMENSIONS` (not the offline embedder's own size, so
@@ -55,6 +59,7 @@ class FakeOpenAI:
     """The server's state; :meth:`start` serves it on 127.0.0.1 on a free port."""
 
     scripts: dict[str, deque] = field(default_factory=lambda: defaultdict(deque))
+    responders: dict[str, Any] = field(default_factory=dict)
     requests: list[Received] = field(default_factory=list)
     latency: float = 0.0
     _server: ThreadingHTTPServer | None = None
@@ -70,12 +75,18 @@ class FakeOpenAI:
         with self._lock:
             self.scripts[model].extend(behaviours)
 
+    def respond(self, model: str, responder: Any) -> None:
+        """Answer requests to ``model`` with ``responder(body)`` (a behaviour) when its queue is empty."""
+        with self._lock:
+            self.responders[model] = responder
+
     def for_model(self, model: str) -> list[Received]:
         return [r for r in self.requests if r.model == model]
 
     def reset(self) -> None:
         with self._lock:
             self.scripts.clear()
+            self.responders.clear()
             self.requests.clear()
         self.latency = 0.0
 
@@ -96,10 +107,13 @@ class FakeOpenAI:
             self._server.server_close()
             self._server = None
 
-    def _next(self, model: str) -> dict[str, Any] | None:
+    def _next(self, model: str, body: dict[str, Any]) -> dict[str, Any] | None:
         with self._lock:
             queue = self.scripts.get(model)
-            return queue.popleft() if queue else None
+            if queue:
+                return queue.popleft()
+            responder = self.responders.get(model)
+        return responder(body) if responder is not None else None
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -127,7 +141,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(400, {"error": {"message": "body is not JSON"}})
             return
         model = str(body.get("model", ""))
-        behaviour = self.fake._next(model) or {}
+        behaviour = self.fake._next(model, body) or {}
         delay = behaviour.get("delay", self.fake.latency)
         if delay:
             time.sleep(delay)

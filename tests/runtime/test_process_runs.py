@@ -60,6 +60,22 @@ def test_tool_chain_writes_context_and_records_diffs(run_def):
     assert all(v.status == "completed" for v in vs)
 
 
+def test_an_internal_field_nothing_writes_is_no_run_input(run_def):
+    # `_` fields are the engine's: a run input of that name made Prefect's parameter model refuse
+    # the flow (pydantic allows no leading underscore), so the run crashed before its first node
+    text = process("internal", {"a": "{type: integer}", "_seen": "{type: string}"}, """
+  start:
+    type: tool
+    config: {context_update: {a: 1}}
+    writes: [a]
+    transitions: [{to: done}]
+  done: {type: final}
+""")
+    result = run_def({"internal.yaml": text}, "internal")
+    assert result["status"] == "completed", result
+    assert result["context"] == {"a": 1}
+
+
 def test_loop_records_one_visit_per_pass_and_guards_route(run_def):
     text = process("loop", {"counter": "{type: integer}"}, """
   start:

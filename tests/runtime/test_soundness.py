@@ -161,7 +161,7 @@ NAMES = _runnable_names()
 
 @pytest.fixture
 def corpus(tmp_path, monkeypatch, prefect_api, store):
-    from flows import documents, people
+    from flows import documents, people, tokens
 
     folder = _corpus(tmp_path / "definitions")
     for shipped in sorted((folder / "documents").glob("*.txt")):
@@ -169,6 +169,7 @@ def corpus(tmp_path, monkeypatch, prefect_api, store):
     monkeypatch.setenv("ERGON_DEFINITIONS", str(folder))
     monkeypatch.delenv("ERGON_MODEL", raising=False)
     people.add_user(ANSWERER, admin=True)
+    monkeypatch.setenv("ERGON_TOKEN", tokens.create(ANSWERER).token)  # how `ergon tasks answer` proves who answers
     report = check_workspace(load_workspace([folder]))
     assert not report.errors, "the corpus must check clean:\n" + "\n".join(d.format() for d in report.errors)
     return folder
@@ -277,7 +278,7 @@ def _answer_open_tasks(data: st.DataObject, root_id: str, answered: set[str], pr
             answered.add(task.id)
             answer = data.draw(from_schema(_answer_schema(task.fields)), label=f"answer to {task.node_id}")
             pairs = [f"{name}={_cli_value(value)}" for name, value in answer.items()]
-            code = tasks_answer(task.id, set_=pairs, as_=ANSWERER)
+            code = tasks_answer(task.id, set_=pairs)  # as ANSWERER, by the token in ERGON_TOKEN
             if code != 0:
                 problems.append(f"{run.definition_name}: the valid answer {answer} to task `{task.node_id}` was refused "
                                 f"(exit {code})")

@@ -381,3 +381,77 @@ def test_inbox_shows_the_labels_of_a_user_transition_choice(make_app, people):
     box.set_value("publish")
     _button(at, "Submit answer").click().run()
     assert task_store.get_task(task.id).answer == {"_next_node": "publish"}, "the answer is the target id"
+
+
+def test_a_supervised_run_shows_its_supervisors_commands_and_takes_messages(make_app, people):
+    import yaml
+
+    from flows.store import run_events
+
+    run = run_store.create_run("boom", content=yaml.safe_load(ALL["boom.yaml"]), run_type="supervised",
+                               started_by="alice")
+    run_store.set_run_status(run.id, "running")
+    run_events.add_event(run.id, "command", "transition_to", actor="supervisor", node_id="first",
+                         args={"event": "node_completed", "args": {"node": "nowhere"}}, outcome="refused",
+                         reason="no node 'nowhere' in `boom`")
+    at = make_app("alice", run=run.id)
+    at.run()
+    at.switch_page("pages/run.py").run()
+    assert "Supervisor" in [t.label for t in at.tabs]
+    at.session_state["run_tabs"] = "Supervisor"
+    at.run()
+    assert not at.exception
+    table = at.table[0].value
+    assert list(table["command"]) == ["transition_to"] and list(table["verdict"]) == ["refused"]
+    assert "no node 'nowhere'" in table["reason"].iloc[0]
+    at.chat_input(key="sup_message").set_value("hold at the review").run()
+    [message] = run_events.events_for_run(run.id, kind="message")
+    assert (message.actor, message.args["text"], message.delivered_at) == ("alice", "hold at the review", None)
+    run_store.set_run_status(run.id, "cancelled")
+
+
+def test_an_admin_advances_a_failed_run_from_its_page_and_it_resumes(make_app, run_def, ui_defs, people):
+    from flows.store import run_events
+
+    failed = run_def(ALL, "boom")["run_id"]
+    viewer = make_app("alice", run=failed)
+    viewer.run()
+    viewer.switch_page("pages/run.py").run()
+    assert not [e for e in viewer.expander if e.label.startswith("Operator controls")], "admins only"
+    at = make_app("root", run=failed)
+    at.run()
+    at.switch_page("pages/run.py").run()
+    assert [e.label for e in at.expander if e.label.startswith("Operator controls")] == [
+        "Operator controls · the run stopped at `explode`"]
+    _button(at, "Explain").click().run()
+    assert "`explode` is a tool node." in _texts(at) and "calls the tool `double_unless`" in _texts(at)
+    at.session_state["operator"] = True
+    at.run()
+    at.radio(key="op_action").set_value("advance")
+    at.selectbox(key="op_to").set_value("done")
+    at.text_input(key="op_why").input("the double is not needed")
+    _button(at, "Apply and resume").click().run()
+    assert not at.exception
+    assert "Advance recorded; the run resumes." in _texts(at)
+    [row] = run_events.events_for_run(failed, kind="command")
+    assert (row.name, row.actor, row.outcome, row.args["why"]) == ("advance", "root", "accepted", "the double is not needed")
+    _wait_for(lambda: run_store.run_status(failed) == "completed")
+    assert run_store.require_run(failed).outcome == "done"
+
+
+def test_the_start_form_starts_a_supervised_run_with_a_message(prefect_api, make_app, ui_defs, people):
+    from flows.store import run_events
+
+    at = make_app("alice")
+    at.run()
+    at.switch_page("pages/definitions.py").run()
+    at.selectbox(key="def_pick").set_value("boom").run()
+    at.toggle(key="supervised:boom").set_value(True)
+    at.text_input(key="message:boom").input("look at the doubling closely")
+    _button(at, "Start run").click().run()
+    started = run_store.list_runs(definition="boom")[0][0]
+    assert started.run_type == "supervised" and started.started_by == "alice"
+    [message] = run_events.events_for_run(started.id, kind="message")
+    assert message.args["text"] == "look at the doubling closely" and message.actor == "alice"
+    assert _wait_ended(started.id) == "failed"  # boom fails at `explode`; the offline supervisor lets it
+    assert run_events.events_for_run(started.id, kind="message")[0].delivered_at is not None, "read at the start"

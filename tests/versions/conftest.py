@@ -8,9 +8,9 @@ from versions_samples import review
 
 
 @pytest.fixture
-def folder(store, definitions, monkeypatch):
-    """The definitions folder with review.yaml (v0 text), the store, ERGON_USER=lea."""
-    monkeypatch.setenv("ERGON_USER", "lea")
+def folder(store, definitions, monkeypatch, tokens):
+    """The definitions folder with review.yaml (v0 text), the store, acting as lea (her token in ERGON_TOKEN)."""
+    monkeypatch.setenv("ERGON_TOKEN", tokens["lea"])
     (definitions / "review.yaml").write_text(review())
     return definitions
 

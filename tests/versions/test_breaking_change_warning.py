@@ -59,12 +59,12 @@ def wait_until_paused(timeout: float = 120.0):
     raise AssertionError("the review run never paused")
 
 
-def test_publish_names_the_paused_runs_a_change_breaks(prefect_api, folder, ergon, store):
+def test_publish_names_the_paused_runs_a_change_breaks(prefect_api, folder, ergon, store, tokens):
     from flows.store import definitions as definition_store
     from flows.store import runs as run_store
 
     assert ergon("publish", "review", "-m", "v1")[0] == 0
-    env = {**os.environ, "ERGON_DATABASE_URL": store, "ERGON_DEFINITIONS": str(folder), "ERGON_USER": "starter"}
+    env = {**os.environ, "ERGON_DATABASE_URL": store, "ERGON_DEFINITIONS": str(folder), "ERGON_TOKEN": tokens["starter"]}
     proc = subprocess.Popen(ERGON + ["run", "review", "--input", "party=ACME", "--json"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -97,10 +97,10 @@ def test_publish_names_the_paused_runs_a_change_breaks(prefect_api, folder, ergo
         assert "context field `counter` is removed" in err
 
         # The paused run still finishes on the version it started with.
-        answer = subprocess.run(ERGON + ["users", "add", "alice", "--group", "legal"], env=env,
+        answer = subprocess.run(ERGON + ["users", "add", "alice", "--group", "legal", "--token", tokens.admin], env=env,
                                 capture_output=True, text=True, timeout=120, check=False)
         assert answer.returncode == 0, answer.stderr
-        answer = subprocess.run(ERGON + ["tasks", "answer", task.id, "--set", "decision=approve", "--as", "alice"],
+        answer = subprocess.run(ERGON + ["tasks", "answer", task.id, "--set", "decision=approve", "--token", tokens["alice"]],
                                 env=env, capture_output=True, text=True, timeout=120, check=False)
         assert answer.returncode == 0, answer.stdout + answer.stderr
         out, err = proc.communicate(timeout=120)

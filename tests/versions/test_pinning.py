@@ -28,14 +28,14 @@ nodes:
 
 
 def test_run_version_n_runs_the_published_content_and_records_its_number(prefect_api, store, definitions,
-                                                                          run_def, monkeypatch):
+                                                                          run_def, monkeypatch, tokens):
     from flows import versions
     from flows.catalog import Catalog
     from flows import runs
     from flows.store import definitions as definition_store
     from flows.store import runs as run_store
 
-    monkeypatch.setenv("ERGON_USER", "lea")
+    monkeypatch.setenv("ERGON_TOKEN", tokens["lea"])
     (definitions / "stamped.yaml").write_text(STAMP.format(label="one"))
     assert versions.publish("stamped").version.version == 1
     (definitions / "stamped.yaml").write_text(STAMP.format(label="two"))  # draft, not published

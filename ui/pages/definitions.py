@@ -111,13 +111,22 @@ with start:
     user = auth.require_user("start runs")
     with st.form(f"start:{name}"):
         inputs, problems = forms.schema_inputs(plan.input_schema, plan.context_initial, key=f"input:{name}")
+        supervised, message = plan.run_type == "supervised", None
+        if plan.control == "state_machine":
+            supervised = st.toggle("Supervised", value=supervised, key=f"supervised:{name}",
+                                   disabled=plan.run_type == "supervised",
+                                   help="An LLM supervisor hears every step and may steer it (the engine checks each command)")
+            message = st.text_input("Message to the supervisor (supervised runs)", key=f"message:{name}",
+                                    placeholder="e.g. prioritise speed over thoroughness").strip() or None
         submitted = st.form_submit_button("Start run", type="primary", disabled=user is None)
     if submitted and user is not None:
         if problems:
             st.error("Not started:\n\n" + "\n".join(f"- {p}" for p in problems))
         else:
             try:
-                st.session_state[f"_started:{name}"] = runs.start_detached(name, inputs, started_by=user, trigger="manual")
+                st.session_state[f"_started:{name}"] = runs.start_detached(
+                    name, inputs, started_by=user, trigger="manual", supervised=supervised,
+                    message=message if supervised else None)
             except runs.StartRefused as exc:
                 st.error("Not started: the inputs do not fit the definition.\n\n"
                          + "\n".join(f"- {_in_words(p, plan)}" for p in exc.problems))

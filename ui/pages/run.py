@@ -27,6 +27,7 @@ from ui import auth, nav
 from ui import catalog as cat
 from ui import conversation as conv
 from ui import timeline
+from ui import workstreams as workstream_view
 from ui import format as fmt
 from ui.artifact_view import show as show_artifact
 from ui import graph
@@ -231,6 +232,19 @@ def _value(value: Any, empty: str) -> None:
         st.code(value if isinstance(value, str) else json.dumps(value), language=None, wrap_lines=True)
 
 
+def _explain(run: Any, plan: Any, node_id: str) -> str:
+    """The explanation of a node (a model's when one is configured, else the engine's outline)."""
+    import asyncio
+
+    from flows.runs.explain import explain
+
+    text, by_model = asyncio.run(explain(plan, node=node_id, context=dict(run.context or {}), run_id=run.id,
+                                         environments=cat.catalog().environments()))
+    lines = text.splitlines()
+    body = "\n".join(f"- {line.strip()}" if line.startswith("  ") else line for line in lines)
+    return body if by_model else body + "\n\n_The engine's outline: set `ERGON_MODEL` for a written explanation._"
+
+
 def _diff_table(diff: list[dict]) -> None:
     if not diff:
         st.caption("no context change")
@@ -298,6 +312,12 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any, nodes: l
                 with definition:
                     st.code(yaml.safe_dump({node.id: node.body_json()}, sort_keys=False, allow_unicode=True),
                             language="yaml")
+            if st.button("Explain", key=f"explain:{node.id}", icon=":material/help:",
+                         help="What the node does, why it routes as it does, what can go wrong"):
+                st.session_state["_explained"] = (run.id, node.id, _explain(run, plan, node.id))
+            explained = st.session_state.get("_explained")
+            if explained and explained[:2] == (run.id, node.id):
+                st.markdown(explained[2])
         for task in [t for t in task_store.tasks_for_run(run.id) if t.node_id == node_id]:
             st.markdown(f"**Task** {task.title} · {fmt.status(task.status)}"
                         + (f" · answered by {task.answered_by} via {task.answered_via}" if task.answered_by else ""))
@@ -356,6 +376,7 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any, nodes: l
                     st.caption(f"conversation · {len(calls)} LLM call(s) · {tokens} tokens · "
                                f"{fmt.money(sum(c.cost_usd for c, _ in calls)) or '$0'} · {len(tool_calls)} tool call(s)")
                     _conversation(calls, tool_calls)
+                workstream_view.show(v)
         if pages > 1:
             st.pagination(pages, key=f"visits_page:{node_id}")
 
@@ -397,6 +418,95 @@ def _tasks(run: Any) -> None:
         nav.task_link(t.id, "Open in the task inbox")
 
 
+def _trail(run: Any, commands: list[Any]) -> None:
+    """The run's trail: the commands of its supervisor and its operators with the engine's
+    verdicts; for a supervised run also the messages people posted, the supervisor's
+    conversation, and a box to post another message."""
+    from flows.runs.supervision import MessageRefused, post_message
+    from flows.store import run_events
+
+    if commands:
+        st.caption("commands, with what the engine made of them")
+        st.table([{"at": fmt.when(c.at), "by": c.actor or "", "event": (c.args or {}).get("event"), "node": c.node_id or "",
+                   "command": c.name, "args": json.dumps((c.args or {}).get("args") or {}, default=str),
+                   "why": (c.args or {}).get("why") or "", "verdict": c.outcome, "reason": c.reason or ""}
+                  for c in commands], border="horizontal", hide_index=True)
+    else:
+        st.caption("No commands yet: the supervisor has let the run go on as defined.")
+    if run.run_type != "supervised":
+        return
+    for m in run_events.events_for_run(run.id, kind="message"):
+        st.markdown(f"**{m.actor or 'someone'}** · {fmt.when(m.at)}"
+                    + (" · read" if m.delivered_at else " · not read yet"))
+        st.code(str((m.args or {}).get("text", "")), language=None, wrap_lines=True)
+    calls = [c for c in visit_store.llm_calls_for_run(run.id) if c.visit_id is None]
+    box = st.expander(f"The supervisor's conversation · {len(calls)} model call(s)", key="sup_conv", on_change="rerun")
+    if box.open:
+        with box:
+            _conversation([(c, None) for c in calls], [])
+    text = st.chat_input("Message the supervisor (it reads it with the run's next step)", key="sup_message")
+    if text:
+        user = auth.require_user("message a supervisor")
+        if user is not None:
+            try:
+                post_message(run, text, actor=user)
+                st.success("Posted: the supervisor reads it with the run's next step.")
+            except MessageRefused as exc:
+                st.warning(str(exc))
+
+
+def _operator(run: Any, plan: Any) -> None:
+    """Admins, on a failed or crashed process run: advance, retry, skip or set context, then resume;
+    on a paused one: advance past the task its process waits for (the process goes on)."""
+    from flows.runs import controls
+
+    who = auth.current_actor()
+    paused = run.status == "paused"
+    if plan is None or plan.control != "state_machine" or (run.status not in controls.STOPPED and not paused) \
+            or who is None or not who.is_admin:
+        return
+    user = who.name
+    current = controls.current_node(run)
+    if current is None:
+        return
+    box = st.expander(f"Operator controls · the run {'waits' if paused else 'stopped'} at `{current}`", key="operator",
+                      on_change="rerun")
+    if not box.open:
+        return
+    with box, st.form("operator_form", border=False):
+        exits = [e.target for e in plan.successors(current)]
+        choices = ["advance"] if paused else ["advance", "retry", "skip", "set context"]
+        action = st.radio("Control", choices, horizontal=True, key="op_action",
+                          captions=["through a declared exit", "re-enter a node", "where skippable", "repair fields"][:len(choices)])
+        to = st.selectbox("Advance to (a declared exit)", exits, key="op_to") if exits else None
+        node = st.selectbox("Retry node", list(dict.fromkeys([current, *plan.nodes])), key="op_node")
+        updates = st.text_area("Set context (a JSON object of fields)", "{}", key="op_updates")
+        why = st.text_input("Why (kept in the run's trail)", key="op_why")
+        if not st.form_submit_button("Apply and resume", type="primary"):
+            return
+    try:
+        if action == "advance":
+            controls.advance(run.id, str(to), actor=user, why=why)
+        elif action == "retry":
+            controls.retry_node(run.id, node, actor=user, why=why)
+        elif action == "skip":
+            controls.skip_node(run.id, actor=user, why=why)
+        else:
+            try:
+                fields = json.loads(updates)
+            except ValueError as exc:
+                st.error(f"Set context needs a JSON object: {exc}")
+                return
+            controls.set_context(run.id, fields if isinstance(fields, dict) else {}, actor=user, why=why)
+        if not paused:
+            runs.resume_detached(run_store.require_run(run.id), user)
+    except (controls.ControlRefused, runs.ResumeRefused) as exc:
+        st.warning(str(exc))
+        return
+    _watch()
+    st.success(f"{action.capitalize()} recorded; " + ("its waiting process goes on." if paused else "the run resumes."))
+
+
 def _body() -> None:
     run = run_store.get_run(run_id)
     if (run.status in fmt.ACTIVE_RUN or _watching()) != LIVE:
@@ -406,11 +516,19 @@ def _body() -> None:
     visits = visit_store.visits_for_run(run.id, light=True)
     plan, why = cat.run_plan(run)
     highlight = route_highlight(plan, visits, run.status) if plan is not None else None
+    _operator(run, plan)
     _story(run, plan, why, visits, highlight)
     # Only the open tab is drawn (a 2,000-visit table or chart costs the browser more than the
     # rest of the page): switching tabs re-runs this fragment with the other one open.
-    tabs = st.tabs(TABS, key="run_tabs", on_change="rerun")
-    context, timeline, table, artifacts, tasks = tabs
+    from flows.store import run_events
+
+    commands = run_events.events_for_run(run.id, kind="command")
+    trail = "Supervisor" if run.run_type == "supervised" else "Trail" if commands else None
+    tabs = st.tabs((*TABS, trail) if trail else TABS, key="run_tabs", on_change="rerun")
+    context, timeline, table, artifacts, tasks = tabs[:5]
+    if trail and tabs[5].open:
+        with tabs[5]:
+            _trail(run, commands)
     if timeline.open:
         with timeline:
             _timeline(visits)

@@ -5,6 +5,9 @@ prompt segments to the engine's contract (:func:`interaction_messages`).
 
 The agent's tools run with this visit as their tool context; its ``ask_user`` tool asks a person
 through the same human-task path as a `human_task` node (:func:`flows.runtime.bodies.human_task.ask_person`).
+An agent with the workstream tools gets its visit's :class:`~flows.runtime.workstreams.Workstreams`
+(the children it launches, and the hooks that bring their results to its loop); the visit ends
+only once they have, and stops those still open (interactive ones) when it does.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from flows.runtime.bodies.human_task import ask_person
 from flows.runtime.bodies.llm import budget_guard, model_of, update_from
 from flows.runtime.effects import Effect, Services
 from flows.runtime.errors import NodeFailed
+from flows.runtime.workstreams import Workstreams, uses_workstreams
 from flows.tools.context import CURRENT, ToolContext
 
 
@@ -66,15 +70,24 @@ async def run(node: PlanNode, context: dict[str, Any], services: Services, visit
         run_id=services.run_id, visit_id=visit_id, guard=budget_guard(node, services, visit_id),
         interaction_messages=extra, **own,
     )
+    hub = None
+    if uses_workstreams(task.tools) and services.run_id is not None and visit_id is not None:
+        hub = Workstreams(run_id=services.run_id, visit_id=visit_id, node_id=node.id, model=task.model, tools=task.tools,
+                          max_iterations=task.max_iterations, environments=services.environments,
+                          started_by=services.started_by, process_name=services.process_name, guard=task.guard,
+                          runner=services.run_workstream)
+        task.hooks = hub
     token = CURRENT.set(ToolContext(run_id=services.run_id, visit_id=visit_id, node_id=node.id,
                                     started_by=services.started_by, assignee=body.ask_user,
                                     ask=functools.partial(ask_person, services, visit_id=visit_id),
-                                    environments=services.environments))
+                                    environments=services.environments, workstreams=hub))
     try:
         result = await run_agent(task, environments=services.environments)
     except LlmError as exc:
         raise NodeFailed(f"agent `{node.id}`: {exc}") from exc
     finally:
+        if hub is not None:
+            await hub.close()
         CURRENT.reset(token)
     return Effect(update=update_from(node, result.output), output=result.output,
                   input={"prompt": task.prompt, "tools": task.tools})

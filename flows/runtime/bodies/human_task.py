@@ -13,10 +13,15 @@ Prefect by :mod:`flows.prefect.pause`:
 * ``pause`` — otherwise the run's own flow run blocks, polling for the answer.
 
 An answer comes back the same way whoever gave it: through ``ergon tasks answer`` or the
-dashboard (validated, recorded, then the run resumed), or through Prefect's own resume form/API
-(Prefect validates it against the same model; the task is then recorded here as answered by
-``prefect``). The fields are copied into the context per the node's ``writes``; the node's guards
-then route. A ``timeout`` expires the task: the run takes ``on_timeout`` when the node has it,
+dashboard (checked and recorded there, then the run resumed: the store's answer is taken), or
+through Prefect's own resume form/API (Prefect validates it against the same model; then it is
+checked here by :func:`flows.humans.answer_through_prefect` — who gives it, proven by the
+approver's personal token where the task names an assignee or four-eyes, the same rules as every
+other channel, the field checks — and recorded with the token's owner as ``answered_by``, or
+``prefect`` for an unassigned task). A refused answer is audited and the run asks again in
+Prefect, under a new key (Prefect hands a used key's old answer straight back), the reason at
+the top of the form's description; the task's deadline still counts from its creation. The
+fields are copied into the context per the node's ``writes``; the node's guards then route. A ``timeout`` expires the task: the run takes ``on_timeout`` when the node has it,
 and fails with "task expired" otherwise.
 
 Re-entry: a run continues after its process stopped while a person was asked — suspended under
@@ -33,10 +38,11 @@ gets them back in order (each question takes the oldest task not taken yet).
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import re
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -45,8 +51,8 @@ from compiler.plan import PlanNode, ir_json
 from flows import humans
 from flows.humans import TaskExpired
 from flows.runtime.context import MAX_CONTEXT_BYTES
-from flows.runtime.effects import AnswerWait, Effect, Services, WaitMode
-from flows.runtime.errors import NodeFailed, RunCancelled
+from flows.runtime.effects import PROOF_KEY, AnswerWait, Effect, Services, WaitMode
+from flows.runtime.errors import Advanced, NodeFailed, RunCancelled
 from flows.runtime.parallel import IN_PARALLEL
 from flows.settings import PAUSE_POLL_SECONDS
 from flows.store import tasks as task_store
@@ -130,6 +136,11 @@ def fields_about(templates: list[str | None], context: dict[str, Any]) -> dict[s
     return {k: context[k] for k in names[:ABOUT_FIELDS]}
 
 
+def _inline(text: str) -> str:
+    """One line of text for markdown (no line breaks, no table pipes)."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
 def _cell(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
     text = " ".join(text.split())  # a table cell is one line
@@ -138,12 +149,15 @@ def _cell(value: Any) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|")
 
 
-def form_description(title: str, description: str | None, about: dict[str, Any] | None, task_id: str) -> str:
+def form_description(title: str, description: str | None, about: dict[str, Any] | None, task_id: str, *,
+                     refused: str | None = None) -> str:
     """The markdown above Prefect's resume form: what the approver decides on — the task's title and
-    description, the context fields it is about as a table, and a link to the task in Ergon's inbox."""
+    description, the context fields it is about as a table, and a link to the task in Ergon's inbox;
+    first, when the last answer given through Prefect was refused, why."""
     from flows.settings import dashboard_url
 
-    parts = [f"**{title}**"]
+    parts = [f"**Ergon refused the last answer:** {_inline(refused)} — answer again below."] if refused else []
+    parts.append(f"**{title}**")
     if description:
         parts.append(description)
     if about:
@@ -186,39 +200,106 @@ async def ask_person(services: Services, *, visit_id: str | None, node_id: str, 
         )
     run_state.mark_paused()
     services.listener("paused", node_id, {"task_id": task.id, "title": title})
+    if services.human_task_waiting is not None:  # a supervised run's supervisor is told
+        await services.human_task_waiting(node_id, {"task_id": task.id, "title": title, "assignee": assignee})
     mode: WaitMode = "subflow" if own_subflow else "suspend" if pauses.can_suspend(timeout) else "pause"
-    if mode == "suspend" and visit_id:
-        # Prefect shows the run Suspended before the process has unwound: the visit says so first
-        visit_store.mark_visit_suspended(visit_id)
     key = task.pause_key or visit_pause_key(node_id, run_id, visit_id or node_id)
-    waiting = pauses.wait_for_answer(AnswerWait(
-        task_id=task.id, fields=fields, model_name=f"{node_id}_answer",
-        prompt=form_description(title, description, about, task.id),
-        key=key, seconds=int(timeout or DEFAULT_WAIT_SECONDS), title=f"{node_id}: {title}"[:120], mode=mode,
-    ))
-    answer = await _unless_cancelled(waiting, run_state)
-    if answer is None:
-        task_store.close_task(task.id, "expired", actor="ergon", reason=f"no answer within {timeout} s")
-        run_state.mark_running_if_idle()
-        raise TaskExpired(task.id)
-    task = task_store.get_task(task.id) or task  # the row, answered since (it is never deleted while its run waits)
-    if task.status != "completed":  # answered through Prefect's own form or API
-        clean, errors = humans.validate_answer(task.fields, answer)
-        if errors:  # Prefect validated against the same model: this is a bug, not a user error
-            raise NodeFailed(f"the answer resumed through Prefect does not fit the task: {'; '.join(errors)}",
-                             kind="internal")
-        task = task_store.answer_task(task.id, clean, answered_by="prefect", answered_via="prefect")
+    proof = humans.needs_proof(task)
+    refused = _last_prefect_refusal(task.id)  # a run suspended again after a refusal says why, re-entered
+    seconds_left = int(timeout or DEFAULT_WAIT_SECONDS)
+    while True:
+        if mode == "suspend" and visit_id:
+            # Prefect shows the run Suspended before the process has unwound: the visit says so first
+            visit_store.mark_visit_suspended(visit_id)
+        waiting = pauses.wait_for_answer(AnswerWait(
+            task_id=task.id, fields=fields, model_name=f"{node_id}_answer",
+            prompt=form_description(title, description, about, task.id, refused=refused),
+            key=key, seconds=seconds_left, title=f"{node_id}: {title}"[:120], mode=mode, proof=proof,
+        ))
+        answer = await _unless_cancelled(waiting, run_state, withdrawn=functools.partial(_advanced, run_id, task.id))
+        if isinstance(answer, Advanced):  # an admin advanced the run past this task
+            if mode == "pause":
+                await pauses.release()
+            run_state.mark_running_if_idle()
+            raise answer
+        if answer is None:
+            task_store.close_task(task.id, "expired", actor="ergon", reason=f"no answer within {timeout} s")
+            run_state.mark_running_if_idle()
+            raise TaskExpired(task.id)
+        token_sha256 = answer.pop(PROOF_KEY, None)  # never kept: only whose token it is counts
+        task = task_store.get_task(task.id) or task  # the row, answered since (it is never deleted while its run waits)
+        if task.status == "completed":  # answered in Ergon (CLI, dashboard): checked and recorded there
+            break
+        try:  # answered through Prefect's own form or API: the same rules, checked now
+            task = humans.answer_through_prefect(task.id, answer, token_sha256=token_sha256)
+            break
+        except humans.TaskRefused as exc:
+            refused = exc.reason
+        task = task_store.get_task(task.id) or task
+        if task.status not in TASK_OPEN:  # closed meanwhile: nothing can take an answer any more
+            raise NodeFailed(f"task {task.id} is {task.status}", kind="world")
+        # ask again, under a new key (Prefect hands a used key's old answer straight back)
+        key = _next_key(key)
+        task_store.set_task_pause_key(task.id, key)
+        services.listener("refused", node_id, {"task_id": task.id, "reason": refused})
+        if task.due_at is not None:
+            seconds_left = int((_aware(task.due_at) - utcnow()).total_seconds())
+            if seconds_left <= 0:
+                task_store.close_task(task.id, "expired", actor="ergon", reason=f"no valid answer within {timeout} s")
+                run_state.mark_running_if_idle()
+                raise TaskExpired(task.id)
     run_state.mark_running_if_idle()
     return task, dict(task.answer or answer)
 
 
-async def _unless_cancelled(waiting: Awaitable[Any], run_state: Any) -> Any:
+def _next_key(key: str) -> str:
+    """The pause key after ``key``: ``…-r1``, ``…-r2``, … (lowercase letters, digits, dashes)."""
+    base, sep, n = key.rpartition("-r")
+    return f"{base}-r{int(n) + 1}" if sep and n.isdigit() else f"{key}-r1"
+
+
+def _aware(when: Any) -> Any:
+    from datetime import UTC
+
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def _last_prefect_refusal(task_id: str) -> str | None:
+    """The reason of the task's last event, when it is a refused answer through Prefect."""
+    events = task_store.task_events(task_id)
+    last = events[-1] if events else None
+    if last is not None and last.action == "refused" and (last.detail or {}).get("via") == "prefect":
+        return (last.detail or {}).get("reason")
+    return None
+
+
+def _advanced(run_id: str, task_id: str) -> Advanced | None:
+    """The operator's advance that withdrew ``task_id`` (:func:`flows.runs.controls.advance`), if any."""
+    from flows.store import run_events
+
+    task = task_store.get_task(task_id)
+    if task is None or task.status != "cancelled":
+        return None
+    for event in reversed(run_events.events_for_run(run_id, kind="command")):
+        args = (event.args or {}).get("args") or {}
+        if event.name == "advance" and event.outcome == "accepted" and args.get("task_id") == task_id:
+            return Advanced(str(args["to"]), f"advanced to `{args['to']}` by {event.actor}: {(event.args or {}).get('why')}")
+    return None
+
+
+async def _unless_cancelled(waiting: Awaitable[Any], run_state: Any,
+                            withdrawn: Callable[[], Advanced | None] = lambda: None) -> Any:
     """Await ``waiting``; give up with :class:`RunCancelled` when the run is cancelled meanwhile
-    (Prefect's pause only watches its own flow run's state, not Ergon's store)."""
+    (Prefect's pause only watches its own flow run's state, not Ergon's store); return the
+    :class:`Advanced` when an admin withdrew the task to advance the run."""
+    advanced: list[Advanced] = []
 
     async def cancelled() -> None:
         while run_state.status() not in ("cancelling", "cancelled"):
             await asyncio.sleep(PAUSE_POLL_SECONDS)
+            if (found := withdrawn()) is not None:
+                advanced.append(found)
+                return
 
     answer = asyncio.ensure_future(waiting)
     watch = asyncio.ensure_future(cancelled())
@@ -230,6 +311,8 @@ async def _unless_cancelled(waiting: Awaitable[Any], run_state: Any) -> Any:
                 pending.cancel()
     if answer in done:
         return answer.result()
+    if advanced:
+        return advanced[0]
     raise RunCancelled("cancelled while waiting for a person")
 
 

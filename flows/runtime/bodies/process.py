@@ -2,7 +2,8 @@
 
 The child runs as a sub-run of its own (:attr:`Services.run_child`); ``returns`` picks what comes
 back: ``from`` a path of ``{context, outcome, run_id}``, ``context`` a list of the child's fields,
-or, by default, ``{outcome, context}`` under the node's one write.
+or, by default, ``{outcome, context}`` under the node's one write. ``run_type: supervised`` gives
+the child run a supervisor of its own (:mod:`flows.runtime.supervision`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ async def run(node: PlanNode, context: dict[str, Any], services: Services, visit
             raise NodeFailed(f"`{node.id}` names no process and has no inline `process_definition`", kind="definition")
         child = services.resolve_plan(body.process, body.process_version)
     inputs = render_value(body.input or {}, context)
-    result = await services.run_child(child, inputs, visit_id)
+    # `run_type` on the node decides the child's mode; unset, the child definition's own does
+    run_type = body.run_type if "run_type" in body.model_fields_set else None
+    result = await services.run_child(child, inputs, visit_id, run_type)
     if result.status != "completed":
         # the child's own failure says whose fault it was; a cancelled child was stopped by someone
         kind = result.error_kind if result.status == "failed" else "world"
