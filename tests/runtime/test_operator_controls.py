@@ -138,3 +138,30 @@ def test_explain_outlines_a_node_and_its_guards_without_a_model(definitions):
     with pytest.raises(ExplainRefused, match="guard 5"):
         outline(plan, node="intake", guard=5)
     assert "`operated` is a process" in outline(plan) and "The run ends here with the outcome `done`." in outline(plan)
+
+
+def test_retry_skip_and_set_context_from_the_cli_each_leave_an_audit_entry(failed_run, tokens):
+    from flows.store import visits as visit_store
+
+    run_id = failed_run()
+    env = {**os.environ, "ERGON_TOKEN": tokens["ops"]}
+
+    def ergon(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "flows.cli", "runs", *args], env=env, capture_output=True,
+                              text=True, timeout=300)
+
+    skip = ergon("skip", run_id, "--why", "not needed", "--no-resume")
+    assert skip.returncode == 1 and "`intake` is not skippable" in skip.stderr
+    bad = ergon("set-context", run_id, "--set", "_seen=true", "--why", "mark", "--no-resume")
+    assert bad.returncode == 1 and "internal fields cannot be written" in bad.stderr
+    fixed = ergon("set-context", run_id, "--set", "divisor=10", "--why", "divisor was missing", "--no-resume")
+    assert fixed.returncode == 0 and "context set (divisor)" in fixed.stdout, fixed.stderr
+    resumed = ergon("retry", run_id, "--why", "after the repair")
+    assert resumed.returncode == 0 and "completed" in resumed.stdout, resumed.stderr
+    from flows.store import runs as run_store
+
+    assert run_store.require_run(run_id).context["share"] == 10
+    assert trail(run_id) == [("skip_node", "ops", "refused", "not needed"), ("set_context", "ops", "refused", "mark"),
+                             ("set_context", "ops", "accepted", "divisor was missing"),
+                             ("retry_node", "ops", "accepted", "after the repair")]
+    assert [v.node_id for v in visit_store.visits_for_run(run_id) if v.status == "completed"] == ["intake", "small", "done"]
