@@ -79,12 +79,21 @@ def as_flow(body: Callable[..., Awaitable[Any]], plan: Plan, name: str) -> Flow[
 
 
 def build_flow(plan: Plan, request: RunRequest | None = None) -> Flow[..., Any]:
-    """The Prefect flow of a Plan, executing ``request`` (None: a run Prefect started, trigger ``api``)."""
+    """The Prefect flow of a Plan, executing ``request`` (None: a run Prefect started, trigger ``api``).
+
+    A run recorded before it starts (``request.run_id``, not a sub-process) names its flow runs
+    after itself: the run's id is its flow runs' name in Prefect's UI, and crash detection finds
+    a flow run the run never got to record (its process killed between Prefect making the flow
+    run and the flow body starting; :func:`flows.prefect.resume.unrecorded_flow_runs`)."""
 
     async def _entry(**params: Any) -> Any:
         return await run_body(plan, params, request or RunRequest(trigger="api"))
 
-    return as_flow(_entry, plan, attribute_name(plan.name))
+    made = as_flow(_entry, plan, attribute_name(plan.name))
+    if request is not None and request.run_id and request.parent_run_id is None:
+        run_id = request.run_id
+        return made.with_options(flow_run_name=lambda: run_id)
+    return made
 
 
 class PrefectBackend:

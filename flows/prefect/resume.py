@@ -92,6 +92,30 @@ def _on_its_way(task: Any) -> bool:
     return visit is not None and visit.status == "running"
 
 
+def unrecorded_flow_runs(run_id: str, before: Any = None) -> list[str]:
+    """The flow runs of an Ergon run that may be left ``Pending``, ``Running`` or ``Paused``
+    without the run knowing them: a run's top-level flow runs are named after the run
+    (:func:`flows.prefect.build.build_flow`), and a process killed after Prefect made one but
+    before the flow body recorded its id leaves one the store cannot name. Only those created
+    before ``before`` (an aware datetime: when the run was found stopped) are returned, so a
+    resume that started since is never among them."""
+    import httpx
+
+    from flows.prefect.server import ensure_api_url
+
+    api = ensure_api_url().rstrip("/")
+    body = {"flow_runs": {"name": {"any_": [run_id]}, "state": {"type": {"any_": ["PENDING", "RUNNING", "PAUSED"]}}},
+            "limit": 50}
+    with httpx.Client(timeout=30, headers=_auth_headers()) as client:
+        rows: Any = _post(client, f"{api}/flow_runs/filter", body)
+    if before is not None:
+        from datetime import datetime, timezone
+
+        before = before if before.tzinfo else before.replace(tzinfo=timezone.utc)
+        rows = [r for r in rows if r.get("created") and datetime.fromisoformat(r["created"]) < before]
+    return [r["id"] for r in rows]
+
+
 def mark_crashed(flow_run_ids: list[str], message: str) -> None:
     """Move flow runs a dead process left ``Paused`` (or ``Running``) to ``Crashed``: Prefect's
     own resume form would otherwise accept an answer for them and leave them ``Running`` with

@@ -23,9 +23,10 @@ A task's run is in one of three states:
 A run killed while it waits is found by the same crash detection as a run killed while it works
 (:func:`flows.store.runs.mark_stale_runs_crashed`: its pid is gone on this host, or its heartbeat
 stopped), run here for the task's run before every answer, so an answer never goes to a dead
-process. When a run is found stopped, the Prefect flow runs its process left ``Paused`` are moved
-to ``Crashed`` (Prefect's own resume form would accept an answer for them and leave them
-``Running`` with nothing executing them) and its tasks forget them (:func:`run_stopped`).
+process. When a run is found stopped, the Prefect flow runs its process left ``Paused`` or
+``Running`` are moved to ``Crashed`` (Prefect's own resume form would accept an answer for them
+and leave them ``Running`` with nothing executing them), a flow run the process was killed too
+soon to record among them, and its tasks forget them (:func:`run_stopped`).
 """
 
 from __future__ import annotations
@@ -115,17 +116,21 @@ def run_ended(run_id: str, status: str, error: str | None) -> None:
 
 def run_stopped(run: Run, *, prefect: bool = True) -> None:
     """``run``'s process stopped (it is ``crashed``): no Prefect flow run waits for its tasks any
-    more. Those Prefect flow runs become ``Crashed`` (best effort, and only with ``prefect``: the
-    answer path never uses them again either way); a stopped sub-process run's tasks close (see
-    the module docstring)."""
+    more. Those Prefect flow runs become ``Crashed`` — with the run's own, and any flow run of it
+    the process was killed too soon to record (found by name) — best effort, and only with
+    ``prefect``: the answer path never uses them again either way; a stopped sub-process run's
+    tasks close (see the module docstring)."""
     flow_runs = task_store.release_open_tasks(run.id)
     if run.prefect_flow_run_id:
         flow_runs.append(run.prefect_flow_run_id)
-    if flow_runs and prefect:
+    if prefect:
         try:
-            from flows.prefect.resume import mark_crashed
+            from flows.prefect.resume import mark_crashed, unrecorded_flow_runs
 
-            mark_crashed(list(dict.fromkeys(flow_runs)), message=f"Ergon: {run.error or 'its process stopped'}")
+            if run.parent_run_id is None:  # and the flow runs it had no time to record
+                flow_runs += unrecorded_flow_runs(run.id, before=run.ended_at)
+            if flow_runs:
+                mark_crashed(list(dict.fromkeys(flow_runs)), message=f"Ergon: {run.error or 'its process stopped'}")
         except Exception:  # noqa: BLE001 - Prefect's view is secondary; the store decides who gets answers
             log.warning("could not mark the Prefect flow runs of run %s crashed", run.id, exc_info=True)
     if run.parent_run_id:

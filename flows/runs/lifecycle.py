@@ -210,8 +210,10 @@ def resume(run_id: str, *, catalog: Catalog | None = None, listener: Listener = 
     resumable(run)
     catalog = catalog or catalog_for_run(run)  # the folders (and file) it started from, tools included
     compiled = snapshot_compiled(run, catalog)
-    try:  # claimed once: two resumes at the same time (two answers to one stopped run) run it once
-        run_store.set_run_status(run_id, "pending", expect=("failed", "crashed"))
+    try:  # claimed once: two resumes at the same time (two answers to one stopped run) run it once;
+        # this process owns it from the claim on (crash detection must not find the dead one it replaces)
+        run_store.set_run_status(run_id, "pending", expect=("failed", "crashed"), pid=os.getpid(),
+                                 host=socket.gethostname())
     except InvalidTransition as exc:
         raise ResumeRefused(f"run {run_id} is being resumed already ({exc})") from None
     return start(compiled, dict(run.inputs or {}), catalog=catalog, run_id=run_id, listener=listener,

@@ -127,6 +127,9 @@ class StoreRecorder:
         self._started[visit.id] = visit.started_at
         return visit.id
 
+    def reopen_visit(self, visit_id: str) -> None:
+        self._started[visit_id] = visit_store.reopen_visit(visit_id)
+
     def finish_visit(self, visit_id: str, *, status: str, output: Any = None, error: str | None = None,
                      next_node: str | None = None, old_context: dict | None = None,
                      new_context: dict | None = None, child_run_id: str | None = None,

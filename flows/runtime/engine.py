@@ -84,6 +84,10 @@ class Recorder(Protocol):
                      new_context: dict | None = None, child_run_id: str | None = None,
                      error_kind: ErrorKind | None = None, input: Any = None) -> None: ...
 
+    def reopen_visit(self, visit_id: str) -> None:
+        """Take up again a visit of :meth:`past_visits` that did not finish (a fan-out's parent)."""
+        ...
+
     def skip_visit(self, *, node: PlanNode, reason: str, status: str = "skipped", next_node: str | None = None) -> None: ...
 
     def past_visits(self) -> list[VisitRecord]: ...
@@ -467,7 +471,11 @@ class Engine:
         started = time.perf_counter()
         body = fanout_body(node)
         reused = self._reusable_fanout(node)
-        parent_vid = reused[0] if reused else self.recorder.start_visit(node=node, attempt=1, input={"items": len(items)})
+        if reused:  # the parent visit the run's earlier execution left unfinished, with its completed items
+            parent_vid = reused[0]
+            self.recorder.reopen_visit(parent_vid)
+        else:
+            parent_vid = self.recorder.start_visit(node=node, attempt=1, input={"items": len(items)})
         done_before: dict[str, Any] = reused[1] if reused else {}
         self.listener("started", node.id, {"items": len(items)})
         limit = (body.max_concurrency if isinstance(body, ForeachNode) else None) or len(items) or 1

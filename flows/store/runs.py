@@ -21,6 +21,7 @@ import os
 import socket
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, Literal, overload
 
 from sqlmodel import col, func, or_, select, update
@@ -160,7 +161,10 @@ def set_run_status(
     Setting the same status again is allowed (retries of the same report). Going to ``running``
     stamps ``started_at`` (first time), the heartbeat, and the pid/host of the calling process
     (the one executing the run, which :func:`mark_stale_runs_crashed` checks), and clears the
-    ``ended_at``, ``error`` and ``error_kind`` of an earlier failure. Terminal states stamp ``ended_at``.
+    ``ended_at``, ``error`` and ``error_kind`` of an earlier failure. Going back to ``pending``
+    with a ``pid`` (a resume claiming the run) makes that process its owner in the same
+    transaction, so that the dead process it replaces is never taken for the owner of the run
+    being started. Terminal states stamp ``ended_at``.
     """
     check(status, RUN_STATUSES, "run status")
     now = now or utcnow()
@@ -174,6 +178,8 @@ def set_run_status(
             raise InvalidTransition(f"run {run_id}: cannot go from {current} to {status} (allowed: {allowed})")
         if status == "running" and current != "running":
             _mark_running(run, now, pid, host)
+        elif status == "pending" and pid is not None:  # claimed to start again: its owner until it runs
+            run.pid, run.host = pid, host or socket.gethostname()
         if status in RUN_TERMINAL:
             run.ended_at = run.ended_at if current == status else now
         run.status = status
@@ -316,6 +322,10 @@ def definition_names_with_runs() -> list[str]:
 # --- crash detection ---------------------------------------------------------------------------
 
 
+#: How the reason crash detection gives a run, and the visits it closes, begins.
+CRASHED = "crashed: "
+
+
 def mark_stale_runs_crashed(
     now: datetime | None = None, heartbeat_timeout: timedelta | float = timedelta(minutes=5),
     run_ids: Iterable[str] | None = None,
@@ -323,13 +333,14 @@ def mark_stale_runs_crashed(
     """Mark runs whose process is gone as ``crashed``; return them (only ``run_ids`` when given).
 
     The candidates are ``running`` runs, ``pending`` ones with an owner process (the one that
-    recorded it to start it: stale only when that process is gone), and ``paused`` runs with a visit still ``running``: a
-    process blocks in that visit waiting for a person. A paused run with no running visit is
-    *suspended* (under a deployment its process exits on purpose, and Prefect reschedules it
-    when the answer comes), so it is never a candidate. A candidate is stale when its last
-    heartbeat (or start, if it never beat) is older than ``heartbeat_timeout`` (a timedelta or
-    seconds), or when it runs on this host under a pid that no longer exists. The reason goes
-    into ``error``; the run's visits still ``running`` become ``failed``, so a resume restarts them.
+    recorded it to start it, or claimed it to resume it: stale only when that process is gone),
+    and ``paused`` runs with a visit still ``running``: a process blocks in that visit waiting
+    for a person. A paused run with no running visit is *suspended* (under a deployment its
+    process exits on purpose, and Prefect reschedules it when the answer comes), so it is never
+    a candidate. A candidate is stale when its last heartbeat (or start, if it never beat) is
+    older than ``heartbeat_timeout`` (a timedelta or seconds), or when it runs on this host
+    under a pid that no longer exists or is a zombie. The reason goes into ``error``; the run's
+    visits still ``running`` become ``failed``, so a resume restarts them.
     """
     now = now or utcnow()
     timeout = heartbeat_timeout if isinstance(heartbeat_timeout, timedelta) else timedelta(seconds=heartbeat_timeout)
@@ -352,26 +363,33 @@ def mark_stale_runs_crashed(
 def _stale_reason(run: Run, now: datetime, timeout: timedelta) -> str | None:
     if run.pid and run.host == socket.gethostname() and not _pid_alive(run.pid):
         if run.status == "pending":
-            return f"crashed: process {run.pid} on {run.host} recorded the run and died before starting it"
-        return f"crashed: process {run.pid} on {run.host} is gone"
+            return f"{CRASHED}process {run.pid} on {run.host} was to start the run and died before it did"
+        return f"{CRASHED}process {run.pid} on {run.host} is gone"
     if run.status == "pending":  # never started, so no heartbeat: only its owner's death counts
         return None
     last = run.heartbeat_at or run.started_at or run.created_at
     if last < now - timeout:
-        return f"crashed: no heartbeat since {last.isoformat()} (timeout {timeout.total_seconds():g}s)"
+        return f"{CRASHED}no heartbeat since {last.isoformat()} (timeout {timeout.total_seconds():g}s)"
     return None
 
 
 def _pid_alive(pid: int) -> bool:
+    """Whether ``pid`` is a process on this host that still executes. A zombie — killed or ended,
+    not yet reaped by its parent (a dashboard or webhook server that started the run; a
+    container's first process that never reaps) — keeps its pid and executes nothing."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True  # exists, owned by someone else
+        pass  # exists, owned by someone else
     except OSError:
         return False
-    return True
+    try:  # Linux: the state letter follows the parenthesised command name
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True  # no /proc (or it just went): os.kill's answer stands
+    return state not in ("Z", "X")
 
 
 def _crash(run_id: str, seen: str, reason: str, now: datetime) -> Run | None:

@@ -14,7 +14,7 @@ answered by the same queries (``visits_for_run(light=True)`` gives :data:`VISIT_
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal, TypeVar, overload
 
 import sqlalchemy as sa
@@ -71,6 +71,19 @@ def mark_visit_suspended(visit_id: str) -> None:
     with connection(write=True) as conn:
         conn.execute(update(_VISITS).where(_VISITS.c.id == visit_id, _VISITS.c.status == "running")
                      .values(status="paused"))
+
+
+def reopen_visit(visit_id: str) -> datetime:
+    """Take up again a visit an earlier execution of the run left unfinished (a fan-out's parent
+    visit, resumed with its completed items): ``running`` again, its end and error cleared.
+    Returns the start the engine times it from: now, less the time it already ran (the time the
+    run lay stopped is not the visit's)."""
+    now = utcnow()
+    with connection(write=True) as conn:
+        ran = conn.execute(select(_VISITS.c.duration_ms).where(_VISITS.c.id == visit_id)).scalar()
+        conn.execute(update(_VISITS).where(_VISITS.c.id == visit_id)
+                     .values(status="running", ended_at=None, error=None, error_kind=None))
+    return now - timedelta(milliseconds=ran or 0)
 
 
 def set_next_node(visit_id: str, next_node: str | None) -> None:

@@ -14,12 +14,13 @@ A real `ergon run` waits at a human task and is then stopped with a real signal:
 from __future__ import annotations
 
 import signal
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from test_pause_resume import cli, review, start, wait_for_task
+from test_pause_resume import ERGON, cli, review, start, wait_for_task
 
 pytestmark = pytest.mark.prefect
 
@@ -199,3 +200,48 @@ def test_two_parallel_tasks_of_a_killed_run_resume_it_once(env, definitions):
     assert _wait_status(run_id, ("completed", "failed", "cancelled")) == "completed", run_store.get_run(run_id).error
     assert run_store.get_run(run_id).context["summary"] == "legal=yes finance=no"
     assert sorted(t.id for t in task_store.tasks_for_run(run_id)) == sorted(t.id for t in tasks), "none asked twice"
+
+
+def test_an_answer_the_killed_process_never_took_is_kept(env, definitions, tokens):
+    """The answer reaches the waiting flow run, and the process is killed before it takes it (it
+    polls Prefect once a second; here it is frozen with SIGSTOP, answered, then killed). The
+    answer is recorded on the task and the visit never completed: resuming the run goes on with
+    that answer — no second task, the person is not asked again."""
+    from flows.store import runs as run_store
+    from flows.store import tasks as task_store
+
+    name = "killed_after_answer"
+    (definitions / f"{name}.yaml").write_text(review(name))
+    assert cli(["users", "add", "alice", "--group", "legal", "--token", tokens.admin], env).returncode == 0
+    proc = start(name, env)
+    try:
+        task = wait_for_task(name)
+        flow_run_id = run_store.get_run(task.run_id).prefect_flow_run_id
+        _wait_paused_in_prefect(flow_run_id)
+        proc.send_signal(signal.SIGSTOP)
+        answered = cli(["tasks", "answer", task.id, "--set", "decision=approve", "--token", tokens["alice"]], env)
+        assert answered.returncode == 0, answered.stdout + answered.stderr
+        assert _prefect_state(flow_run_id) != "PAUSED", "Prefect took the answer"
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert cli(["runs", "list"], env).returncode == 0
+    assert run_store.get_run(task.run_id).status == "crashed"
+    resumed = subprocess.Popen([*ERGON, "runs", "resume", task.run_id], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while (status := run_store.run_status(task.run_id)) not in ("completed", "failed", "cancelled") \
+                and len(task_store.tasks_for_run(task.run_id)) == 1:
+            assert time.monotonic() < deadline, f"run {task.run_id} is still {status}"
+            time.sleep(0.3)
+        assert [t.id for t in task_store.tasks_for_run(task.run_id)] == [task.id], "the person was asked again"
+        assert status == "completed", run_store.get_run(task.run_id).error
+    finally:
+        if resumed.poll() is None:
+            resumed.kill()
+        resumed.communicate(timeout=60)
+    run = run_store.get_run(task.run_id)
+    assert run.context["decision"] == "approve" and run.context["counter"] == 1

@@ -176,3 +176,43 @@ nodes:
         ("a", "completed"), ("shaky", "failed"), ("shaky", "completed"), ("done", "completed")]
     assert marks() == ["a"], "the completed visit of `a` was not repeated"
     assert run.context == {"last": "a", "attempts": 2}
+
+
+def test_resuming_a_failed_foreach_reuses_its_completed_items(run_def):
+    """A foreach that failed on one item resumes in the same parent visit: the items completed
+    before are taken as they are, the failed one and those never started run, the parent visit
+    completes (a resumed fan-out's parent was started by the process before)."""
+    from flows import runs
+    from flows.store import visits as visit_store
+    from testing_tools import _ledger
+
+    text = """
+format_version: 1
+process: fan_resume
+initial: fan
+context:
+  schema: {type: object, properties: {items: {type: array}, results: {type: array}}}
+  initial: {items: [{k: fr-a, f: 0}, {k: fr-b, f: 1}, {k: fr-c, f: 0}]}
+nodes:
+  fan:
+    type: foreach
+    foreach: items
+    as: it
+    item_id: "{{ it.k }}"
+    max_concurrency: 1
+    node: {type: tool, tool: flaky, input: {key: "{{ it.k }}", failures: "{{ it.f }}"}}
+    collect: results
+    failure_policy: fail_fast
+    writes: [results]
+    transitions: [{to: done}]
+  done: {type: final}
+"""
+    first = run_def({"fan_resume.yaml": text}, "fan_resume")
+    assert first["status"] == "failed", first
+    resumed = runs.resume(first["run_id"])
+    assert (resumed.status, resumed.outcome) == ("completed", "done"), resumed.error
+    assert resumed.context["results"] == [{"attempts": 1}, {"attempts": 2}, {"attempts": 1}]
+    assert [_ledger(f"flaky-{k}").read_text() for k in ("fr-a", "fr-b", "fr-c")] == ["1", "2", "1"], \
+        "the item completed before the failure was not run again"
+    parents = [v for v in visit_store.visits_for_run(first["run_id"]) if v.node_id == "fan"]
+    assert [v.status for v in parents] == ["completed"], "the one parent visit, reopened and completed"

@@ -58,3 +58,92 @@ def test_a_pending_run_whose_owner_lives_is_left_alone(store, definitions):
     run = runs.create(runs.compile_definition("two_steps"), {})
     assert run_store.mark_stale_runs_crashed() == []
     assert run_store.get_run(run.id).status == "pending" and run_store.get_run(run.id).pid == os.getpid()
+
+
+def test_a_run_being_resumed_belongs_to_the_resuming_process(store, definitions, monkeypatch):
+    """Between claiming a stopped run and its flow body starting, `ergon runs resume` owns it: crash
+    detection (another `runs list`, the dashboard) does not take the dead process it replaces for
+    the run's owner and mark it crashed under the resume's feet."""
+    from flows import runs
+    from flows.catalog import Catalog
+    from flows.runs import lifecycle
+    from flows.store import runs as run_store
+
+    (definitions / "two_steps.yaml").write_text(TWO)
+    run = runs.create(runs.compile_definition("two_steps"), {})
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    run_store.update_run(run.id, pid=int(gone.stdout))  # its process died before starting it
+    assert [r.id for r in run_store.mark_stale_runs_crashed()] == [run.id]
+    seen = {}
+
+    def starting(compiled, inputs, *, run_id, **kw):  # what the resume's process sees while it starts the flow
+        seen["crashed"] = [r.id for r in run_store.mark_stale_runs_crashed()]
+        seen["run"] = run_store.get_run(run_id)
+        return runs.RunResult(run_id, "completed", "done", {}, None)
+
+    monkeypatch.setattr(lifecycle, "start", starting)
+    runs.resume(run.id, catalog=Catalog.load())
+    assert seen["crashed"] == [], "the run being resumed was marked crashed"
+    assert (seen["run"].status, seen["run"].pid) == ("pending", os.getpid())
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="zombies are told apart through /proc")
+def test_a_run_whose_process_is_a_zombie_is_found(store, definitions):
+    """A killed process its parent has not reaped yet (a dashboard or webhook server starts runs
+    and goes on; a container's first process may never reap) still has its pid, and executes
+    nothing: its run is crashed."""
+    import signal
+    import time
+
+    from flows import runs
+    from flows.store import runs as run_store
+
+    (definitions / "two_steps.yaml").write_text(TWO)
+    run = runs.create(runs.compile_definition("two_steps"), {})
+    child = subprocess.Popen(["sleep", "60"])
+    try:
+        os.kill(child.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while open(f"/proc/{child.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        run_store.update_run(run.id, pid=child.pid)
+        assert [r.id for r in run_store.mark_stale_runs_crashed()] == [run.id], "a zombie taken for a live owner"
+    finally:
+        child.wait()
+
+
+def test_a_flow_run_whose_process_died_before_the_run_knew_it_is_crashed_too(prefect_api, store, definitions):
+    """A process killed after Prefect made the run's flow run (and set it Running) but before the
+    flow body wrote its id into the run leaves a flow run the store cannot name: crash detection
+    finds it by its name (the run's id) and marks it Crashed, so nothing in Prefect says it runs."""
+    from prefect.client.orchestration import get_client
+
+    (definitions / "two_steps.yaml").write_text(TWO)
+    env = {**os.environ, "ERGON_DATABASE_URL": store, "ERGON_DEFINITIONS": str(definitions), "COLUMNS": "200"}
+    script = textwrap.dedent("""
+        import os
+        from flows import runs
+        from flows.catalog import Catalog
+        from flows.runs import recorder
+
+        def dies(*args, **kwargs):  # the kill lands as the flow body begins
+            os._exit(9)
+
+        recorder.StoreRecorder.open = dies
+        catalog = Catalog.load()
+        run = runs.create(runs.compile_definition("two_steps", catalog=catalog), {}, catalog=catalog)
+        print(run.id, flush=True)
+        runs.start(runs.compile_definition("two_steps", catalog=catalog), {}, catalog=catalog, run_id=run.id)
+    """)
+    made = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    run_id = made.stdout.strip().splitlines()[-1]
+    from flows.store import runs as run_store
+
+    assert run_store.get_run(run_id).prefect_flow_run_id is None, "the flow body never recorded its flow run"
+    listed = subprocess.run([*ERGON, "runs", "list", "--json"], env=env, capture_output=True, text=True, timeout=120)
+    [row] = [r for r in json.loads(listed.stdout)["runs"] if r["run_id"] == run_id]
+    assert row["status"] == "crashed"
+    with get_client(sync_client=True) as client:
+        flow_runs = [fr for fr in client.read_flow_runs(limit=200) if run_id in (fr.name or "")]
+    assert [fr.state.type.value for fr in flow_runs] == ["CRASHED"], [(fr.name, fr.state) for fr in flow_runs]

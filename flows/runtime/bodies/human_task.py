@@ -29,8 +29,9 @@ a deployment (Prefect runs the flow body again), or killed and resumed from its 
 (``ergon runs resume``, or an answer to the waiting task). The engine starts a new visit of the
 node (of the same item, in a fan-out); the task the visit that did not finish created is found
 (:func:`reentered_task`) and belongs to the new visit from then on, so no second task is created
-and the same key is used. When that task was answered while the run was stopped, the kept answer
-is the answer: the visit goes on without waiting. An agent asking several questions in one visit
+and the same key is used. When that task was answered while the run was stopped — or just before
+its process died, too soon for the visit to finish with the answer — the kept answer is the
+answer: the visit goes on without waiting. An agent asking several questions in one visit
 gets them back in order (each question takes the oldest task not taken yet).
 """
 
@@ -85,8 +86,10 @@ def reentered_task(run_id: str, node_id: str, visit_id: str | None) -> Any:
     used yet — None when this visit asks anew.
 
     A task is unused when its visit did not complete, and it is still open, or it was answered
-    after that visit ended (the answer was kept while the run was stopped). A task answered
-    *before* its visit failed was used: that visit failed on the answer, so it is asked again."""
+    after that visit ended (the answer was kept while the run was stopped), or before the visit's
+    process stopped (crash detection closed the visit, or the stop cancelled it): the answer
+    reached a process that died before checkpointing the visit. A task answered before its
+    visit *failed* was used: that visit failed on the answer, so it is asked again."""
     if not visit_id:
         return None
     current = visit_store.get_visit(visit_id)
@@ -102,10 +105,18 @@ def reentered_task(run_id: str, node_id: str, visit_id: str | None) -> Any:
         if task.status in TASK_OPEN:
             return True
         return task.status == "completed" and (asked.ended_at is None or task.answered_at is None
-                                               or task.answered_at >= asked.ended_at)
+                                               or task.answered_at >= asked.ended_at or _process_stopped(asked))
 
     tasks = sorted((t for t in task_store.tasks_for_run(run_id) if unused(t)), key=lambda t: t.created_at)
     return tasks[0] if tasks else None
+
+
+def _process_stopped(visit: Any) -> bool:
+    """Whether ``visit`` ended because its process stopped, not on its own (then it never used an
+    answer it may have received)."""
+    from flows.store.runs import CRASHED
+
+    return visit.status == "cancelled" or (visit.error or "").startswith(CRASHED)
 
 
 #: At most this many context fields in the table of Prefect's form, each value cut to this length.
