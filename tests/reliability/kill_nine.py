@@ -616,7 +616,7 @@ class Harness:
         if len(tasks) != 1 or tasks[0].status != "completed":
             problems.append(f"tasks asked: {[(t.id, t.status) for t in tasks]} (one, answered, expected)")
         problems.extend(stuck_runs())
-        problems.extend(stuck_flow_runs())
+        problems.extend(stuck_flow_runs(since=run.created_at))
         if problems:  # what the store holds, to tell what happened
             report.details = [f"#{v.sequence} {v.node_id}{f'[{v.item_key}]' if v.item_key else ''} {v.status} "
                               f"{_clock(v.started_at)}..{_clock(v.ended_at)} {v.error or ''}"[:160]
@@ -659,8 +659,9 @@ def _flow_runs(ledger: Path, since: datetime) -> list[Any]:
     return [r for r in rows if (r.parameters or {}).get("ledger") == str(ledger) and r.created and r.created >= since]
 
 
-def stuck_flow_runs() -> list[str]:
-    """Prefect flow runs of the definition still ``Running``, ``Pending`` or ``Paused``: with every
+def stuck_flow_runs(since: Any = None) -> list[str]:
+    """Prefect flow runs of the definition still ``Running``, ``Pending`` or ``Paused`` (made since
+    ``since``: the case's own, so one case's leftover is reported by that case alone): with every
     process of the case gone, nothing executes them."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (
@@ -678,7 +679,8 @@ def stuck_flow_runs() -> list[str]:
             flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(
                 any_=[StateType.RUNNING, StateType.PENDING, StateType.PAUSED]))),
             limit=200)
-    return [f"Prefect flow run {r.id} ({r.name}) is still {r.state.type.value if r.state else '?'}" for r in rows]
+    return [f"Prefect flow run {r.id} ({r.name}) is still {r.state.type.value if r.state else '?'}" for r in rows
+            if since is None or (r.created is not None and r.created >= since)]
 
 
 # ------------------------------------------------------------------------------- many cases
