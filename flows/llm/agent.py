@@ -163,15 +163,28 @@ def user_prompt(task: AgentTask) -> str:
     return "\n".join(parts)
 
 
-def parse_answer(content: str | None, schema: dict[str, Any]) -> tuple[dict[str, Any] | None, list[str]]:
-    """The final answer as an object valid against ``schema``, or the reasons it is not."""
-    from flows.schema import schema_errors
-
+def strip_fences(content: str | None) -> str:
+    """A model's answer without the markdown code fence it may be wrapped in (```json ... ```)."""
     text = (content or "").strip()
     if text.startswith("```"):
         text = text.strip("`")
         text = text[text.find("\n") + 1:] if "\n" in text else text
         text = text.rsplit("```", 1)[0]
+    return text
+
+
+def assistant_turn(resp: LlmResponse) -> dict[str, Any]:
+    """The assistant message of a response that asked for tool calls, as the conversation keeps it."""
+    return {"role": "assistant", "content": resp.content or None, "tool_calls": [
+        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+        for c in resp.tool_calls]}
+
+
+def parse_answer(content: str | None, schema: dict[str, Any]) -> tuple[dict[str, Any] | None, list[str]]:
+    """The final answer as an object valid against ``schema``, or the reasons it is not."""
+    from flows.schema import schema_errors
+
+    text = strip_fences(content)
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -217,9 +230,7 @@ async def run_agent(task: AgentTask, *, environments: Any = None) -> AgentResult
         responses.append(resp)
         iteration += 1
         if resp.tool_calls:
-            messages.append({"role": "assistant", "content": resp.content or None, "tool_calls": [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
-                for c in resp.tool_calls]})
+            messages.append(assistant_turn(resp))
             for call in resp.tool_calls:
                 key = json.dumps([call.name, call.arguments], sort_keys=True, default=str)
                 seen_calls[key] = seen_calls.get(key, 0) + 1

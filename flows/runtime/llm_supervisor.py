@@ -26,7 +26,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from flows.llm.agent import CONTEXT_BEGIN, CONTEXT_END
+from flows.llm.agent import CONTEXT_BEGIN, CONTEXT_END, assistant_turn
 from flows.llm.types import LlmError, LlmRequest
 from flows.runtime.errors import NodeFailed
 from flows.runtime.supervision import Command, ProcessEvent, Verdict
@@ -115,9 +115,7 @@ class LlmSupervisor:
         if not resp.tool_calls:
             self.messages.append({"role": "assistant", "content": resp.content or ""})
             return []
-        self.messages.append({"role": "assistant", "content": resp.content or None, "tool_calls": [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
-            for c in resp.tool_calls]})
+        self.messages.append(assistant_turn(resp))
         return [Command(c.name, dict(c.arguments or {}), c.id) for c in resp.tool_calls]
 
     def told(self, verdicts: list[Verdict]) -> None:

@@ -63,7 +63,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from compiler.tools import WORKSTREAM_TOOLS
-from flows.llm.agent import CONTEXT_BEGIN, CONTEXT_END, AgentTask, Held, Phase, run_agent
+from flows.llm.agent import CONTEXT_BEGIN, CONTEXT_END, AgentTask, Held, Phase, run_agent, strip_fences
 from flows.tools.context import CURRENT, ToolContext
 from flows.tools.errors import ToolError
 
@@ -115,13 +115,8 @@ def launch_id_of(run_id: str, node_id: str, item_key: str | None, attempt: int, 
 
 def _parse(text: str | None) -> Any:
     """A child's answer as JSON when it is JSON (fences allowed), else None."""
-    body = (text or "").strip()
-    if body.startswith("```"):
-        body = body.strip("`")
-        body = body[body.find("\n") + 1:] if "\n" in body else body
-        body = body.rsplit("```", 1)[0]
     try:
-        return json.loads(body)
+        return json.loads(strip_fences(text))
     except (json.JSONDecodeError, ValueError):
         return None
 
