@@ -38,6 +38,7 @@ from compiler.plan import Plan
 from flows.errors import RunError
 from flows.runs.lifecycle import snapshot_compiled
 from flows.runtime.routing import next_node, run_artifact_keys
+from flows.runtime.engine import resume_node
 from flows.runtime.errors import NoTransition
 from flows.runtime.supervision import set_context_problem, skippable
 from flows.store import people as people_store
@@ -56,14 +57,9 @@ class ControlRefused(RunError):
 
 
 def current_node(run: Run) -> str | None:
-    """Where the stopped run is (see the module docstring); None before its first visit."""
-    top = [v for v in visit_store.visits_for_run(run.id) if v.parent_visit_id is None]
-    for visit in reversed(top):
-        if visit.status in ("completed", "skipped"):
-            return visit.next_node or visit.node_id
-        if visit.status in ("failed", "running", "cancelled", "paused"):
-            return visit.node_id
-    return None
+    """Where the stopped run is: where a resume would continue (:func:`flows.runtime.engine.resume_node`);
+    None before its first visit."""
+    return resume_node(visit_store.visits_for_run(run.id))[0]
 
 
 def _prepare(run_id: str, command: str, actor: str, why: str, args: dict[str, Any], *,
@@ -73,9 +69,7 @@ def _prepare(run_id: str, command: str, actor: str, why: str, args: dict[str, An
     run = run_store.require_run(run_id)
 
     def refuse(reason: str) -> ControlRefused:
-        run_events.add_event(run.id, "command", command, actor=actor, args={"event": "operator", "args": args,
-                             "why": why}, outcome="refused", reason=reason)
-        return ControlRefused(reason)
+        return _refuse(run, command, actor, why, None, args, reason)
 
     user = people_store.get_user(actor)
     if user is None or not user.is_admin:
@@ -97,14 +91,19 @@ def _prepare(run_id: str, command: str, actor: str, why: str, args: dict[str, An
     return run, plan, node
 
 
+def _record(run: Run, command: str, actor: str, why: str, node: str | None, args: dict[str, Any],
+            outcome: str, reason: str | None = None) -> None:
+    run_events.add_event(run.id, "command", command, actor=actor, node_id=node,
+                         args={"event": "operator", "args": args, "why": why}, outcome=outcome, reason=reason)
+
+
 def _accepted(run: Run, command: str, actor: str, why: str, node: str, args: dict[str, Any]) -> None:
-    run_events.add_event(run.id, "command", command, actor=actor, node_id=node,
-                         args={"event": "operator", "args": args, "why": why}, outcome="accepted")
+    _record(run, command, actor, why, node, args, "accepted")
 
 
-def _refuse(run: Run, command: str, actor: str, why: str, node: str, args: dict[str, Any], reason: str) -> ControlRefused:
-    run_events.add_event(run.id, "command", command, actor=actor, node_id=node,
-                         args={"event": "operator", "args": args, "why": why}, outcome="refused", reason=reason)
+def _refuse(run: Run, command: str, actor: str, why: str, node: str | None, args: dict[str, Any],
+            reason: str) -> ControlRefused:
+    _record(run, command, actor, why, node, args, "refused", reason)
     return ControlRefused(reason)
 
 

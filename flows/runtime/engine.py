@@ -30,7 +30,7 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
@@ -171,20 +171,14 @@ class Engine:
 
     # ------------------------------------------------------------------ state machine
     def _resume_point(self) -> tuple[str, str | None]:
-        """Where a (re)started run continues: after the last completed top-level visit; and, for
-        a supervised run whose last visit completed with nowhere to go, why it could not route."""
-        top = [v for v in self.recorder.past_visits() if v.parent_visit_id is None]
-        for visit in reversed(top):
-            if visit.status in ("completed", "skipped") and visit.next_node:
-                return visit.next_node, None
-            if visit.status == "completed":
-                node = self.plan.nodes[visit.node_id]
-                if self.supervisor is not None and node.type != "final":
-                    return visit.node_id, "no transition matched (before the run was resumed)"
-                return visit.node_id, None
-            if visit.status in ("failed", "running", "cancelled", "paused"):
-                return visit.node_id, None  # redo the node that did not finish
-        return self.plan.initial, None  # type: ignore[return-value]
+        """Where a (re)started run continues (:func:`resume_node`); and, for a supervised run
+        whose last visit completed with nowhere to go, why it could not route."""
+        node_id, unrouted = resume_node(self.recorder.past_visits())
+        if node_id is None:
+            return self.plan.initial, None  # type: ignore[return-value]
+        if unrouted and self.supervisor is not None and self.plan.nodes[node_id].type != "final":
+            return node_id, "no transition matched (before the run was resumed)"
+        return node_id, None
 
     async def _run_state_machine(self) -> Outcome:
         node_id, unrouted = self._resume_point()
@@ -651,6 +645,24 @@ class Engine:
             if not re.search(cond["pattern"], str(value)):
                 return False
         return True
+
+
+def resume_node(visits: Iterable[Any]) -> tuple[str | None, bool]:
+    """Where a state machine continues after ``visits`` (its visits in order, any objects with
+    ``node_id``, ``status``, ``next_node``, ``parent_visit_id``): the next node of the last
+    top-level visit that completed or was skipped towards one, else the node of the last one that
+    did not finish (it is redone); None before any visit. The flag says the last visit completed
+    with no next node (a final node, or a supervised run's node nothing routed from). Resuming
+    runs and the operator controls' *current node* (:mod:`flows.runs.controls`) both ask this."""
+    top = [v for v in visits if v.parent_visit_id is None]
+    for visit in reversed(top):
+        if visit.status in ("completed", "skipped") and visit.next_node:
+            return visit.next_node, False
+        if visit.status == "completed":
+            return visit.node_id, True
+        if visit.status in ("failed", "running", "cancelled", "paused"):
+            return visit.node_id, False  # redo the node that did not finish
+    return None, False
 
 
 def _error_text(exc: BaseException) -> str:
