@@ -196,6 +196,16 @@ def _find_run(run_id: str) -> Any:
     return run_rec
 
 
+def _run_and_actor(run_id: str, who: Who) -> tuple[Any, Any] | int:
+    """The run and the identity ``who`` proves, or the exit code after saying why not (2: no
+    such run; the identity's refusal code otherwise)."""
+    run_rec = _find_run(run_id)
+    if run_rec is None:
+        return 2
+    me = resolved(who)
+    return me if isinstance(me, int) else (run_rec, me)
+
+
 @runs_app.command(name="list")
 def runs_list(
     *,
@@ -336,12 +346,10 @@ def runs_cancel(run_id: str, *, who: Who = Who()) -> int:
     """
     from flows import runs
 
-    run_rec = _find_run(run_id)
-    if run_rec is None:
-        return 2
-    me = resolved(who)
-    if isinstance(me, int):
-        return me
+    found = _run_and_actor(run_id, who)
+    if isinstance(found, int):
+        return found
+    run_rec, me = found
     try:
         status = runs.cancel(run_rec.id, actor=me.name)
     except runs.AlreadyEnded as exc:
@@ -359,12 +367,10 @@ def _control(run_id: str, apply: Any, done: str, no_resume: bool, who: Who) -> i
     (unless ``no_resume``)."""
     from flows.runs.controls import ControlRefused
 
-    run_rec = _find_run(run_id)
-    if run_rec is None:
-        return 2
-    me = resolved(who)
-    if isinstance(me, int):
-        return me
+    found = _run_and_actor(run_id, who)
+    if isinstance(found, int):
+        return found
+    run_rec, me = found
     try:
         what = apply(run_rec.id, me.name)
     except ControlRefused as exc:
@@ -506,12 +512,10 @@ def runs_message(run_id: str, text: str, *, who: Who = Who()) -> int:
     """
     from flows.runs.supervision import MessageRefused, post_message
 
-    run_rec = _find_run(run_id)
-    if run_rec is None:
-        return 2
-    me = resolved(who)
-    if isinstance(me, int):
-        return me
+    found = _run_and_actor(run_id, who)
+    if isinstance(found, int):
+        return found
+    run_rec, me = found
     try:
         post_message(run_rec, text, actor=me.name)
     except MessageRefused as exc:
