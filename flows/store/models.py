@@ -41,6 +41,10 @@ TaskChannel = Literal["cli", "dashboard", "prefect", "api"]
 TaskAction = Literal["created", "claimed", "answered", "refused", "expired", "cancelled"]
 WorkstreamStatus = Literal["running", "canceling", "completed", "failed", "timeout", "canceled"]
 WorkstreamPhase = Literal["planning", "executing_tool", "synthesizing", "blocked", "done"]
+#: where a submission came from, and where one value version came from (seed 000)
+SubmissionOrigin = Literal["manual", "import", "transformation"]
+VersionSource = Literal["manual", "transformation", "human", "import"]
+TransformationKind = Literal["copy", "map", "formula", "aggregate", "classify", "normalize", "llm_extract"]
 
 RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
 #: a run in one of these has ended: nothing will change it any more
@@ -57,6 +61,9 @@ WORKSTREAM_STATUSES: tuple[WorkstreamStatus, ...] = get_args(WorkstreamStatus)
 #: a workstream in one of these has ended
 WORKSTREAM_ENDED: tuple[WorkstreamStatus, ...] = ("completed", "failed", "timeout", "canceled")
 WORKSTREAM_PHASES: tuple[WorkstreamPhase, ...] = get_args(WorkstreamPhase)
+SUBMISSION_ORIGINS: tuple[SubmissionOrigin, ...] = get_args(SubmissionOrigin)
+VERSION_SOURCES: tuple[VersionSource, ...] = get_args(VersionSource)
+TRANSFORMATION_KINDS: tuple[TransformationKind, ...] = get_args(TransformationKind)
 
 
 def new_id() -> str:
@@ -171,6 +178,9 @@ class Run(SQLModel, table=True):
     host: str | None = None
     # programmatic | supervised (an LLM supervisor watches the run, flows.runtime.supervision)
     run_type: str = "programmatic"
+    # the submission a template run reads (seed 000's input_ref_type: submission); no foreign
+    # key: submissions ↔ runs would be a reference cycle (a submission names the run that made it)
+    input_submission_id: str | None = Field(default=None, index=True)
 
 
 class NodeVisit(SQLModel, table=True):
@@ -198,6 +208,8 @@ class NodeVisit(SQLModel, table=True):
     error_kind: str | None = None  # of a failed visit, as on runs
     prefect_task_run_id: str | None = None
     next_node: str | None = None
+    # a template step's visit: the submission of its output form it produced (seed 000)
+    output_submission_id: str | None = None
 
 
 class Artifact(SQLModel, table=True):
@@ -374,6 +386,104 @@ class RunEvent(SQLModel, table=True):
     #: a message: when the supervisor was shown it (None until then)
     delivered_at: datetime | None = None
     at: datetime = _created()
+
+
+# --- submissions and provenance (seed 000) -----------------------------------------------------
+
+
+class Submission(SQLModel, table=True):
+    """An instance of a form: groups of items, each item a history of value versions.
+
+    ``form_hash`` pins the form's content (a definition snapshot), so a submission is read and
+    edited against the form it was made for, whatever happens to the file later."""
+
+    __tablename__ = "submissions"
+    __table_args__ = (sa.Index("ix_submissions_form_name_created_at", "form_name", "created_at"),)
+
+    id: str = _id()
+    form_name: str
+    form_hash: str = Field(foreign_key="definition_snapshots.hash")
+    name: str | None = None
+    origin: str = "manual"  # manual | import | transformation
+    # a step's output: the run, the visit and the template step that produced it
+    run_id: str | None = Field(default=None, foreign_key="runs.id", index=True)
+    visit_id: str | None = Field(default=None, foreign_key="node_visits.id")
+    step_key: str | None = None
+    created_by: str | None = None
+    created_at: datetime = _created()
+    updated_at: datetime = _created()
+
+
+class SubmissionGroup(SQLModel, table=True):
+    """One group of a submission; a repeating group has one row per entry (``entry`` 0, 1, …)."""
+
+    __tablename__ = "submission_groups"
+    __table_args__ = (sa.UniqueConstraint("submission_id", "group_name", "entry", name="uq_submission_groups_entry"),)
+
+    id: str = _id()
+    submission_id: str = Field(foreign_key="submissions.id", index=True)
+    group_name: str
+    entry: int = 0
+
+
+class SubmissionItem(SQLModel, table=True):
+    """One field of one group entry; its values are :class:`ItemVersion` rows."""
+
+    __tablename__ = "submission_items"
+    __table_args__ = (sa.UniqueConstraint("group_id", "field_name", name="uq_submission_items_field"),)
+
+    id: str = _id()
+    submission_id: str = Field(foreign_key="submissions.id", index=True)
+    group_id: str = Field(foreign_key="submission_groups.id")
+    field_name: str
+
+
+class ItemVersion(SQLModel, table=True):
+    """One value of an item. Exactly one version of an item is ``selected`` (its current value);
+    a new value adds a version and moves the selection, so the history is never lost.
+
+    ``source_type`` says where the value came from: ``manual`` (a person typed it), ``import``
+    (the data a submission was created from), ``transformation`` (a template step made it;
+    ``source_id`` is the :class:`Transformation`), ``human`` (a human task's answer)."""
+
+    __tablename__ = "item_versions"
+    __table_args__ = (sa.Index("ix_item_versions_item_selected", "item_id", "selected"),)
+
+    id: str = _id()
+    item_id: str = Field(foreign_key="submission_items.id")
+    submission_id: str = Field(foreign_key="submissions.id", index=True)
+    value: Any = _json()
+    source_type: str
+    source_id: str | None = Field(default=None, index=True)
+    selected: bool = True
+    created_by: str | None = None
+    created_at: datetime = _created()
+
+
+class Transformation(SQLModel, table=True):
+    """How one value version was made: its kind, its expression (a mapping step's template), the
+    visit and the model call (an LLM step's), and the input versions it was taken from
+    (:class:`TransformationInput`)."""
+
+    __tablename__ = "transformations"
+
+    id: str = _id()
+    run_id: str = Field(foreign_key="runs.id", index=True)
+    visit_id: str | None = Field(default=None, foreign_key="node_visits.id", index=True)
+    llm_call_id: str | None = Field(default=None, foreign_key="llm_calls.id")
+    kind: str = "map"
+    expression: str | None = Field(default=None, sa_type=sa.Text)
+    meta: Any = _json()
+    created_at: datetime = _created()
+
+
+class TransformationInput(SQLModel, table=True):
+    """An input value version a transformation read (a ``refId`` of the model's answer)."""
+
+    __tablename__ = "transformation_inputs"
+
+    transformation_id: str = Field(foreign_key="transformations.id", primary_key=True)
+    version_id: str = Field(foreign_key="item_versions.id", primary_key=True, index=True)
 
 
 # --- people ------------------------------------------------------------------------------------

@@ -1,0 +1,12 @@
+"""Submissions (seed 000): instances of forms whose every value keeps its versions and where
+they came from.
+
+* :mod:`~flows.submissions.shape` — form data ↔ cells, checks against the form, ``group.field=VALUE``;
+* :mod:`~flows.submissions.records` — create, view, set and export submissions (the CLI's and the
+  dashboard's operations), and the listeners triggers hang on;
+* :mod:`~flows.submissions.provenance` — a value's chain back through the steps that made it to
+  the input values.
+
+The rows live in :mod:`flows.store.submissions`; template runs write their steps' output
+submissions through the run's recorder (:mod:`flows.runtime.bodies.template_step`).
+"""

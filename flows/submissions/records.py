@@ -1,0 +1,156 @@
+"""Submissions as the CLI, the dashboard, triggers and template runs use them.
+
+A submission is made for a form of the definitions folder; the form's content is pinned as a
+snapshot (``form_hash``), so :func:`view` and :func:`set_values` check against the form the
+submission was made for. Every change is a new selected version (``manual`` from a person,
+``import`` from the data a submission was created from); nothing is overwritten.
+
+After a submission is created or changed, :data:`LISTENERS` are told (the
+``on_submission_created`` / ``on_submission_updated`` triggers listen there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from compiler.ir import FormDef
+from flows.store import definitions as definition_store
+from flows.store import submissions as submission_store
+from flows.store.errors import NotFound
+from flows.store.models import Submission
+from flows.store.submissions import Cell, CellValue, NewValue
+from flows.submissions import shape
+from flows.submissions.shape import SubmissionInvalid
+
+SubmissionEvent = Literal["created", "updated"]
+#: called with (event, submission id, who) after a submission is created or updated; a listener's
+#: failure is its own (it never undoes the change), see :func:`_tell`
+LISTENERS: list[Callable[[SubmissionEvent, str, str | None], None]] = []
+
+
+class FormNotFound(NotFound):
+    """No form of that name in the definitions folder."""
+
+
+def form_named(name: str, catalog: Any = None) -> tuple[FormDef, str]:
+    """The form ``name`` of the definitions folder and the hash of its pinned content."""
+    from compiler.errors import did_you_mean
+    from flows.catalog import Catalog
+
+    catalog = catalog or Catalog.load()
+    unit = catalog.ws.named("form").get(name)
+    if unit is None or not isinstance(unit.defn, FormDef):
+        hint = did_you_mean(name, catalog.ws.named("form"))
+        raise FormNotFound(f"no form named `{name}`" + (f"; {hint}" if hint else ""))
+    return unit.defn, definition_store.snapshot_definition(unit.defn.model_dump(mode="json", by_alias=True,
+                                                                                exclude_none=True))
+
+
+def pinned_form(submission: Submission) -> FormDef:
+    """The form a submission was made for, as it was then."""
+    content = definition_store.get_snapshot(submission.form_hash)
+    if content is None:
+        raise NotFound(f"the form of submission {submission.id} is gone from the store")
+    return FormDef.model_validate(content)
+
+
+def create(form: FormDef, form_hash: str, data: Any, *, created_by: str | None, name: str | None = None,
+           source_type: str = "import", tell: bool = True) -> str:
+    """A new submission of ``form`` holding ``data`` (checked first: :class:`SubmissionInvalid`
+    lists every problem with its path, and nothing is written)."""
+    shape.check(form, data)
+    values, entries = shape.to_values(form, data)
+    sid = submission_store.create_submission(
+        form_name=form.name, form_hash=form_hash, values=values, entries=entries, source_type=source_type,
+        origin="manual" if source_type == "manual" else "import", name=name, created_by=created_by)
+    if tell:
+        _tell("created", sid, created_by)
+    return sid
+
+
+@dataclass(frozen=True)
+class View:
+    """A submission with its form and the selected value of every item."""
+
+    submission: Submission
+    form: FormDef
+    values: list[CellValue]
+    entries: list[tuple[str, int]]
+
+    def data(self) -> dict[str, Any]:
+        """The selected values as form data."""
+        return shape.to_data(self.form, ((v.cell, v.value) for v in self.values), self.entries)
+
+    def value_at(self, cell: Cell) -> CellValue | None:
+        return next((v for v in self.values if v.cell == cell), None)
+
+
+def view(submission_id: str) -> View:
+    sub = submission_store.require_submission(submission_id)
+    return View(sub, pinned_form(sub), submission_store.selected_values(submission_id),
+                submission_store.group_entries(submission_id))
+
+
+def set_values(submission_id: str, changes: Sequence[tuple[Cell, Any]], *, by: str | None,
+               source_type: str = "manual", tell: bool = True) -> list[str]:
+    """New selected versions of the changed items (the old ones kept). The submission as it
+    would be after the change must still fit its form: otherwise :class:`SubmissionInvalid`
+    and nothing is written."""
+    current = view(submission_id)
+    cells = {v.cell: v.value for v in current.values}
+    for cell, value in changes:
+        cells[cell] = value
+    entries = sorted({*current.entries, *((c.group, c.entry) for c, _ in changes)})
+    problems = shape.problems(current.form, shape.to_data(current.form, cells.items(), entries))
+    problems += _gaps(current.form, entries)
+    if problems:
+        raise SubmissionInvalid(problems)
+    ids = submission_store.add_versions(submission_id, [NewValue(c, v) for c, v in changes],
+                                        source_type=source_type, created_by=by)
+    if tell:
+        _tell("updated", submission_id, by)
+    return ids
+
+
+def _gaps(form: FormDef, entries: Sequence[tuple[str, int]]) -> list[str]:
+    """A repeating group's entries are 0, 1, 2 … with no gap (``points[5]`` of a 2-entry group)."""
+    out = []
+    for group in form.groups:
+        got = sorted(e for g, e in entries if g == group.name)
+        if got and got != list(range(len(got))):
+            missing = next(i for i in range(len(got) + 1) if i not in got)
+            out.append(f"{group.name}[{max(got)}]: entry {missing} comes first "
+                       f"(a new entry of `{group.name}` is [{missing}])")
+    return out
+
+
+def export(submission_id: str) -> dict[str, Any]:
+    """The submission as one JSON-able document: its form, its data, and per value where the
+    selected version came from."""
+    v = view(submission_id)
+    sub = v.submission
+    return {
+        "id": sub.id, "form": sub.form_name, "name": sub.name, "origin": sub.origin,
+        "run_id": sub.run_id, "step_key": sub.step_key, "created_by": sub.created_by,
+        "created_at": sub.created_at.isoformat(), "updated_at": sub.updated_at.isoformat(),
+        "data": v.data(),
+        "values": [{"path": shape.cell_path(c.cell, v.form), "value": c.value, "version_id": c.version_id,
+                    "source_type": c.source_type, "source_id": c.source_id, "created_by": c.created_by,
+                    "created_at": c.created_at.isoformat()} for c in v.values],
+    }
+
+
+def _tell(event: SubmissionEvent, submission_id: str, who: str | None) -> None:
+    import logging
+
+    for listener in list(LISTENERS):
+        try:
+            listener(event, submission_id, who)
+        except Exception:  # noqa: BLE001 - a trigger's failure never undoes the change it reacts to
+            logging.getLogger(__name__).exception("submission listener failed for %s %s", event, submission_id)
+
+
+__all__ = ["FormNotFound", "LISTENERS", "SubmissionInvalid", "View", "create", "export", "form_named",
+           "pinned_form", "set_values", "view"]
