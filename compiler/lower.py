@@ -231,14 +231,18 @@ def lower_template(defn: TemplateDef, forms: Mapping[str, FormDef]) -> Lowered:
             model=step.model,
             environment=step.environment,
         )
-        extras[step.key] = {"source_step": step.key}
+        extras[step.key] = {"source_step": step.key, "output_form": step.output_form, "parent": step.parent}
+    used = [defn.input_form, *(step.output_form for step in defn.steps)]
     pipeline = PipelineDef(
         kind="pipeline",
         name=defn.name,
         description=defn.description,
         context=ContextSpec(schema_={"type": "object", "properties": properties, "required": ["input"]}),
         nodes=nodes,
-        metadata={"lowered_from": "template", "output_type": defn.output_type},
+        # the runtime reads and writes submissions of these forms (flows.submissions.template_runs)
+        metadata={"lowered_from": "template", "output_type": defn.output_type, "input_form": defn.input_form,
+                  "forms": {name: forms[name].model_dump(mode="json", by_alias=True, exclude_none=True)
+                            for name in dict.fromkeys(used)}},
         triggers=list(defn.triggers),
     )
     return Lowered(pipeline, extras)

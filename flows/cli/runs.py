@@ -82,6 +82,7 @@ def run(
     version: Annotated[int | None, Parameter(name="--version")] = None,
     supervised: Annotated[bool, Parameter(name="--supervised", negative=())] = False,
     message: Annotated[str | None, Parameter(name="--message")] = None,
+    submission: Annotated[str | None, Parameter(name="--submission")] = None,
     who: Who = Who(),
 ) -> int:
     """Validate a definition, run it on Prefect, show progress node by node, wait for the end.
@@ -111,6 +112,9 @@ def run(
         Give the run a supervisor: an LLM that hears every step and may steer it (processes only).
     message
         A message for the supervisor's first turn (with --supervised).
+    submission
+        A template's input: this submission of its input form (see `ergon submissions`). Each
+        step writes a submission of its output form, every value citing the values it came from.
     """
     from flows import runs
     from flows.catalog import DefinitionNotFound
@@ -143,10 +147,12 @@ def run(
         if isinstance(me, int):
             return me
         try:
-            run_id = runs.create(compiled, inputs, catalog=catalog, version=version, started_by=me.name,
-                                 source=input_file or "--input", supervised=supervised, message=message).id
+            created = runs.create(compiled, inputs, catalog=catalog, version=version, started_by=me.name,
+                                  source=input_file or "--input", supervised=supervised, message=message,
+                                  submission_id=submission)
         except runs.StartRefused as exc:
             return diagnostics(exc.problems)
+        run_id, inputs = created.id, dict(created.inputs or {})  # a submission's values are its inputs
     _prepare_runtime()
     pending = run_store.get_run(run_id)
     if pending is None or pending.status != "pending":

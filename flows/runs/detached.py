@@ -37,20 +37,21 @@ from flows.store.models import Run, RunTrigger
 
 def start_detached(name: str, inputs: dict[str, Any], *, started_by: str, trigger: RunTrigger = "manual",
                    catalog: Catalog | None = None, env: dict[str, str] | None = None,
-                   version: int | None = None, supervised: bool = False, message: str | None = None) -> str:
+                   version: int | None = None, supervised: bool = False, message: str | None = None,
+                   submission_id: str | None = None) -> str:
     """Validate, record a pending run, start ``ergon run`` for it in the background; return the run id.
 
     ``env`` adds variables to the child's environment. ``version`` runs that published version
     instead of the definitions folder's draft. ``supervised``/``message``: as for
-    :func:`~flows.runs.lifecycle.create`. Raises :class:`~flows.runs.lifecycle.StartRefused`.
+    :func:`~flows.runs.lifecycle.create`, like ``submission_id`` (a template's input submission). Raises :class:`~flows.runs.lifecycle.StartRefused`.
     """
     catalog = catalog or Catalog.load()
     compiled = compile_definition(name, catalog=catalog, version=version)
     # the sources recorded with the run: `ergon run NAME --run-id` below compiles against the same definitions
     run = create(compiled, inputs, catalog=catalog, trigger=trigger, started_by=started_by, version=version,
-                 supervised=supervised, message=message)
+                 supervised=supervised, message=message, submission_id=submission_id)
     inputs_file = logs_dir() / f"run-{run.id}.inputs.json"
-    inputs_file.write_text(json.dumps(inputs), encoding="utf-8")
+    inputs_file.write_text(json.dumps(run.inputs), encoding="utf-8")
     child = spawn_ergon(["run", name, "--run-id", run.id, "--input-file", str(inputs_file),
                          *(["--version", str(version)] if version is not None else [])],
                         log_name=f"run-{run.id}.log", env=env)

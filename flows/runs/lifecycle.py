@@ -37,7 +37,7 @@ from flows.runtime.effects import Listener, RunResult, no_listener
 from flows.runtime.errors import ErrorKind
 from flows.store import definitions as definition_store
 from flows.store import runs as run_store
-from flows.store.errors import InvalidTransition
+from flows.store.errors import InvalidTransition, NotFound
 from flows.store.models import Run, RunTrigger
 
 
@@ -103,7 +103,8 @@ def compile_definition(name: str, *, catalog: Catalog | None = None, version: in
 
 def create(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog | None = None,
            trigger: RunTrigger = "manual", started_by: str | None = None, version: int | None = None,
-           source: str = "inputs", supervised: bool = False, message: str | None = None) -> Run:
+           source: str = "inputs", supervised: bool = False, message: str | None = None,
+           submission_id: str | None = None) -> Run:
     """Validate ``inputs`` against the definition and record a pending run of it, with the folders
     ``catalog`` was loaded from (what resume and replay rebuild it from, :mod:`flows.runs.sources`).
 
@@ -114,8 +115,18 @@ def create(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog | Non
     where they came from in the diagnostics (``--input``, a file, ``inputs``). ``started_by`` is
     the identity the caller resolved (the CLI's :mod:`flows.identity`, the dashboard's sign-in, a
     trigger's ``as_user``); without one, the OS user acting as themselves
-    (:func:`flows.identity.own_name`) — never a name from the environment."""
+    (:func:`flows.identity.own_name`) — never a name from the environment.
+
+    A template run reads a submission: ``submission_id``'s selected values are its ``input``; one
+    started with raw inputs records them as its input submission first
+    (:mod:`flows.submissions.template_runs`)."""
+    from flows.submissions import template_runs
+
     plan = compiled.plan
+    try:
+        inputs = template_runs.run_input(plan, inputs, submission_id)
+    except (template_runs.NotATemplateInput, NotFound) as exc:
+        raise StartRefused([Diagnostic("invalid-input", str(exc), plan.name, 1, 1)]) from exc
     run_type = "supervised" if supervised or plan.run_type == "supervised" else "programmatic"
     if run_type == "supervised" and plan.control != "state_machine":
         raise StartRefused([Diagnostic("invalid-input", f"`{plan.name}` is a {plan.kind}: only processes run "
@@ -131,9 +142,12 @@ def create(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog | Non
         from flows.versions import version_of_content
 
         version = version_of_content(compiled.plan.name, content_hash)
+    started_by = started_by or own_name()
+    input_submission = submission_id or template_runs.record_input(plan, inputs, created_by=started_by)
     # this process owns the run until one starts it (start_detached hands it to its child)
     run = run_store.create_run(compiled.plan.name, content_hash=content_hash, inputs=inputs, trigger=trigger,
-                               started_by=started_by or own_name(), definition_version=version,
+                               started_by=started_by, definition_version=version,
+                               input_submission_id=input_submission,
                                catalog_sources=catalog.sources if catalog is not None else None,
                                pid=os.getpid(), host=socket.gethostname(), run_type=run_type)
     if message:
@@ -146,7 +160,8 @@ def create(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog | Non
 def start(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog, run_id: str | None = None,
           trigger: RunTrigger = "manual", started_by: str | None = None, listener: Listener = no_listener,
           record: str | None = None, replay: str | None = None, version: int | None = None,
-          source: str = "inputs", supervised: bool = False, message: str | None = None) -> RunResult:
+          source: str = "inputs", supervised: bool = False, message: str | None = None,
+          submission_id: str | None = None) -> RunResult:
     """Execute a run of ``compiled`` in this process, blocking until it ends (or its process must stop).
 
     Without ``run_id`` the run is created first (inputs validated); with it, the pending (or
@@ -160,7 +175,8 @@ def start(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog, run_i
 
     if run_id is None:
         run = create(compiled, inputs, catalog=catalog, trigger=trigger, started_by=started_by, version=version,
-                     source=source, supervised=supervised, message=message)
+                     source=source, supervised=supervised, message=message, submission_id=submission_id)
+        inputs = run.inputs  # a submission's values, when it was given one
     else:
         run = run_store.require_run(run_id)
         if version is not None and run.definition_version != version:

@@ -83,8 +83,10 @@ def create_run(
     pid: int | None = None,
     host: str | None = None,
     run_type: str = "programmatic",
+    input_submission_id: str | None = None,
 ) -> Run:
-    """Record a new ``pending`` run (``run_type``: programmatic, or supervised).
+    """Record a new ``pending`` run (``run_type``: programmatic, or supervised; a template run
+    names the submission it reads, ``input_submission_id``).
 
     ``pid``/``host`` name the process that will start it (its owner until the flow body stamps
     its own): a pending run whose owner died before starting it is found by
@@ -102,7 +104,7 @@ def create_run(
         inputs=inputs or {}, context=context or {}, trigger=trigger,
         started_by=started_by, parent_run_id=parent_run_id, parent_visit_id=parent_visit_id,
         prefect_flow_run_id=prefect_flow_run_id, catalog_sources=catalog_sources or None, pid=pid, host=host,
-        run_type=run_type,
+        run_type=run_type, input_submission_id=input_submission_id,
     )
     if run_id:
         row.id = run_id
