@@ -93,22 +93,23 @@ def view(submission_id: str) -> View:
                 submission_store.group_entries(submission_id))
 
 
-def set_values(submission_id: str, changes: Sequence[tuple[Cell, Any]], *, by: str | None,
-               source_type: str = "manual", tell: bool = True) -> list[str]:
+def set_values(submission_id: str, changes: Sequence[tuple[Cell, Any] | NewValue], *, by: str | None,
+               source_type: str = "manual", tell: bool = True, run_id: str | None = None) -> list[str]:
     """New selected versions of the changed items (the old ones kept). The submission as it
     would be after the change must still fit its form: otherwise :class:`SubmissionInvalid`
-    and nothing is written."""
+    and nothing is written. A change may be a :class:`NewValue` with its transformation (a
+    template run writing back, ``run_id`` its run)."""
     current = view(submission_id)
+    new = [c if isinstance(c, NewValue) else NewValue(c[0], c[1]) for c in changes]
     cells = {v.cell: v.value for v in current.values}
-    for cell, value in changes:
-        cells[cell] = value
-    entries = sorted({*current.entries, *((c.group, c.entry) for c, _ in changes)})
+    for change in new:
+        cells[change.cell] = change.value
+    entries = sorted({*current.entries, *((c.cell.group, c.cell.entry) for c in new)})
     problems = shape.problems(current.form, shape.to_data(current.form, cells.items(), entries))
     problems += _gaps(current.form, entries)
     if problems:
         raise SubmissionInvalid(problems)
-    ids = submission_store.add_versions(submission_id, [NewValue(c, v) for c, v in changes],
-                                        source_type=source_type, created_by=by)
+    ids = submission_store.add_versions(submission_id, new, source_type=source_type, created_by=by, run_id=run_id)
     if tell:
         _tell("updated", submission_id, by)
     return ids
