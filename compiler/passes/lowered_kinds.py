@@ -108,6 +108,31 @@ def _template(unit, defn: TemplateDef, ws) -> Iterator[Finding]:
                           hint=choices_hint(step.parent, keys, what="step keys"))
     yield from _parent_cycles(defn, keys)
     yield from _template_nested_reads(unit, defn, forms)
+    yield from _submission_update(defn, forms)
+
+
+def _submission_update(defn: TemplateDef, forms) -> Iterator[Finding]:
+    """``submission_update`` writes the final steps' values into the input submission's items of
+    the same group and field: a final step whose form shares none would write nothing."""
+    if defn.output_type != "submission_update":
+        return
+    def fields(name: str) -> set[tuple[str, str, bool]] | None:
+        unit = forms.get(name)
+        if unit is None or not isinstance(unit.defn, FormDef):
+            return None
+        return {(g.name, f.name, g.repeat) for g in unit.defn.groups for f in g.fields}
+
+    target = fields(defn.input_form)
+    parents = {s.parent for s in defn.steps}
+    for i, step in enumerate(defn.steps):
+        mine = fields(step.output_form)
+        if step.key in parents or target is None or mine is None or mine & target:
+            continue
+        yield Finding("output-type", ("steps", i, "output_form"),
+                      f"output_type `submission_update` writes the final step's values into the input submission, "
+                      f"but form `{step.output_form}` has no field of the input form `{defn.input_form}`",
+                      hint="give the final step an output form sharing groups and fields with the input form, "
+                           "or use output_type `artifact` or `report`")
 
 
 def _template_nested_reads(unit, defn: TemplateDef, forms) -> Iterator[Finding]:
