@@ -433,7 +433,11 @@ class TemplateStep(IRModel):
     name: str | None = Field(None, description="Display name.")
     description: str | None = Field(None, description="What the step does.")
     parent: str | None = Field(None, description="Key of the step whose output this one reads (none = the template input).")
-    prompt: str = Field(description="Jinja2 prompt; sees the template input and the parent's output.")
+    prompt: str | None = Field(None, description="Jinja2 prompt of an LLM step; sees the template input and the parent's output.")
+    mapping: dict[str, str] | None = Field(
+        None, description="A step without a model: output `group.field` (or a repeating `group`) ← a Jinja2 "
+        "expression over the input (`{{ input.customer.name | trim }}`); each value records a copy, map or "
+        "formula transformation with its expression. Give `prompt` or `mapping`, not both.")
     output_key: str = Field(description="Context field receiving this step's output.")
     output_form: str = Field(description="Form defining the output's shape.")
     tools_allowed: list[str] = Field(default_factory=list, description="Tools the step may use (empty = defaults).")

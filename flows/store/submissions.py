@@ -47,7 +47,7 @@ from flows.store.models import (
     utcnow,
 )
 
-_T = {m.__name__: SQLModel.metadata.tables[m.__tablename__]  # type: ignore[attr-defined]
+_T = {m.__name__: SQLModel.metadata.tables[str(m.__tablename__)]
       for m in (Submission, SubmissionGroup, SubmissionItem, ItemVersion, Transformation, TransformationInput)}
 #: insert order: every row's references are inserted before it
 _ORDER = ("Submission", "SubmissionGroup", "SubmissionItem", "Transformation", "ItemVersion", "TransformationInput")

@@ -232,3 +232,50 @@ def test_report_renders_the_final_submission_as_markdown(template_run, fake):
     [report] = artifact_store.artifacts_for_run(result["run_id"], key="report")
     assert report.type == "markdown"
     assert "| total | 6.5 | llm_extract |" in report.content and "| customer | acme | llm_extract |" in report.content
+
+
+MAPPED = """
+kind: template
+name: totals
+input_form: order
+steps:
+  - key: clean
+    mapping:
+      customer.name: "{{ input.customer.name | trim }}"
+      lines: "{{ input.lines }}"
+    output_key: cleaned
+    output_form: order
+  - key: add_up
+    parent: clean
+    mapping:
+      summary.customer: "{{ cleaned.customer.name }}"
+      summary.total: "{{ cleaned.lines | sum(attribute='amount') }}"
+    output_key: total
+    output_form: order_total
+"""
+
+
+def test_mapping_steps_record_copy_map_and_aggregate_with_their_expressions(run_def, fake):
+    from flows.store import runs as run_store
+    from flows.store import submissions as submission_store
+    from flows.store import visits as visit_store
+    from flows.submissions import provenance
+
+    result = run_def({**FORMS, "totals.yaml": MAPPED}, "totals", {"input": ORDER})
+    assert result["status"] == "completed", result["error"]
+    assert result["context"]["total"] == {"summary": {"customer": "acme", "total": 6.5}}
+    assert fake.requests == []  # no model was asked
+    run = run_store.require_run(result["run_id"])
+    visits = {v.node_id: v for v in visit_store.visits_for_run(run.id)}
+    final = {v.cell.field: v for v in submission_store.selected_values(visits["add_up"].output_submission_id)}
+    total = provenance.chain(final["total"].version_id)
+    assert (total.info.transformation["kind"], total.info.transformation["expression"]) == (
+        "aggregate", "{{ cleaned.lines | sum(attribute='amount') }}")
+    assert sorted(i.info.value.value for i in total.inputs) == [2.5, 4]
+    assert {i.info.transformation["kind"] for i in total.inputs} == {"copy"}
+    assert sorted(leaf.info.value.value for leaf in provenance.leaves(total)) == [2.5, 4]
+    assert {leaf.info.submission_id for leaf in provenance.leaves(total)} == {run.input_submission_id}
+    customer = provenance.chain(final["customer"].version_id)
+    assert customer.info.transformation["kind"] == "copy"
+    assert (customer.inputs[0].info.transformation["kind"], customer.inputs[0].info.value.value) == ("map", "acme")
+    assert [leaf.info.value.value for leaf in provenance.leaves(customer)] == ["  acme  "]
