@@ -39,9 +39,10 @@ from compiler.ir import (
     FormDef,
     IntervalTrigger,
     OnCompleteTrigger,
+    OnSubmissionCreatedTrigger,
+    OnSubmissionUpdatedTrigger,
     PipelineDef,
     ProcessDef,
-    SubmissionTriggerBase,
     TemplateDef,
     WebhookTrigger,
 )
@@ -76,7 +77,7 @@ def check(unit, ws) -> Iterator[Finding]:
         elif isinstance(trigger, OnCompleteTrigger):
             yield from _on_complete(trigger, path, runnable)
             yield from _keys(trigger.map, (*path, "map"), fields, unit.defn)
-        elif isinstance(trigger, SubmissionTriggerBase):
+        elif isinstance(trigger, (OnSubmissionCreatedTrigger, OnSubmissionUpdatedTrigger)):
             yield from _on_submission(trigger, path, unit.defn, ws)
             yield from _keys(trigger.map, (*path, "map"), fields, unit.defn)
         yield from _keys(trigger.input, (*path, "input"), fields, unit.defn)
@@ -151,7 +152,7 @@ def _on_complete(trigger: OnCompleteTrigger, path, runnable) -> Iterator[Finding
 SUBMISSION_SCOPE = frozenset({"submission", "submission_id", "form"})
 
 
-def _on_submission(trigger: SubmissionTriggerBase, path, defn, ws) -> Iterator[Finding]:
+def _on_submission(trigger: OnSubmissionCreatedTrigger | OnSubmissionUpdatedTrigger, path, defn, ws) -> Iterator[Finding]:
     forms = ws.named("form")
     unit = forms.get(trigger.form)
     form = unit.defn if unit is not None and isinstance(unit.defn, FormDef) else None
@@ -198,7 +199,8 @@ def _required_inputs(defn) -> list[str]:
     required = schema.get("required")
     if not isinstance(required, list):
         return []
-    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    props = schema.get("properties")
+    props = props if isinstance(props, dict) else {}
     return [name for name in required if isinstance(name, str) and name not in defn.context.initial
             and not (isinstance(props.get(name), dict) and "default" in props[name])]
 

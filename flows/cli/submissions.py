@@ -155,9 +155,9 @@ def submissions_list(
         return 0
     table = Table(Column("submission", no_wrap=True), Column("form", no_wrap=True), "name", Column("origin", no_wrap=True),
                   "by", Column("updated", no_wrap=True))
-    for d in data:
-        origin = d["origin"] + (f" (run {d['run_id']} {d['step_key'] or ''})".rstrip() if d["run_id"] else "")
-        table.add_row(d["id"], d["form"], d["name"] or "", origin, d["created_by"] or "", d["updated_at"][:19])
+    for r in rows:
+        origin = r.origin + (f" (run {' '.join(filter(None, (r.run_id, r.step_key)))})" if r.run_id else "")
+        table.add_row(r.id, r.form_name, r.name or "", origin, r.created_by or "", f"{r.updated_at:%Y-%m-%d %H:%M:%S}")
     out.print(table)
     out.print(f"[dim]{len(data)} submission(s)[/]")
     return 0
