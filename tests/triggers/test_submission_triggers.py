@@ -132,6 +132,12 @@ def test_an_updated_trigger_fires_once_per_update_and_only_when_its_filter_holds
     set_("points[0].risky=true")
     assert len(runs_of("watcher")) == 1  # the loop guard starts nothing
     monkeypatch.delenv("ERGON_CHAIN_DEPTH")
+    from flows.triggers import control
+
+    control.set_paused("watcher:0", True)  # `ergon schedules pause watcher:0`
+    set_("points[0].statement=Four years.")
+    assert len(runs_of("watcher")) == 1
+    control.set_paused("watcher:0", False)
 
     run = wait_for(lambda: (rs := runs_of("watcher")) and rs[0].status in ("completed", "failed") and rs[0], 120,
                    "the triggered run")
