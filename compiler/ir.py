@@ -341,7 +341,33 @@ class OnCompleteTrigger(TriggerBase):
     map: dict[str, str] = Field(default_factory=dict, description="Input field ← template over the finished run's context.")
 
 
-Trigger = Annotated[Union[CronTrigger, IntervalTrigger, WebhookTrigger, OnCompleteTrigger], Field(discriminator="type")]
+class SubmissionTriggerBase(TriggerBase):
+    """Fields of the submission triggers: which form, which submissions, which inputs."""
+
+    form: str = Field(description="Start for submissions of this form.")
+    filter: JsonLogic | None = Field(
+        None, description='JSON Logic over the submission\'s data (`{"var": "group.field"}`); only when it holds.')
+    map: dict[str, str] = Field(
+        default_factory=dict,
+        description="Process/pipeline only: input field ← template over `submission` (its data), `submission_id` and `form`.")
+
+
+class OnSubmissionCreatedTrigger(SubmissionTriggerBase):
+    """Start when a submission of a form is created (a template reads it as its input)."""
+
+    type: Literal["on_submission_created"] = Field(description="After a submission of `form` is created.")
+
+
+class OnSubmissionUpdatedTrigger(SubmissionTriggerBase):
+    """Start when a submission of a form is changed (once per change, however many values it sets)."""
+
+    type: Literal["on_submission_updated"] = Field(description="After a submission of `form` is updated.")
+
+
+Trigger = Annotated[Union[CronTrigger, IntervalTrigger, WebhookTrigger, OnCompleteTrigger, OnSubmissionCreatedTrigger,
+                          OnSubmissionUpdatedTrigger], Field(discriminator="type")]
+#: The kinds of the submission triggers.
+SUBMISSION_TRIGGER_KINDS = ("on_submission_created", "on_submission_updated")
 
 
 # --------------------------------------------------------------------------------------------
