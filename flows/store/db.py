@@ -11,6 +11,12 @@ NORMAL`` (safe with WAL, much faster than FULL) and foreign keys. Write transact
 "database is locked" when another writer committed in between, because SQLite cannot wait for a
 snapshot that is already stale. Taking the write lock up front lets the busy timeout do its job.
 
+**Deferred writes.** A module may defer rows to the next transaction of this process
+(:func:`defer_writes`; the engine's visit rows, :mod:`flows.store.visits`): every transaction on
+the default database first writes them — a write transaction inside itself, before anything
+else, a read transaction in a write transaction of its own just before — so nothing this process
+reads or writes can miss or precede them.
+
 The schema always comes from the alembic migrations (:func:`init_db`), never from
 ``metadata.create_all``, so a database built here is exactly what a deployment gets.
 """
@@ -19,7 +25,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
@@ -37,6 +43,27 @@ _engines: dict[str, Engine] = {}
 # One writer at a time per SQLite engine inside a process: threads then queue on a lock instead
 # of polling SQLite's busy handler (which sleeps up to 100 ms between tries).
 _write_locks: dict[Engine, threading.RLock] = {}
+#: (has work?, write it into this connection) of each module that defers rows (see the module docstring)
+_deferred: list[tuple[Callable[[], bool], Callable[[sa.Connection], None]]] = []
+
+
+def defer_writes(has_work: Callable[[], bool], write: Callable[[sa.Connection], None]) -> None:
+    """Register deferred rows: ``write(conn)`` starts every transaction on the default database
+    while ``has_work()`` (see the module docstring)."""
+    _deferred.append((has_work, write))
+
+
+def _write_deferred(conn: sa.Connection) -> None:
+    for has_work, write in _deferred:
+        if has_work():
+            write(conn)
+
+
+def flush_deferred() -> None:
+    """Write the deferred rows now, in a transaction of their own (nothing when there are none)."""
+    if any(has_work() for has_work, _ in _deferred):
+        with connection(write=True):
+            pass
 _migrated: set[str] = set()
 _lock = threading.Lock()
 
@@ -121,11 +148,15 @@ def session(*, write: bool = False, url: str | None = None) -> Iterator[Session]
     docstring); use it for anything that reads and then writes. Objects stay usable after the
     block (``expire_on_commit=False``), so callers never need a session of their own.
     """
+    if url is None and not write:
+        flush_deferred()
     engine = get_engine(url)
     sqlite_writer = write and engine.dialect.name == "sqlite"
     with _write_locks[engine] if sqlite_writer else nullcontext(), Session(engine, expire_on_commit=False) as s:
         if sqlite_writer:
             s.connection(execution_options={IMMEDIATE: True})
+        if write and url is None and _deferred:
+            _write_deferred(s.connection())
         try:
             yield s
             s.commit()
@@ -139,11 +170,15 @@ def connection(*, write: bool = False) -> Iterator[sa.Connection]:
     """A Core connection inside a transaction that commits on success, with the same write-lock
     rules as :func:`session`. For the engine's per-visit writes: without the ORM session and its
     unit of work a visit's two writes cost about a third (measured in benchmarks/runtime.py)."""
+    if not write:
+        flush_deferred()
     engine = get_engine()
     sqlite_writer = write and engine.dialect.name == "sqlite"
     options = {IMMEDIATE: True} if sqlite_writer else {}
     with _write_locks[engine] if sqlite_writer else nullcontext(), engine.connect() as conn:
         with conn.execution_options(**options).begin():
+            if write and _deferred:
+                _write_deferred(conn)
             yield conn
 
 

@@ -6,6 +6,16 @@ call: they run Core statements on a plain connection (:func:`flows.store.db.conn
 ORM sessions. :func:`checkpoint_visit` / :func:`close_visit` close a visit and store the run's
 new context in ONE transaction — the durability point resume relies on.
 
+**A visit is one statement when it can be.** The engine's :func:`start_visit` (with its own
+``sequence``) does not write: the row waits (:data:`_pending`) and goes to the database with the
+first transaction this process opens — the visit's own :func:`close_visit`, which then inserts
+it whole, with its end, in the checkpoint transaction; or any other (a model call's record, an
+artifact, a human task, a read: :func:`flows.store.db.defer_writes` writes it first, so no row
+that references the visit precedes it and no query of this process misses it); or, for a visit
+still running after :data:`FLUSH_AFTER` seconds, a flusher thread's, so that other processes (the
+dashboard) see long visits running. A no-op node is one transaction instead of two. Should the
+transaction that carried a pending row roll back, the visit's close inserts it again.
+
 The readers return whole rows for the engine and the CLI; the dashboard's questions (a run's
 visits without their 64 KB input/output/diff, one node's visits, a page's calls) are here too,
 answered by the same queries (``visits_for_run(light=True)`` gives :data:`VISIT_COLUMNS` dicts).
@@ -13,6 +23,8 @@ answered by the same queries (``visits_for_run(light=True)`` gives :data:`VISIT_
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeVar, overload
@@ -22,7 +34,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import SQLModel, col, func, insert, select, update
 
 from flows.store._common import add_row, check, get_row, lock_run, mappings, ms_between, page, require_row
-from flows.store.db import connection, session
+from flows.store.db import connection, defer_writes, flush_deferred, session
 from flows.store.errors import NotFound, StoreError
 from flows.store.models import (
     VISIT_STATUSES,
@@ -49,6 +61,53 @@ VISIT_COLUMNS = (
 )
 
 _Call = TypeVar("_Call", LlmCall, ToolCall)
+
+#: seconds a started visit may stay unwritten (see the module docstring)
+FLUSH_AFTER = 0.2
+#: visit id → (its start row, when it was deferred): started by the engine, not yet written
+_pending: dict[str, tuple[dict[str, Any], float]] = {}
+#: visit id → its start row, for every visit started here and not closed (pending or written)
+_open: dict[str, dict[str, Any]] = {}
+_pending_lock = threading.Lock()
+_flusher: threading.Thread | None = None
+
+
+def _has_pending() -> bool:
+    return bool(_pending)
+
+
+def _write_pending(conn: sa.Connection) -> None:
+    with _pending_lock:
+        rows = [row for row, _ in _pending.values()]
+        _pending.clear()
+    if rows:
+        conn.execute(insert(_VISITS), rows)
+
+
+defer_writes(_has_pending, _write_pending)
+
+
+def _flush_old() -> None:
+    """The flusher thread: write the pending rows once one has waited :data:`FLUSH_AFTER`."""
+    while True:
+        time.sleep(FLUSH_AFTER / 2)
+        with _pending_lock:
+            oldest = min((at for _, at in _pending.values()), default=None)
+        if oldest is not None and time.monotonic() - oldest >= FLUSH_AFTER:
+            try:
+                flush_deferred()
+            except Exception:  # noqa: BLE001 - the next transaction writes them instead
+                pass
+
+
+def _defer(row: dict[str, Any]) -> None:
+    global _flusher
+    with _pending_lock:
+        _pending[row["id"]] = (row, time.monotonic())
+        _open[row["id"]] = row
+        if _flusher is None:
+            _flusher = threading.Thread(target=_flush_old, name="ergon-visit-flusher", daemon=True)
+            _flusher.start()
 
 
 # --- writing visits ----------------------------------------------------------------------------
@@ -120,9 +179,9 @@ def start_visit(
                input=input, prefect_task_run_id=prefect_task_run_id, started_at=now or utcnow())
     try:
         if sequence is not None:
-            # The hot path (the engine allocated the sequence): one Core INSERT on a plain connection.
-            with connection(write=True) as conn:
-                conn.execute(insert(_VISITS), row)
+            # The hot path (the engine allocated the sequence): written with the next transaction
+            # (see the module docstring); an unknown run is found then, not here
+            _defer(row)
         else:
             with session(write=True) as s:
                 lock_run(s, run_id)
@@ -167,12 +226,19 @@ def close_visit(
         values["input"] = input
     if submission is not None:
         values["output_submission_id"] = submission[0]
+    with _pending_lock:
+        pending = _pending.pop(visit_id, None)
+        started = _open.pop(visit_id, None)
     with connection(write=True) as conn:
+        if pending is not None:  # never written: the whole visit in one statement
+            conn.execute(insert(_VISITS), {**pending[0], **values})
+        elif conn.execute(update(_VISITS).where(_VISITS.c.id == visit_id).values(**values)).rowcount == 0 \
+                and started is not None:  # the transaction that carried its start row rolled back
+            conn.execute(insert(_VISITS), {**started, **values})
         if submission is not None:
             from flows.store.submissions import insert_rows
 
             insert_rows(conn, submission[1])
-        conn.execute(update(_VISITS).where(_VISITS.c.id == visit_id).values(**values))
         if context is not None:
             return conn.execute(update(_RUNS).where(_RUNS.c.id == run_id).values(context=context, heartbeat_at=now)
                                 .returning(_RUNS.c.status)).scalar()
@@ -197,6 +263,8 @@ def finish_visit(
 
 
 def _close_visit(s, visit_id, status, output, context_diff, error, next_node, now) -> NodeVisit:
+    with _pending_lock:
+        _open.pop(visit_id, None)
     visit = require_row(s, NodeVisit, visit_id, lock=True)
     visit.status, visit.output, visit.error, visit.next_node = status, output, error, next_node
     visit.context_diff = context_diff or []
