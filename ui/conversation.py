@@ -52,11 +52,11 @@ def message_text(message: Any) -> tuple[str, Any]:
     return "user", unwrap(message)
 
 
-def text_or_json(value: Any) -> None:
+def text_or_json(value: Any, expanded: int = 2) -> None:
     """A prompt or response: preformatted text as sent (line breaks and ``-`` lines kept), or the
-    JSON it holds as a tree."""
+    JSON it holds as a tree (open ``expanded`` levels deep)."""
     if isinstance(value, (dict, list)):
-        st.json(value, expanded=2)
+        st.json(value, expanded=expanded)
     elif value is None:
         st.caption("_empty_")
     else:
@@ -74,9 +74,9 @@ def recorded(value: Any, empty: str) -> None:
         st.code(value if isinstance(value, str) else json.dumps(value), language=None, wrap_lines=True)
 
 
-def show(calls: list[tuple[Any, str | None]], tools: list[tuple[Any, str | None]]) -> None:
-    """Model calls ``(call, item)`` as a conversation (every message, then the response), and
-    tool calls ``(call, item)`` with their arguments and result."""
+def show(calls: list[tuple[Any, str | None]], tools: list[tuple[Any, str | None]], *, expanded: int = 2) -> None:
+    """Model calls ``(call, item)`` as a conversation (every message, then the response, its JSON
+    open ``expanded`` levels deep), and tool calls ``(call, item)`` with their arguments and result."""
     from ui import format as fmt
 
     for i, (call, item) in enumerate(calls):
@@ -86,13 +86,13 @@ def show(calls: list[tuple[Any, str | None]], tools: list[tuple[Any, str | None]
             with st.chat_message("assistant" if role == "assistant" else ("user" if role == "user" else "ai"),
                                  avatar=":material/settings:" if role in ("system", "tool") else None):
                 st.caption(role)
-                text_or_json(content)
+                text_or_json(content, expanded)
                 if isinstance(m, dict) and m.get("tool_calls"):
                     st.json(unwrap(m["tool_calls"]), expanded=False)
         if call.response is not None:
             with st.chat_message("assistant"):
                 st.caption("response")
-                text_or_json(unwrap(call.response))
+                text_or_json(unwrap(call.response), expanded)
         if call.error:
             st.error(call.error)
     for t, item in tools:

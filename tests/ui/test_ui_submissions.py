@@ -71,14 +71,14 @@ def test_a_submission_is_drawn_as_its_form_with_each_values_source(make_app, cha
     labels = [b.label for b in at.button]
     assert "Initech pays \\$900 a year\\." in labels and "Either side may end it with 30 days' notice\\." in labels
     assert labels.count("yes") == 1 and labels.count("no") == 1, "booleans in words"
-    assert text.count(":violet-badge[llm_extract]") == 6, "every value made by the step says so"
+    assert text.count(":violet-badge[llm\\_extract] a template step · ") == 6, "every value made by the step says so"
     assert f"Made by step extract_points of run {chain.run_id}" in _links(at)
     assert "Click a value to see where it came from" in text and not at.expander[0].proto.expanded
 
     at = _page(make_app, submission=chain.input_id)
     text = _texts(at)
     assert "#### Document" in text and "#### Preferences" in text and "Entry 1" not in text
-    assert text.count(":gray-badge[import]") == 4 and "importer · " in text
+    assert text.count(":gray-badge[import] importer · ") == 4, "imported values, with who imported them"
 
 
 def test_a_value_shows_its_provenance_back_to_the_input_values(make_app, chain):
@@ -98,7 +98,9 @@ def test_a_value_shows_its_provenance_back_to_the_input_values(make_app, chain):
     links = _links(at)
     assert f"Run {chain.run_id} · step `write_digest` (visit #2)" in links, links
     assert any(label.startswith(f"Run {chain.run_id} · step `extract_points`") for label in links), links
-    assert f"Open it in submission {chain.input_id}" in links and f"Open it in submission {chain.points_id}" in links
+    follow = [b.label for b in at.button if b.label.startswith("Open it in submission")]
+    assert follow == [f"Open it in submission {s}" for s in (chain.points_id, chain.input_id, chain.points_id)], \
+        "depth first: the first point, the text it was taken from, the second point"
     codes = [c.value for c in at.code]
     assert seed.DIGEST_PROMPT in codes and seed.EXTRACT_PROMPT in codes, "each step's prompt as the model read it"
     answers = [json.loads(j.value) for j in at.json]
@@ -108,7 +110,9 @@ def test_a_value_shows_its_provenance_back_to_the_input_values(make_app, chain):
     assert "**v1** · selected" in text and "Sign in (in the sidebar) to change this value." in text
 
     # following the chain: the first point's statement, in its own submission
-    at = _page(make_app, submission=chain.points_id, value=chain.versions["points[0].statement"])
+    at.button(key=f"follow:{chain.versions['points[0].statement']}").click().run()
+    assert (at.query_params["submission"], at.query_params["value"]) == (chain.points_id,
+                                                                         chain.versions["points[0].statement"])
     text = _texts(at)
     assert "Key points · entry 1 · Statement" in text and "**1 step back** · `document.text`" in text
     assert "**2 steps back**" not in text
@@ -144,7 +148,7 @@ def test_editing_a_value_makes_a_manual_version_and_a_bad_one_is_refused(make_ap
     assert at.query_params["value"] == second.version_id, "the page opens the new version"
     text = _texts(at)
     assert "Saved `preferences.max_words` as a new version by alice" in text
-    assert "**v2** · selected" in text and "**v1**" in text and ":blue-badge[manual]" in text
+    assert "**v2** · selected" in text and "**v1**" in text and ":blue-badge[manual] alice · " in text
 
     # the earlier version still opens, and says it is not the current value
     _button(at, "120").click().run()

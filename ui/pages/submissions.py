@@ -101,16 +101,16 @@ def _list() -> None:
 
 
 def _badge(value: CellValue, transformation: dict[str, Any] | None) -> None:
+    """The version's source as a badge, then who made it and when, on one line."""
     label, colour = sv.source_badge(value.source_type, transformation)
-    st.badge(label, color=colour)  # type: ignore[arg-type]  # one of the Literal colours (COLOURS)
     who = value.created_by or ("a template step" if value.source_type == "transformation" else "—")
-    st.caption(f"{who} · {fmt.when(value.created_at)}")
+    st.caption(f":{colour}-badge[{sv.markdown_text(label)}] {sv.markdown_text(who)} · {fmt.when(value.created_at)}")
 
 
 def _field_row(view: records.View, group: Any, fld: Any, entry: int, made: dict[str, Any], opened: str | None) -> None:
     cell = Cell(group.name, entry, fld.name)
     value = view.value_at(cell)
-    c1, c2, c3 = st.columns([2, 4, 2], vertical_alignment="center")
+    c1, c2, c3 = st.columns([2, 5, 3], vertical_alignment="center")
     c1.markdown(f"**{sv.markdown_text(field_label(fld.name, fld.label))}**" + (" \\*" if fld.required else ""),
                 help=fld.description)
     sid = view.submission.id
@@ -118,8 +118,8 @@ def _field_row(view: records.View, group: Any, fld: Any, entry: int, made: dict[
         c2.button("— (no value) · set it", key=f"set:{group.name}:{entry}:{fld.name}", type="tertiary",
                   on_click=_open_cell, args=(sid, cell))
         return
-    c2.button(sv.markdown_text(sv.value_text(value.value)), key=f"val:{value.version_id}",
-              type="primary" if opened == value.version_id else "tertiary", on_click=_open, args=(sid, value.version_id),
+    c2.button(sv.markdown_text(sv.value_text(value.value)), key=f"val:{value.version_id}", wrap=True,
+              type="secondary" if opened == value.version_id else "tertiary", on_click=_open, args=(sid, value.version_id),
               help=f"`{shape.cell_path(cell, view.form)}`: where it came from, its versions; change it")
     with c3:
         info = made.get(value.version_id)
@@ -182,14 +182,16 @@ def _provenance(root: provenance.Link) -> None:
         info = hop.link.info
         v, t = info.value, info.transformation
         path = shape.cell_path(v.cell, _form_of(info.form_name))
-        with st.container(border=True, key=f"hop:{v.version_id}"):
+        with st.container(border=True, key=f"hop_{v.version_id}"):
             if hop.depth == 0:
                 st.markdown(f"**This value** · `{path}`")
             else:
                 st.markdown(f"**{hop.depth} step{'s' if hop.depth > 1 else ''} back** · `{path}` of a "
                             f"`{info.form_name}` submission")
                 st.markdown(sv.markdown_text(sv.value_text(v.value, limit=300)))
-                nav.submission_link(info.submission_id, f"Open it in submission {info.submission_id}", value=v.version_id)
+                # a button, not a page link: a link to the page it is on does not change its query
+                st.button(f"Open it in submission {info.submission_id}", key=f"follow:{v.version_id}", type="tertiary",
+                          icon=":material/dataset:", on_click=_open, args=(info.submission_id, v.version_id))
             _badge(v, t)
             if t is None:
                 st.caption("Nothing computed it: " + _LEAF.get(v.source_type, v.source_type) + ".")
@@ -204,7 +206,7 @@ def _provenance(root: provenance.Link) -> None:
             if call is not None:
                 with st.expander(f"The model call of this step · `{call.model}` · prompt and answer",
                                  expanded=hop.depth == 0):
-                    conv.show([(call, None)], [])
+                    conv.show([(call, None)], [], expanded=4)  # down to each field's refId
             taken = len(info.inputs)
             st.caption(f"Taken from {taken} input value{'' if taken == 1 else 's'}"
                        + (f" ({hop.shown_elsewhere} drawn under another value)" if hop.shown_elsewhere else "")
@@ -218,10 +220,10 @@ def _history(view: records.View, cell: Cell, current: CellValue | None, opened: 
     made = submission_store.versions(h.version_id for h in versions if h.source_type == "transformation")
     for n, h in reversed(list(enumerate(versions, 1))):  # newest first
         selected = current is not None and h.version_id == current.version_id
-        c1, c2, c3 = st.columns([1, 4, 2], vertical_alignment="center")
+        c1, c2, c3 = st.columns([2, 4, 3], vertical_alignment="center")
         c1.markdown(f"**v{n}**" + (" · selected" if selected else ""))
-        c2.button(sv.markdown_text(sv.value_text(h.value)), key=f"hist:{h.version_id}",
-                  type="primary" if h.version_id == opened else "tertiary", on_click=_open,
+        c2.button(sv.markdown_text(sv.value_text(h.value)), key=f"hist:{h.version_id}", wrap=True,
+                  type="secondary" if h.version_id == opened else "tertiary", on_click=_open,
                   args=(view.submission.id, h.version_id))
         with c3:
             info = made.get(h.version_id)
