@@ -18,8 +18,9 @@ DEFINITIONS = "pages/definitions.py"
 SUBMISSIONS = "pages/submissions.py"
 
 
-def run_link(run_id: str, label: str | None = None) -> None:
-    st.page_link(RUN, label=label or f"Run {run_id}", icon=":material/account_tree:", query_params={"run": run_id})
+def run_link(run_id: str, label: str | None = None, help: str | None = None) -> None:
+    st.page_link(RUN, label=label or f"Run {run_id}", icon=":material/account_tree:", query_params={"run": run_id},
+                 help=help)
 
 
 def task_link(task_id: str, label: str | None = None) -> None:

@@ -145,7 +145,7 @@ def test_a_value_is_followed_back_two_steps_to_the_input_and_a_value_is_edited(s
     _at(page, submission=chain.digest_id, value=headline)
     root = page.locator(f".st-key-hop_{headline}")
     expect(root.get_by_text("Made by a llm_extract transformation.")).to_be_visible()
-    expect(root.get_by_role("link", name=re.compile(r"step write_digest \(visit #2\)"))).to_be_visible()
+    expect(root.get_by_role("link", name=re.compile(r"Step write_digest \(visit #2\) of run "))).to_be_visible()
     expect(root.get_by_test_id("stCode").filter(has_text="Write a one-line digest of these points")).to_be_visible()
     expect(root.get_by_test_id("stChatMessage").filter(has_text="response")).to_contain_text("refId")
     expect(panel.get_by_text("2 steps back", exact=True)).to_be_visible()  # the whole chain, down to the contract's text
@@ -157,7 +157,7 @@ def test_a_value_is_followed_back_two_steps_to_the_input_and_a_value_is_edited(s
     expect(page.get_by_role("heading", name="contract_points", exact=True)).to_be_visible()
     expect(panel.get_by_role("heading", name="Key points · entry 1 · Statement")).to_be_visible()
     point = page.locator(f".st-key-hop_{first_point}")
-    expect(point.get_by_role("link", name=re.compile(r"step extract_points \(visit #1\)"))).to_be_visible()
+    expect(point.get_by_role("link", name=re.compile(r"Step extract_points \(visit #1\) of run "))).to_be_visible()
     expect(point.get_by_test_id("stCode").filter(has_text="List the key points of this contract")).to_be_visible()
     expect(panel.get_by_text("2 steps back", exact=True)).to_have_count(0)
 

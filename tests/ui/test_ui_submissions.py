@@ -96,8 +96,8 @@ def test_a_value_shows_its_provenance_back_to_the_input_values(make_app, chain):
     assert "Taken from 2 input values." in text and "(1 drawn under another value)" in text, \
         "the contract's text is cited by both points: drawn once"
     links = _links(at)
-    assert f"Run {chain.run_id} · step `write_digest` (visit #2)" in links, links
-    assert any(label.startswith(f"Run {chain.run_id} · step `extract_points`") for label in links), links
+    assert f"Step `write_digest` (visit #2) of run {chain.run_id[:8]}…" in links, links
+    assert f"Step `extract_points` (visit #1) of run {chain.run_id[:8]}…" in links, links
     follow = [b.label for b in at.button if b.label.startswith("Open it in submission")]
     assert follow == [f"Open it in submission {s}" for s in (chain.points_id, chain.input_id, chain.points_id)], \
         "depth first: the first point, the text it was taken from, the second point"

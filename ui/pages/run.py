@@ -304,8 +304,7 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any, nodes: l
                 if v.error:
                     st.error(v.error)
                 if v.id in outputs:
-                    nav.submission_link(outputs[v.id], f"Output submission {outputs[v.id]} (the step's values and "
-                                        "where each came from)")
+                    nav.submission_link(outputs[v.id], f"Output submission {outputs[v.id]}")
                 c1, c2 = st.columns(2)
                 with c1:
                     st.caption("input")

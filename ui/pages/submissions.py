@@ -200,8 +200,8 @@ def _provenance(root: provenance.Link) -> None:
             if t.get("expression"):
                 st.code(str(t["expression"]), language=None, wrap_lines=True)
             visit = visits.get(t.get("visit_id") or "")
-            step = f" · step `{visit['node_id']}` (visit #{visit['sequence']})" if visit else ""
-            nav.run_link(t["run_id"], f"Run {t['run_id']}{step}")
+            step = f"Step `{visit['node_id']}` (visit #{visit['sequence']}) of run" if visit else "Made in run"
+            nav.run_link(t["run_id"], f"{step} {t['run_id'][:8]}…", help=f"run {t['run_id']}")
             call = calls.get(t.get("llm_call_id") or "")
             if call is not None:
                 with st.expander(f"The model call of this step · `{call.model}` · prompt and answer",
@@ -338,7 +338,7 @@ except NotFound as exc:
     st.stop()
 sub = view.submission
 st.header(sub.name or view.form.name)
-st.caption(" · ".join([f"form `{view.form.name}`", f"origin **{sub.origin}**", f"created by **{sub.created_by or '—'}**",
+st.caption(" · ".join([f"form `{view.form.name}`", f"origin **{sub.origin}**", f"created by **{sub.created_by or (f'step {sub.step_key}' if sub.step_key else '—')}**",
                        f"created {fmt.when(sub.created_at)} UTC", f"updated {fmt.when(sub.updated_at)} UTC",
                        f"submission `{sub.id}`"]))
 if view.form.description:
