@@ -62,6 +62,7 @@ CODES: dict[str, str] = {
     "set-context-envelope": "a `set_context` tool node does not pass `{updates: {...}}`",
     "skip-not-skippable": "`skip_node` is used on a node without `skippable: true`",
     "supervisor-policy": "`metadata.supervisor` holds an unknown key or a value of the wrong type",
+    "output-type": "a template's `output_type` cannot produce anything from its final steps",
     "control-tool": "an agent is given a process-control tool",
     "context-too-large": "`context.initial` is over the 64 KB cap",
     "bad-schema": "a JSON Schema in the definition is itself invalid",

@@ -341,7 +341,33 @@ class OnCompleteTrigger(TriggerBase):
     map: dict[str, str] = Field(default_factory=dict, description="Input field ← template over the finished run's context.")
 
 
-Trigger = Annotated[Union[CronTrigger, IntervalTrigger, WebhookTrigger, OnCompleteTrigger], Field(discriminator="type")]
+class SubmissionTriggerBase(TriggerBase):
+    """Fields of the submission triggers: which form, which submissions, which inputs."""
+
+    form: str = Field(description="Start for submissions of this form.")
+    filter: JsonLogic | None = Field(
+        None, description='JSON Logic over the submission\'s data (`{"var": "group.field"}`); only when it holds.')
+    map: dict[str, str] = Field(
+        default_factory=dict,
+        description="Process/pipeline only: input field ← template over `submission` (its data), `submission_id` and `form`.")
+
+
+class OnSubmissionCreatedTrigger(SubmissionTriggerBase):
+    """Start when a submission of a form is created (a template reads it as its input)."""
+
+    type: Literal["on_submission_created"] = Field(description="After a submission of `form` is created.")
+
+
+class OnSubmissionUpdatedTrigger(SubmissionTriggerBase):
+    """Start when a submission of a form is changed (once per change, however many values it sets)."""
+
+    type: Literal["on_submission_updated"] = Field(description="After a submission of `form` is updated.")
+
+
+Trigger = Annotated[Union[CronTrigger, IntervalTrigger, WebhookTrigger, OnCompleteTrigger, OnSubmissionCreatedTrigger,
+                          OnSubmissionUpdatedTrigger], Field(discriminator="type")]
+#: The kinds of the submission triggers.
+SUBMISSION_TRIGGER_KINDS = ("on_submission_created", "on_submission_updated")
 
 
 # --------------------------------------------------------------------------------------------
@@ -433,7 +459,11 @@ class TemplateStep(IRModel):
     name: str | None = Field(None, description="Display name.")
     description: str | None = Field(None, description="What the step does.")
     parent: str | None = Field(None, description="Key of the step whose output this one reads (none = the template input).")
-    prompt: str = Field(description="Jinja2 prompt; sees the template input and the parent's output.")
+    prompt: str | None = Field(None, description="Jinja2 prompt of an LLM step; sees the template input and the parent's output.")
+    mapping: dict[str, str] | None = Field(
+        None, description="A step without a model: output `group.field` (or a repeating `group`) ← a Jinja2 "
+        "expression over the input (`{{ input.customer.name | trim }}`); each value records a copy, map or "
+        "formula transformation with its expression. Give `prompt` or `mapping`, not both.")
     output_key: str = Field(description="Context field receiving this step's output.")
     output_form: str = Field(description="Form defining the output's shape.")
     tools_allowed: list[str] = Field(default_factory=list, description="Tools the step may use (empty = defaults).")

@@ -61,6 +61,7 @@ from compiler.ir import (
     ProcessNode,
     Returns,
     TemplateDef,
+    ToolConfig,
     ToolNode,
     WorkflowDef,
     WorkflowStep,
@@ -212,13 +213,35 @@ def lower_condition(cond: Mapping[str, Any] | None) -> tuple[Any, list[dict[str,
 # template
 
 
+def mapped_output(mapping: Mapping[str, str]) -> dict[str, Any]:
+    """A mapping step's ``{"group.field": expr, "group": expr}`` as the nested form data it renders to."""
+    out: dict[str, Any] = {}
+    for key, expr in mapping.items():
+        group, _, field = key.partition(".")
+        if field:
+            slot = out.setdefault(group, {})
+            if isinstance(slot, dict):
+                slot[field] = expr
+        else:
+            out[group] = expr
+    return out
+
+
 def lower_template(defn: TemplateDef, forms: Mapping[str, FormDef]) -> Lowered:
     """A template as a pipeline of agent nodes (see the module docstring)."""
     properties: dict[str, Any] = {"input": form_schema(forms[defn.input_form])}
-    nodes: dict[str, AgentNode] = {}
+    nodes: dict[str, AgentNode | ToolNode] = {}
     extras: Extras = {}
     for step in defn.steps:
         properties[step.output_key] = form_schema(forms[step.output_form])
+        extras[step.key] = {"source_step": step.key, "output_form": step.output_form, "parent": step.parent}
+        if step.mapping is not None:  # no model: a fixed update rendered over the context
+            nodes[step.key] = ToolNode(type="tool", title=step.name, description=step.description,
+                                       config=ToolConfig(context_update={step.output_key: mapped_output(step.mapping)}),
+                                       writes=[step.output_key], needs=[step.parent] if step.parent else [],
+                                       retry=step.retry_policy)
+            extras[step.key]["mapping"] = dict(step.mapping)
+            continue
         nodes[step.key] = AgentNode(
             type="agent",
             title=step.name,
@@ -231,7 +254,6 @@ def lower_template(defn: TemplateDef, forms: Mapping[str, FormDef]) -> Lowered:
             model=step.model,
             environment=step.environment,
         )
-        extras[step.key] = {"source_step": step.key, "output_form": step.output_form, "parent": step.parent}
     used = [defn.input_form, *(step.output_form for step in defn.steps)]
     pipeline = PipelineDef(
         kind="pipeline",

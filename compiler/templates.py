@@ -50,6 +50,7 @@ from compiler.ir import (
     PipelineDef,
     ProcessDef,
     ProcessNode,
+    SubmissionTriggerBase,
     ToolNode,
 )
 
@@ -474,7 +475,7 @@ def iter_templates(defn: Any, path: DocPath = ()) -> Iterator[TemplateSite]:
     """Every template string of a definition, with the extra names in scope where it renders.
 
     Processes and pipelines: every node's templates (:func:`node_templates`), inline child
-    processes recursively, and on-complete triggers' ``map``. Interactions: each prompt
+    processes recursively, and on-complete and submission triggers' ``map``. Interactions: each prompt
     segment's template. Other kinds have no Jinja templates (workflows use ``${}``).
     """
     if isinstance(defn, (ProcessDef, PipelineDef)):
@@ -482,7 +483,7 @@ def iter_templates(defn: Any, path: DocPath = ()) -> Iterator[TemplateSite]:
             for nid, node in graph.nodes.items():
                 yield from node_templates(node, (*graph_path, "nodes", nid))
             for i, trigger in enumerate(graph.triggers):
-                if isinstance(trigger, OnCompleteTrigger):
+                if isinstance(trigger, (OnCompleteTrigger, SubmissionTriggerBase)):
                     yield from _values(trigger.map, (*graph_path, "triggers", i, "map"), frozenset())
     elif isinstance(defn, InteractionDef):
         for i, segment in enumerate(defn.prompts):

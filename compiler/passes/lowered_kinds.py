@@ -103,11 +103,84 @@ def _template(unit, defn: TemplateDef, ws) -> Iterator[Finding]:
         else:
             outputs[step.output_key] = i
     for i, step in enumerate(defn.steps):
+        yield from _step_body(defn, i, step, forms)
         if step.parent is not None and step.parent not in keys:
             yield Finding("unknown-target", ("steps", i, "parent"), f"no step with key `{step.parent}`",
                           hint=choices_hint(step.parent, keys, what="step keys"))
     yield from _parent_cycles(defn, keys)
     yield from _template_nested_reads(unit, defn, forms)
+    yield from _submission_update(defn, forms)
+
+
+def _step_body(defn: TemplateDef, i: int, step: Any, forms) -> Iterator[Finding]:
+    """An LLM step has a ``prompt``, a step without a model a ``mapping`` onto its output form."""
+    where = ("steps", i)
+    if (step.prompt is None) == (step.mapping is None):
+        yield Finding("bad-value", where, f"step `{step.key}` needs exactly one of `prompt` (an LLM step) or "
+                      "`mapping` (a step without a model)", hint="write `prompt:` or `mapping:`, not both")
+        return
+    if step.mapping is None:
+        return
+    for key in ("tools_allowed", "model", "environment"):
+        if getattr(step, key):
+            yield Finding("bad-value", (*where, key), f"`{key}` has no effect on a mapping step (it calls no model)",
+                          hint=f"remove `{key}`, or make the step an LLM step with `prompt`")
+    unit = forms.get(step.output_form)
+    if unit is None or not isinstance(unit.defn, FormDef):
+        return
+    groups = {g.name: g for g in unit.defn.groups}
+    for key in step.mapping:
+        group_name, _, field_name = key.partition(".")
+        group = groups.get(group_name)
+        path = (*where, "mapping", key)
+        if group is None:
+            yield Finding("unknown-field", path, f"form `{unit.defn.name}` has no group `{group_name}`",
+                          hint=choices_hint(group_name, groups, what="its groups"))
+        elif group.repeat and field_name:
+            yield Finding("bad-value", path, f"`{group_name}` repeats: map the whole group to an expression "
+                          "giving its entries", hint=f"write `{group_name}: \"{{{{ input.{group_name} }}}}\"`")
+        elif not group.repeat and not field_name:
+            yield Finding("bad-value", path, f"`{group_name}` does not repeat: map each of its fields",
+                          hint=f"write `{group_name}.<field>: \"{{{{ … }}}}\"`")
+        elif field_name and field_name not in {f.name for f in group.fields}:
+            yield Finding("unknown-field", path, f"group `{group_name}` has no field `{field_name}`",
+                          hint=choices_hint(field_name, [f.name for f in group.fields], what="its fields"))
+    mapped = {k.partition(".")[0] for k in step.mapping}
+    for group in unit.defn.groups:
+        if group.repeat or not (group.required or group.name in mapped):
+            if group.repeat and group.required and group.name not in mapped:
+                yield Finding("missing-field", (*where, "mapping"), f"the mapping leaves out the required group "
+                              f"`{group.name}` of form `{unit.defn.name}`", hint=f"map `{group.name}` to its entries")
+            continue
+        missing = [f.name for f in group.fields if f.required and f"{group.name}.{f.name}" not in step.mapping]
+        if missing:
+            yield Finding("missing-field", (*where, "mapping"), f"the mapping leaves out required field(s) "
+                          f"{', '.join(f'`{group.name}.{m}`' for m in missing)} of form `{unit.defn.name}`",
+                          hint="map every required field of the groups it writes")
+
+
+def _submission_update(defn: TemplateDef, forms) -> Iterator[Finding]:
+    """``submission_update`` writes the final steps' values into the input submission's items of
+    the same group and field: a final step whose form shares none would write nothing."""
+    if defn.output_type != "submission_update":
+        return
+    def fields(name: str) -> set[tuple[str, str, bool]] | None:
+        unit = forms.get(name)
+        if unit is None or not isinstance(unit.defn, FormDef):
+            return None
+        return {(g.name, f.name, g.repeat) for g in unit.defn.groups for f in g.fields}
+
+    target = fields(defn.input_form)
+    parents = {s.parent for s in defn.steps}
+    for i, step in enumerate(defn.steps):
+        mine = fields(step.output_form)
+        if step.key in parents or target is None or mine is None or mine & target:
+            continue
+        yield Finding("output-type", ("steps", i, "output_form"),
+                      f"output_type `submission_update` writes the final step's values into the input submission, "
+                      f"but form `{step.output_form}` has no field of the input form `{defn.input_form}`",
+                      hint="give the final step an output form sharing groups and fields with the input form, "
+                           "or use output_type `artifact` or `report`")
 
 
 def _template_nested_reads(unit, defn: TemplateDef, forms) -> Iterator[Finding]:

@@ -12,6 +12,19 @@ Prefect refuses or a chain to nowhere:
 * ``unknown-field`` — a key of ``input`` or ``map`` that is not a field of the definition's
   ``context.schema`` (when the schema lists its fields), which every start would refuse;
 * ``bad-value`` — a literal ``input`` value that the field's schema refuses (same reason).
+
+Submission triggers (``on_submission_created`` / ``on_submission_updated``):
+
+* ``unknown-form`` — ``form`` names no form of the folder (with a did-you-mean);
+* ``guard-invalid`` — ``filter`` is not a valid JSON Logic rule; ``unknown-field`` — it reads a
+  group the form does not have, or a field its group does not have (``{"var": "group.field"}``,
+  ``group.N.field`` in a repeating group);
+* ``bad-value`` — a template's trigger names a form other than its own ``input_form`` (the run
+  starts with the submission as its input), or gives ``input`` / ``map`` (it has no other inputs);
+* ``missing-field`` — a process's or pipeline's trigger leaves a required input (one that
+  ``context.initial`` and a ``default`` do not set) out of ``input`` and ``map``, so every start
+  would be refused; ``unknown-field`` — a ``map`` template reads a name other than
+  ``submission``, ``submission_id`` and ``form``.
 """
 
 from __future__ import annotations
@@ -20,7 +33,19 @@ from collections.abc import Iterator
 
 from compiler.context_schema import literal_value_error
 from compiler.errors import Finding, choices_hint, did_you_mean
-from compiler.ir import CronTrigger, IntervalTrigger, OnCompleteTrigger, PipelineDef, ProcessDef, WebhookTrigger
+from compiler import guards as jl
+from compiler.ir import (
+    CronTrigger,
+    FormDef,
+    IntervalTrigger,
+    OnCompleteTrigger,
+    OnSubmissionCreatedTrigger,
+    OnSubmissionUpdatedTrigger,
+    PipelineDef,
+    ProcessDef,
+    TemplateDef,
+    WebhookTrigger,
+)
 from compiler.passes.references import RUNNABLE_KINDS
 from compiler.schedule_syntax import cron_error, interval_seconds, timezone_error
 
@@ -51,6 +76,9 @@ def check(unit, ws) -> Iterator[Finding]:
             yield from _webhook(trigger, path, unit, ws)
         elif isinstance(trigger, OnCompleteTrigger):
             yield from _on_complete(trigger, path, runnable)
+            yield from _keys(trigger.map, (*path, "map"), fields, unit.defn)
+        elif isinstance(trigger, (OnSubmissionCreatedTrigger, OnSubmissionUpdatedTrigger)):
+            yield from _on_submission(trigger, path, unit.defn, ws)
             yield from _keys(trigger.map, (*path, "map"), fields, unit.defn)
         yield from _keys(trigger.input, (*path, "input"), fields, unit.defn)
         yield from _input_values(trigger.input, (*path, "input"), unit.defn)
@@ -118,6 +146,108 @@ def _on_complete(trigger: OnCompleteTrigger, path, runnable) -> Iterator[Finding
             yield Finding("bad-value", (*path, "outcomes", j),
                           f"`{outcome}` is not a node of `{trigger.definition}` (an outcome is the id of the final node a run ends on)",
                           hint=choices_hint(outcome, nodes, what="its nodes"))
+
+
+#: The names a submission trigger's ``map`` templates see.
+SUBMISSION_SCOPE = frozenset({"submission", "submission_id", "form"})
+
+
+def _on_submission(trigger: OnSubmissionCreatedTrigger | OnSubmissionUpdatedTrigger, path, defn, ws) -> Iterator[Finding]:
+    forms = ws.named("form")
+    unit = forms.get(trigger.form)
+    form = unit.defn if unit is not None and isinstance(unit.defn, FormDef) else None
+    if form is None:
+        yield Finding("unknown-form", (*path, "form"), f"{trigger.type} names `{trigger.form}`, which is not a form",
+                      hint=choices_hint(trigger.form, forms, what="defined forms"))
+    if trigger.filter is not None:
+        yield from _filter(trigger.filter, (*path, "filter"), form)
+    if isinstance(defn, TemplateDef):
+        if trigger.form != defn.input_form and form is not None:
+            yield Finding("bad-value", (*path, "form"),
+                          f"template `{defn.name}` reads `{defn.input_form}` submissions: a trigger on `{trigger.form}` "
+                          "would start it with a submission of another form as its input",
+                          hint=f"write `form: {defn.input_form}`, or start a process that maps the values it needs")
+        for key in ("input", "map"):
+            if getattr(trigger, key):
+                yield Finding("bad-value", (*path, key),
+                              f"a template's {trigger.type} trigger starts it with the submission as its input; "
+                              f"`{key}` would give it nothing", hint=f"remove `{key}`", at_key=True)
+        return
+    for key, template in trigger.map.items():
+        from compiler.templates import template_reads
+
+        try:
+            reads = template_reads(template) if isinstance(template, str) else set()
+        except Exception:  # noqa: BLE001 - a template that does not parse is the templates pass's finding
+            reads = set()
+        for name in sorted(reads - SUBMISSION_SCOPE):
+            yield Finding("unknown-field", (*path, "map", key),
+                          f"`{name}` is not known here: the map of {trigger.type} sees `submission` (the submission's data), "
+                          "`submission_id` and `form`",
+                          hint=did_you_mean(name, SUBMISSION_SCOPE) or f"e.g. `{{{{ submission.{name} }}}}`")
+    if isinstance(defn, (ProcessDef, PipelineDef)):
+        for name in _required_inputs(defn):
+            if name not in trigger.input and name not in trigger.map:
+                yield Finding("missing-field", (*path, "map"),
+                              f"`{name}` is a required input of `{defn.name}` and this trigger gives it no value, "
+                              "so every run it starts would be refused",
+                              hint=f'map it from the submission, e.g. `{name}: "{{{{ submission.GROUP.FIELD }}}}"`', at_key=bool(trigger.map))
+
+
+def _required_inputs(defn) -> list[str]:
+    schema = defn.context.schema_ or {}
+    required = schema.get("required")
+    if not isinstance(required, list):
+        return []
+    props = schema.get("properties")
+    props = props if isinstance(props, dict) else {}
+    return [name for name in required if isinstance(name, str) and name not in defn.context.initial
+            and not (isinstance(props.get(name), dict) and "default" in props[name])]
+
+
+def _filter(rule, path, form: FormDef | None) -> Iterator[Finding]:
+    if isinstance(rule, bool):
+        return
+    if not isinstance(rule, dict):
+        yield Finding("guard-invalid", path, "a filter must be a JSON Logic rule (a mapping with one operator)",
+                      hint='e.g. `{"==": [{"var": "preferences.audience"}, "legal"]}`')
+        return
+    info = jl.analyse(rule)
+    errors = [p for p in info.problems if p[3] == "error"]
+    for pointer, _code, message, _severity in errors:
+        yield Finding("guard-invalid", (*path, *jl.pointer_to_path(pointer, rule)), message,
+                      hint='e.g. `{"==": [{"var": "preferences.audience"}, "legal"]}`')
+    if errors or form is None:
+        return
+    groups = {g.name: g for g in form.groups}
+    for at, _first, _needed in info.sites:
+        var = _at(rule, at)
+        if not isinstance(var, str):
+            continue
+        parts = var.split(".")
+        group = groups.get(parts[0])
+        if group is None:
+            yield Finding("unknown-field", (*path, *at), f"form `{form.name}` has no group `{parts[0]}`",
+                          hint=choices_hint(parts[0], groups, what="its groups"))
+            continue
+        rest = parts[1:]
+        if group.repeat and rest and rest[0].isdigit():
+            rest = rest[1:]
+        fields = {f.name for f in group.fields}
+        if rest and rest[0] not in fields:
+            yield Finding("unknown-field", (*path, *at), f"group `{group.name}` of form `{form.name}` has no field `{rest[0]}`",
+                          hint=choices_hint(rest[0], fields, what="its fields"))
+
+
+def _at(rule, pointer):
+    """The value at ``pointer`` (a path of keys and indexes) inside ``rule``, or None."""
+    node = rule
+    for part in pointer:
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return node
 
 
 def _zone_names() -> list[str]:

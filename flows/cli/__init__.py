@@ -19,7 +19,8 @@ app = App(
 
 # Command modules register themselves on `app` when imported.
 from flows.cli import (  # noqa: E402,F401
-    definitions, deploy, documents, init, interactions, runs, secrets, tasks, tokens, triggers, ui, users, versions,
+    definitions, deploy, documents, init, interactions, runs, secrets, submissions, tasks, tokens, triggers, ui, users,
+    versions,
 )
 
 

@@ -59,19 +59,22 @@ def serve(
             err.print(f"  {d.format()}", markup=False)
     if plan.empty:
         return error("no definition in the folder has triggers to serve "
-                  "(add `triggers:` with cron, interval, webhook or on_complete)")
+                  "(add `triggers:` with cron, interval, webhook, on_complete or on_submission_*)")
 
     def ready(webhook_server, deployments) -> None:
-        for _definition, refs in sorted(plan.scheduled.items()):
-            from flows.triggers.schedules import describe
+        from flows.triggers.schedules import describe
 
+        for _definition, refs in sorted(plan.scheduled.items()):
             for ref in refs:
                 out.print(f"schedule [bold]{ref.name}[/] {describe(ref.trigger)}"
                           + ("" if ref.trigger.enabled else " [dim](disabled)[/]"))
         for ref in plan.webhooks:
             out.print(f"webhook  [bold]{ref.name}[/] POST {webhook_server.url}{ref.trigger.path}")
         for ref in plan.chained:
-            out.print(f"chain    [bold]{ref.name}[/] after {ref.trigger.definition} (dispatched by the finishing run)")
+            if ref.kind == "on_complete":
+                out.print(f"chain    [bold]{ref.name}[/] after {ref.trigger.definition} (dispatched by the finishing run)")
+            else:
+                out.print(f"on form  [bold]{ref.name}[/] {describe(ref.trigger)} (dispatched by the process that changes it)")
         out.print("[green]ready[/] — Ctrl-C stops serving; the schedules stay active in Prefect")
         out.file.flush()  # a supervisor (or a test) waits for this line
 

@@ -15,6 +15,12 @@ tests/runtime/test_soundness.py draws it). Besides picking other enum values (an
 magnitudes (0 to about a million instead of 1 to 100), so that guards such as ``total > 10000``
 are taken both ways. Unset (the default), answers are exactly what they have always been.
 
+A template step's answer cites its input (:mod:`flows.submissions.citations`): every field is
+``{value, refId}`` and the step's input values are listed with their refIds in the prompt. The
+offline model cites them too, deterministically: for each field it takes an input value of the
+same field name, else one whose value fits the field, else any one, copies that value where it
+fits and cites its refId — so a demo without a key shows provenance end to end.
+
 It never asks for a tool call, even when tools are offered: an agent loop driven by it always
 ends after one turn, and the offline model cannot cause side effects (a fetch, a write) with
 invented arguments — an agent given the workstream tools completes in that one turn and launches
@@ -55,7 +61,8 @@ def complete_offline(req: LlmRequest) -> LlmResponse:
     extra = os.environ.get(SEED_ENV, "")
     seed = _seed_of(req.messages, extra)
     if req.response_schema is not None:
-        content = json.dumps(example_for_schema(req.response_schema, seed=seed, spread=bool(extra)), ensure_ascii=False)
+        content = json.dumps(example_for_schema(req.response_schema, seed=seed, spread=bool(extra),
+                                                refs=_input_values(req.messages)), ensure_ascii=False)
     else:
         last_user = next((m for m in reversed(req.messages) if m.get("role") == "user"), None)
         gist = " ".join(str((last_user or {}).get("content") or "").split())[:80]
@@ -68,14 +75,34 @@ def complete_offline(req: LlmRequest) -> LlmResponse:
     )
 
 
+def _input_values(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``{refId, path, value}`` rows of a template step's input block, if a message has one."""
+    from flows.llm.agent import INPUT_BEGIN, INPUT_END
+
+    for m in messages:
+        text = m.get("content")
+        if isinstance(text, str) and INPUT_BEGIN in text and INPUT_END in text:
+            block = text.split(INPUT_BEGIN, 1)[1].split(INPUT_END, 1)[0]
+            try:
+                rows = json.loads(block)
+            except ValueError:
+                return []
+            return [r for r in rows if isinstance(r, dict) and isinstance(r.get("refId"), str)] \
+                if isinstance(rows, list) else []
+    return []
+
+
 # --------------------------------------------------------------------------------------------
 # Values from a JSON Schema
 
 
 class _Gen:
-    def __init__(self, root: dict[str, Any], seed: str, spread: bool = False):
+    def __init__(self, root: dict[str, Any], seed: str, spread: bool = False,
+                 refs: list[dict[str, Any]] | None = None):
         self.root = root
         self.seed = seed
+        #: a template step's input values, which cited fields copy and cite
+        self.refs = refs or []
         #: unbounded numbers over several magnitudes rather than 1..100 (a seeded answer)
         self.spread = spread
 
@@ -260,8 +287,26 @@ class _Gen:
             out.append(item)
         return out
 
+    def _cited(self, schema: dict, name: str, path: str) -> dict:
+        """``{value, refId}``: an input value of the same field (else one that fits, else any)."""
+        from flows.schema import schema_errors
+
+        value_schema = schema["properties"]["value"]
+        same_name = [r for r in self.refs if str(r.get("path", "")).rsplit(".", 1)[-1] == name]
+        # a formatted string (a date) is copied only from a field of its own name: formats are
+        # annotations to the validator, so any text would "fit"
+        fits = [r for r in (same_name if value_schema.get("format") not in (None, "text") else self.refs)
+                if not schema_errors(value_schema, r.get("value"))]
+        same = [r for r in fits if r in same_name]
+        pool = same or fits or self.refs
+        chosen = pool[self.pick(path + "#ref", len(pool))]
+        value = chosen.get("value") if chosen in fits else self.value(value_schema, name, path + ".value")
+        return {"value": value, "refId": chosen["refId"]}
+
     def _object(self, schema: dict, name: str, path: str) -> dict:
         props = schema.get("properties", {}) or {}
+        if self.refs and set(props) == {"value", "refId"}:
+            return self._cited(schema, name, path)
         out = {}
         for key, sub in props.items():
             out[key] = self.value(sub, key, f"{path}.{key}")
@@ -279,8 +324,10 @@ class _Gen:
         return out
 
 
-def example_for_schema(schema: dict[str, Any], *, seed: str = "", spread: bool = False) -> Any:
+def example_for_schema(schema: dict[str, Any], *, seed: str = "", spread: bool = False,
+                       refs: list[dict[str, Any]] | None = None) -> Any:
     """A deterministic value valid against ``schema`` (for the schemas Ergon definitions use);
-    ``spread`` draws unbounded numbers over several magnitudes (see the module docstring)."""
-    gen = _Gen(schema if isinstance(schema, dict) else {}, seed, spread)
+    ``spread`` draws unbounded numbers over several magnitudes; ``refs`` are input values that
+    ``{value, refId}`` fields cite (see the module docstring)."""
+    gen = _Gen(schema if isinstance(schema, dict) else {}, seed, spread, refs)
     return gen.value(schema, "", "$")

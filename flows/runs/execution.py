@@ -37,6 +37,7 @@ from flows.runtime.supervision import Supervisor
 from flows.runtime.errors import ErrorKind, NodeFailed
 from flows.settings import max_subprocess_depth
 from flows.store import definitions as definition_store
+from flows.store import runs as run_store
 
 #: How often a running run's record is touched, so that a dead process can be told from a slow one.
 HEARTBEAT_SECONDS = 15.0
@@ -91,6 +92,7 @@ async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest,
         recorder.set_context(context)
     else:
         context = recorder.context
+    template = _template_run(plan, recorder.run_id, context)
 
     async def run_child(child: Plan, child_inputs: dict[str, Any], parent_visit_id: str | None,
                         run_type: str | None = None) -> RunResult:
@@ -114,7 +116,8 @@ async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest,
                                       process_description=plan.description, run_budget=plan.budget,
                                       context_schema=plan.context_schema,
                                       listener=request.listener, pauses=backend.pauses, run_state=recorder,
-                                      run_workstream=getattr(backend, "run_workstream", None)),
+                                      run_workstream=getattr(backend, "run_workstream", None),
+                                      template=template),
                     listener=request.listener, supervisor=_supervisor(plan, request, recorder, catalog))
     heartbeat = asyncio.ensure_future(_heartbeat(recorder))
     reuse_token = REUSE_LOOKUP.set(not recorder.fresh)  # resumed: model answers of unfinished visits are reused
@@ -134,6 +137,14 @@ async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest,
     finally:
         heartbeat.cancel()
         REUSE_LOOKUP.reset(reuse_token)
+    if template is not None and outcome.status == "completed":
+        from dataclasses import replace
+
+        from flows.submissions.outputs import produce
+
+        problem = produce(template, engine.context)  # its output_type, before anyone sees the run completed
+        if problem is not None:
+            outcome = replace(outcome, status="failed", error=problem, error_kind="definition")
     recorder.end(outcome.status, outcome.outcome, outcome.context, outcome.error, outcome.error_kind)
     from flows.triggers.chaining import dispatch
 
@@ -141,6 +152,21 @@ async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest,
              context=outcome.context, catalog=catalog)
     return RunResult(recorder.run_id, outcome.status, outcome.outcome, outcome.context, outcome.error,
                      outcome.error_kind)
+
+
+def _template_run(plan: Plan, run_id: str, context: dict[str, Any]) -> Any:
+    """A template run's submissions; a run nobody recorded an input submission for (a deployment's,
+    a schedule's) records its ``input`` as one first."""
+    from flows.submissions import template_runs
+
+    if not template_runs.is_template(plan):
+        return None
+    run = run_store.require_run(run_id)
+    if run.input_submission_id is None and "input" in context:
+        sid = template_runs.record_input(plan, context, created_by=run.started_by)
+        run_store.update_run(run_id, input_submission_id=sid)
+        run.input_submission_id = sid
+    return template_runs.TemplateRun.for_run(plan, run)
 
 
 def _supervisor(plan: Plan, request: RunRequest, recorder: StoreRecorder, catalog: Any) -> Supervisor | None:

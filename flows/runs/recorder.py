@@ -133,13 +133,15 @@ class StoreRecorder:
     def finish_visit(self, visit_id: str, *, status: str, output: Any = None, error: str | None = None,
                      next_node: str | None = None, old_context: dict | None = None,
                      new_context: dict | None = None, child_run_id: str | None = None,
-                     error_kind: ErrorKind | None = None, input: Any = None) -> None:
+                     error_kind: ErrorKind | None = None, input: Any = None,
+                     submission: tuple[str, dict[str, list[dict[str, Any]]]] | None = None) -> None:
         diff = context_diff(old_context or {}, new_context) if new_context is not None else None
         # the engine's Recorder protocol passes the status as a str; close_visit checks it
         self._status = visit_store.close_visit(visit_id, self.run_id, started_at=self._started.pop(visit_id),
                                                status=cast(VisitStatus, status), output=output, context_diff=diff,
                                                error=error, error_kind=error_kind, next_node=next_node,
-                                               context=new_context, input=input) or self._status
+                                               context=new_context, input=input,
+                                               submission=submission) or self._status
         if new_context is not None:
             self.context = new_context
 

@@ -47,6 +47,9 @@ class Effect:
     child_run_id: str | None = None
     #: set when the body itself decides where the run goes (a human task's `on_timeout`)
     route_to: str | None = None
+    #: a template step's output submission: its id and its unwritten rows
+    #: (:func:`flows.store.submissions.submission_rows`), written with the visit's checkpoint
+    submission: tuple[str, dict[str, list[dict[str, Any]]]] | None = None
 
 
 @dataclass
@@ -162,3 +165,6 @@ class Services:
     #: ``run_workstream(name, launch_id, body)`` awaits ``body(flow_run_id)`` in it
     #: (:mod:`flows.runtime.workstreams`); None: the child runs as a bare asyncio task
     run_workstream: Callable[..., Awaitable[Any]] | None = None
+    #: a template run: its submissions (:class:`flows.submissions.template_runs.TemplateRun`),
+    #: whose steps then run as :mod:`flows.runtime.bodies.template_step`; None for other runs
+    template: Any = None

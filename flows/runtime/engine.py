@@ -82,7 +82,8 @@ class Recorder(Protocol):
     def finish_visit(self, visit_id: str, *, status: str, output: Any = None, error: str | None = None,
                      next_node: str | None = None, old_context: dict | None = None,
                      new_context: dict | None = None, child_run_id: str | None = None,
-                     error_kind: ErrorKind | None = None, input: Any = None) -> None: ...
+                     error_kind: ErrorKind | None = None, input: Any = None,
+                     submission: tuple[str, dict[str, list[dict[str, Any]]]] | None = None) -> None: ...
 
     def reopen_visit(self, visit_id: str) -> None:
         """Take up again a visit of :meth:`past_visits` that did not finish (a fan-out's parent)."""
@@ -417,7 +418,7 @@ class Engine:
             target = None
         self.recorder.finish_visit(vid, status="completed", output=_jsonable(effect.output), next_node=target,
                                    old_context=old, new_context=new, child_run_id=effect.child_run_id,
-                                   input=_jsonable(effect.input))
+                                   input=_jsonable(effect.input), submission=effect.submission)
         self.context = new
         self._last_visit = vid
         self._visited.add(node.id)

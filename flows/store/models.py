@@ -33,7 +33,8 @@ JSONType = sa.JSON().with_variant(JSONB(), "postgresql")
 #: The statuses and kinds the store's columns take. The ``Literal`` types are what code is typed
 #: with; the tuples (the same values, in order) are what filters and checks iterate over.
 RunStatus = Literal["pending", "running", "paused", "completed", "failed", "crashed", "cancelled", "cancelling"]
-RunTrigger = Literal["manual", "schedule", "webhook", "on_complete", "subprocess", "replay", "api"]
+RunTrigger = Literal["manual", "schedule", "webhook", "on_complete", "subprocess", "replay", "api",
+                     "on_submission_created", "on_submission_updated"]
 VisitStatus = Literal["running", "completed", "failed", "skipped", "paused", "cancelled"]
 ArtifactType = Literal["markdown", "table", "json", "chart", "file"]
 TaskStatus = Literal["pending", "in_progress", "completed", "cancelled", "expired"]
@@ -581,7 +582,7 @@ class TriggerState(SQLModel, table=True):
     id: str = _id()
     definition_name: str = Field(index=True)
     trigger_index: int
-    kind: str  # cron | interval | webhook | on_complete
+    kind: str  # cron | interval | webhook | on_complete | on_submission_created | on_submission_updated
     paused: bool = False
     last_run_id: str | None = None
     last_run_at: datetime | None = None

@@ -203,13 +203,13 @@ def _mark_running(run: Run, now: datetime, pid: int | None, host: str | None) ->
 # Columns a caller may set directly; status has its own function, ids and timestamps never change.
 _RUN_UPDATABLE = frozenset({
     "prefect_flow_run_id", "definition_version", "outcome", "context", "error", "heartbeat_at", "pid", "host",
-    "catalog_sources",
+    "catalog_sources", "input_submission_id",
 })
 
 
 def update_run(run_id: str, **fields: Any) -> Run:
     """Set some of ``prefect_flow_run_id, definition_version, outcome, context, error,
-    heartbeat_at, pid, host, catalog_sources`` on a run."""
+    heartbeat_at, pid, host, catalog_sources, input_submission_id`` on a run."""
     unknown = set(fields) - _RUN_UPDATABLE
     if unknown:
         raise StoreError(f"update_run cannot set {', '.join(sorted(unknown))} (use set_run_status for status)")

@@ -47,7 +47,7 @@ from flows.store.models import (
     utcnow,
 )
 
-_T = {m.__name__: SQLModel.metadata.tables[m.__tablename__]  # type: ignore[attr-defined]
+_T = {m.__name__: SQLModel.metadata.tables[str(m.__tablename__)]
       for m in (Submission, SubmissionGroup, SubmissionItem, ItemVersion, Transformation, TransformationInput)}
 #: insert order: every row's references are inserted before it
 _ORDER = ("Submission", "SubmissionGroup", "SubmissionItem", "Transformation", "ItemVersion", "TransformationInput")
@@ -323,3 +323,21 @@ def output_submissions(run_id: str) -> dict[str, str]:
         q = select(NodeVisit.id, NodeVisit.output_submission_id).where(
             NodeVisit.run_id == run_id, col(NodeVisit.output_submission_id).is_not(None))
         return {vid: sid for vid, sid in s.exec(q).all() if sid}
+
+
+def step_output(run_id: str, node_id: str) -> str | None:
+    """The output submission of the latest completed visit of a template step (None: none yet)."""
+    with session() as s:
+        q = (select(NodeVisit.output_submission_id)
+             .where(NodeVisit.run_id == run_id, NodeVisit.node_id == node_id, NodeVisit.status == "completed",
+                    col(NodeVisit.output_submission_id).is_not(None))
+             .order_by(col(NodeVisit.sequence).desc()).limit(1))
+        return s.exec(q).first()
+
+
+def transformations_for_visit_of(submission_id: str) -> list[Transformation]:
+    """The transformations behind a submission's versions."""
+    with session() as s:
+        q = select(Transformation).where(col(Transformation.id).in_(
+            select(ItemVersion.source_id).where(ItemVersion.submission_id == submission_id)))
+        return list(s.exec(q).all())

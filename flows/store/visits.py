@@ -148,13 +148,16 @@ def close_visit(
     next_node: str | None = None,
     context: dict | None = None,
     input: Any = None,
+    submission: tuple[str, dict[str, list[dict[str, Any]]]] | None = None,
 ) -> RunStatus | None:
     """The engine's hot path: close a visit and (when ``context`` is given) store the run's new
     context in ONE transaction; returns the run's status as of that transaction, which is how
     the engine sees a cancel request before its next node without another query.
 
     ``input``, when given, is what the node's body received (a tool's rendered arguments): the
-    engine knows it only once the body has rendered it, after the visit started."""
+    engine knows it only once the body has rendered it, after the visit started. ``submission``
+    (a template step's output: its id and rows from :func:`flows.store.submissions.submission_rows`)
+    is inserted in the same transaction and named on the visit."""
     check(status, VISIT_STATUSES, "visit status")
     now = utcnow()
     values: dict[str, Any] = dict(status=status, output=output, error=error, error_kind=error_kind, next_node=next_node,
@@ -162,7 +165,13 @@ def close_visit(
                                   duration_ms=max(0, ms_between(started_at, now)))
     if input is not None:
         values["input"] = input
+    if submission is not None:
+        values["output_submission_id"] = submission[0]
     with connection(write=True) as conn:
+        if submission is not None:
+            from flows.store.submissions import insert_rows
+
+            insert_rows(conn, submission[1])
         conn.execute(update(_VISITS).where(_VISITS.c.id == visit_id).values(**values))
         if context is not None:
             return conn.execute(update(_RUNS).where(_RUNS.c.id == run_id).values(context=context, heartbeat_at=now)
@@ -437,3 +446,11 @@ def _calls(model: type[_Call], run_id: str, visit_ids: list[str] | None) -> list
         # created_at can tie within a clock tick; rowid-like id order is random, so add it only
         # to make the order stable.
         return list(s.exec(q.order_by(col(model.created_at), col(model.id))).all())
+
+
+def last_answer_call(visit_id: str) -> str | None:
+    """The id of a visit's last model call that got an answer (the one an agent's result is)."""
+    with session() as s:
+        q = (select(LlmCall.id).where(LlmCall.visit_id == visit_id, col(LlmCall.error).is_(None))
+             .order_by(col(LlmCall.created_at).desc(), col(LlmCall.id).desc()).limit(1))
+        return s.exec(q).first()

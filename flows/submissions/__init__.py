@@ -3,7 +3,7 @@ they came from.
 
 * :mod:`~flows.submissions.shape` — form data ↔ cells, checks against the form, ``group.field=VALUE``;
 * :mod:`~flows.submissions.records` — create, view, set and export submissions (the CLI's and the
-  dashboard's operations), and the listeners triggers hang on;
+  dashboard's operations), which dispatch the submission triggers (:mod:`flows.triggers.submissions`);
 * :mod:`~flows.submissions.provenance` — a value's chain back through the steps that made it to
   the input values.
 

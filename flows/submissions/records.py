@@ -5,13 +5,15 @@ snapshot (``form_hash``), so :func:`view` and :func:`set_values` check against t
 submission was made for. Every change is a new selected version (``manual`` from a person,
 ``import`` from the data a submission was created from); nothing is overwritten.
 
-After a submission is created or changed, :data:`LISTENERS` are told (the
-``on_submission_created`` / ``on_submission_updated`` triggers listen there).
+After a submission is created (:func:`create`) or changed (:func:`set_values`, once per call),
+the ``on_submission_created`` / ``on_submission_updated`` triggers waiting for its form are
+dispatched in this process (:func:`flows.triggers.submissions.dispatch`, imported only then);
+``tell=False`` skips that.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -25,9 +27,6 @@ from flows.submissions import shape
 from flows.submissions.shape import SubmissionInvalid
 
 SubmissionEvent = Literal["created", "updated"]
-#: called with (event, submission id, who) after a submission is created or updated; a listener's
-#: failure is its own (it never undoes the change), see :func:`_tell`
-LISTENERS: list[Callable[[SubmissionEvent, str, str | None], None]] = []
 
 
 class FormNotFound(NotFound):
@@ -93,22 +92,23 @@ def view(submission_id: str) -> View:
                 submission_store.group_entries(submission_id))
 
 
-def set_values(submission_id: str, changes: Sequence[tuple[Cell, Any]], *, by: str | None,
-               source_type: str = "manual", tell: bool = True) -> list[str]:
+def set_values(submission_id: str, changes: Sequence[tuple[Cell, Any] | NewValue], *, by: str | None,
+               source_type: str = "manual", tell: bool = True, run_id: str | None = None) -> list[str]:
     """New selected versions of the changed items (the old ones kept). The submission as it
     would be after the change must still fit its form: otherwise :class:`SubmissionInvalid`
-    and nothing is written."""
+    and nothing is written. A change may be a :class:`NewValue` with its transformation (a
+    template run writing back, ``run_id`` its run)."""
     current = view(submission_id)
+    new = [c if isinstance(c, NewValue) else NewValue(c[0], c[1]) for c in changes]
     cells = {v.cell: v.value for v in current.values}
-    for cell, value in changes:
-        cells[cell] = value
-    entries = sorted({*current.entries, *((c.group, c.entry) for c, _ in changes)})
-    problems = shape.problems(current.form, shape.to_data(current.form, cells.items(), entries))
-    problems += _gaps(current.form, entries)
+    for change in new:
+        cells[change.cell] = change.value
+    entries = sorted({*current.entries, *((c.cell.group, c.cell.entry) for c in new)})
+    # a gap first: the data would renumber the entries after it, and name the wrong one
+    problems = _gaps(current.form, entries) or shape.problems(current.form, shape.to_data(current.form, cells.items(), entries))
     if problems:
         raise SubmissionInvalid(problems)
-    ids = submission_store.add_versions(submission_id, [NewValue(c, v) for c, v in changes],
-                                        source_type=source_type, created_by=by)
+    ids = submission_store.add_versions(submission_id, new, source_type=source_type, created_by=by, run_id=run_id)
     if tell:
         _tell("updated", submission_id, by)
     return ids
@@ -143,14 +143,17 @@ def export(submission_id: str) -> dict[str, Any]:
 
 
 def _tell(event: SubmissionEvent, submission_id: str, who: str | None) -> None:
+    """Start the runs the submission triggers of this change ask for. Their failure is theirs:
+    it never undoes the change (dispatch logs and skips what it cannot start)."""
     import logging
 
-    for listener in list(LISTENERS):
-        try:
-            listener(event, submission_id, who)
-        except Exception:  # noqa: BLE001 - a trigger's failure never undoes the change it reacts to
-            logging.getLogger(__name__).exception("submission listener failed for %s %s", event, submission_id)
+    try:
+        from flows.triggers.submissions import dispatch
+
+        dispatch(event, submission_id, who)
+    except Exception:  # noqa: BLE001 - a trigger's failure never undoes the change it reacts to
+        logging.getLogger(__name__).exception("submission triggers failed for %s %s", event, submission_id)
 
 
-__all__ = ["FormNotFound", "LISTENERS", "SubmissionInvalid", "View", "create", "export", "form_named",
+__all__ = ["FormNotFound", "SubmissionInvalid", "View", "create", "export", "form_named",
            "pinned_form", "set_values", "view"]

@@ -79,8 +79,8 @@ def to_values(form: FormDef, data: dict[str, Any]) -> tuple[list[NewValue], list
 def to_data(form: FormDef, cells: Iterable[tuple[Cell, Any]], entries: Iterable[tuple[str, int]] = ()) -> dict[str, Any]:
     """Form data from cells (each group's fields in the form's order; repeating entries in order)."""
     by_group: dict[str, dict[int, dict[str, Any]]] = {}
-    for group, entry in entries:
-        by_group.setdefault(group, {}).setdefault(entry, {})
+    for group_name, entry in entries:
+        by_group.setdefault(group_name, {}).setdefault(entry, {})
     for cell, value in cells:
         by_group.setdefault(cell.group, {}).setdefault(cell.entry, {})[cell.field] = value
     out: dict[str, Any] = {}

@@ -76,3 +76,42 @@ def record_input(plan: Plan, inputs: dict[str, Any], *, created_by: str | None) 
 
     form, digest = input_form(plan)
     return records.create(form, digest, inputs["input"], created_by=created_by, source_type="import", tell=False)
+
+
+class TemplateRun:
+    """The submissions side of one template run, as its step bodies ask for it
+    (:mod:`flows.runtime.bodies.template_step`)."""
+
+    def __init__(self, plan: Plan, run_id: str, input_submission_id: str):
+        self.plan = plan
+        self.run_id = run_id
+        self.input_submission_id = input_submission_id
+
+    @classmethod
+    def for_run(cls, plan: Plan, run: Any) -> TemplateRun | None:
+        """The template run of ``run`` (None for any other definition, or a run without an input
+        submission: one recorded before submissions existed)."""
+        if not is_template(plan) or getattr(run, "input_submission_id", None) is None:
+            return None
+        return cls(plan, run.id, run.input_submission_id)
+
+    def is_step(self, node: PlanNode) -> bool:
+        return bool(node.extras.get("output_form"))
+
+    def output_form(self, node: PlanNode) -> tuple[FormDef, str]:
+        return form_of(self.plan, node.extras["output_form"])
+
+    def input_of(self, node: PlanNode) -> tuple[str | None, FormDef]:
+        """The submission a step reads (its parent's output, else the run's input) and its form."""
+        parent = node.extras.get("parent")
+        if parent is None:
+            return self.input_submission_id, input_form(self.plan)[0]
+        from flows.store import submissions as submission_store
+
+        return (submission_store.step_output(self.run_id, parent),
+                form_of(self.plan, self.plan.nodes[parent].extras["output_form"])[0])
+
+    def input_key(self, node: PlanNode) -> str:
+        """The context field holding the step's input data (``input``, or the parent's output)."""
+        parent = node.extras.get("parent")
+        return "input" if parent is None else self.plan.nodes[parent].writes[0]

@@ -12,6 +12,8 @@ A definition's ``triggers:`` (parsed and checked by the compiler, see ``compiler
   trigger's ``retry`` policy (:mod:`.retries`).
 * **webhook** — a signed HTTP POST (:mod:`.webhooks`), served by ``ergon serve``.
 * **on_complete** — dispatched by the finishing run's own process (:mod:`.chaining`).
+* **on_submission_created / on_submission_updated** — dispatched by the process that creates or
+  changes a submission of the trigger's form (:mod:`.submissions`).
 
 ``ergon schedules`` and the dashboard's Schedules page read and change trigger state through
 :mod:`.control`. Trigger names are ``<definition>:<index>`` (:mod:`.refs`).

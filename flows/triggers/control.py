@@ -2,8 +2,8 @@
 
 Every trigger of the definitions folder is listed — definition, kind, schedule, next run, last
 run and its status, paused. ``pause``/``resume`` set the trigger's ``paused`` flag in the store
-(``TriggerState``, read by the webhook server and by on-complete dispatch) and, for cron and
-interval triggers whose deployment exists, the ``active`` flag of its Prefect schedule (Prefect
+(``TriggerState``, read by the webhook server and by on-complete and submission dispatch) and,
+for cron and interval triggers whose deployment exists, the ``active`` flag of its Prefect schedule (Prefect
 then drops or re-creates the schedule's future runs). ``ergon serve`` also reads the store's flag
 when it (re)registers the schedules, so a pause made while nothing is served still holds.
 ``run_now`` starts the trigger's definition at once with the trigger's ``input``, acting for its

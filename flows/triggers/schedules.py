@@ -47,7 +47,8 @@ def flow_parameters(trigger: Any, accepted: set[str] | None) -> dict[str, Any]:
 
 
 def describe(trigger: Any) -> str:
-    """A short human form of a trigger's schedule (``cron 0 9 * * 1-5 Europe/Paris``, ``every 30s``)."""
+    """A short human form of a trigger's schedule (``cron 0 9 * * 1-5 Europe/Paris``, ``every 30s``,
+    ``after source (ok)``, ``contract_input submission updated (filtered)``)."""
     if trigger.type == "cron":
         return f"cron {trigger.cron}" + (f" ({trigger.timezone})" if trigger.timezone and trigger.timezone != "UTC" else "")
     if trigger.type == "interval":
@@ -56,4 +57,7 @@ def describe(trigger: Any) -> str:
         return f"POST {trigger.path}"
     if trigger.type == "on_complete":
         return f"after {trigger.definition}" + (f" ({', '.join(trigger.outcomes)})" if trigger.outcomes else "")
+    if trigger.type in ("on_submission_created", "on_submission_updated"):
+        verb = "created" if trigger.type == "on_submission_created" else "updated"
+        return f"{trigger.form} submission {verb}" + (" (filtered)" if trigger.filter is not None else "")
     return trigger.type

@@ -37,4 +37,5 @@ def test_missing_node_type_hint_lists_the_node_types():
 
 def test_missing_trigger_type_hint_lists_the_trigger_types():
     (d,) = diagnostics(TRIGGER_PLACEHOLDER, ("missing-field",))
-    assert d.hint == "add `type:`; valid types are `cron`, `interval`, `on_complete`, `webhook`"
+    assert d.hint == ("add `type:`; valid types are `cron`, `interval`, `on_complete`, "
+                      "`on_submission_created`, `on_submission_updated`, `webhook`")

@@ -3,7 +3,8 @@
 Every body has the same signature, ``run(node, context, services, visit_id) -> Effect``: it reads
 the context, calls the outside world only through :class:`~flows.runtime.effects.Services`, and
 returns the update it wants to make. ``foreach`` and ``branch`` are not bodies: the engine runs
-their items (each item is a leaf body of its own).
+their items (each item is a leaf body of its own). A template run's steps are
+:mod:`~flows.runtime.bodies.template_step` (agents whose answers cite their input).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from compiler.plan import PlanNode
-from flows.runtime.bodies import agent, human_task, interaction, process, tool
+from flows.runtime.bodies import agent, human_task, interaction, process, template_step, tool
 from flows.runtime.effects import Effect, Services
 from flows.runtime.errors import NodeFailed
 
@@ -38,6 +39,8 @@ BODIES: dict[str, Body] = {
 
 async def leaf_effect(node: PlanNode, context: dict[str, Any], services: Services, visit_id: str | None) -> Effect:
     """Run the body of a leaf node."""
+    if services.template is not None and services.template.is_step(node):
+        return await template_step.run(node, context, services, visit_id)
     body = BODIES.get(node.type)
     if body is None:
         raise NodeFailed(f"`{node.type}` is not a leaf node type (node `{node.id}`)", kind="internal")

@@ -19,7 +19,7 @@ from compiler.builtin_interactions import PROCESS_AGENT_NODE
 from compiler.ir import AgentNode
 from compiler.plan import PlanNode
 from compiler.templates import render, render_value
-from flows.llm.agent import AgentTask, run_agent
+from flows.llm.agent import AgentResult, AgentTask, run_agent
 from flows.llm.interactions import render_messages, validate_input
 from flows.llm.types import LlmError
 from flows.runtime.bodies.human_task import ask_person
@@ -53,14 +53,16 @@ def interaction_messages(node: PlanNode, prompt: str, context: dict[str, Any],
     return messages, interaction
 
 
-async def run(node: PlanNode, context: dict[str, Any], services: Services, visit_id: str | None) -> Effect:
+def agent_task(node: PlanNode, context: dict[str, Any], services: Services, visit_id: str | None) -> AgentTask:
+    """What the node's agent loop is given: the rendered prompt, its interaction's segments, the
+    tools, the result schema, the model and the budget guard."""
     body = node.body_as(AgentNode)
     prompt = render(body.prompt or "", context)
     extra, interaction = interaction_messages(node, prompt, context, services)
     own = {"repair_turns": interaction.repair_turns,
            "parameters": interaction.parameters.model_dump(exclude_none=True) if interaction.parameters else {}} \
         if interaction is not None else {}
-    task = AgentTask(
+    return AgentTask(
         node_id=node.id, prompt=prompt, process_name=services.process_name,
         process_description=services.process_description, writes=list(node.writes),
         result_schema=node.result_schema or {"type": "object"}, context=context,
@@ -70,6 +72,11 @@ async def run(node: PlanNode, context: dict[str, Any], services: Services, visit
         run_id=services.run_id, visit_id=visit_id, guard=budget_guard(node, services, visit_id),
         interaction_messages=extra, **own,
     )
+
+
+async def run_task(node: PlanNode, task: AgentTask, services: Services, visit_id: str | None) -> AgentResult:
+    """Run the agent loop of ``task`` with this visit as its tools' context (and its workstreams)."""
+    body = node.body_as(AgentNode)
     hub = None
     if uses_workstreams(task.tools) and services.run_id is not None and visit_id is not None:
         hub = Workstreams(run_id=services.run_id, visit_id=visit_id, node_id=node.id, model=task.model, tools=task.tools,
@@ -82,12 +89,17 @@ async def run(node: PlanNode, context: dict[str, Any], services: Services, visit
                                     ask=functools.partial(ask_person, services, visit_id=visit_id),
                                     environments=services.environments, workstreams=hub))
     try:
-        result = await run_agent(task, environments=services.environments)
+        return await run_agent(task, environments=services.environments)
     except LlmError as exc:
         raise NodeFailed(f"agent `{node.id}`: {exc}") from exc
     finally:
         if hub is not None:
             await hub.close()
         CURRENT.reset(token)
+
+
+async def run(node: PlanNode, context: dict[str, Any], services: Services, visit_id: str | None) -> Effect:
+    task = agent_task(node, context, services, visit_id)
+    result = await run_task(node, task, services, visit_id)
     return Effect(update=update_from(node, result.output), output=result.output,
                   input={"prompt": task.prompt, "tools": task.tools})
