@@ -99,8 +99,9 @@ def test_a_value_shows_its_provenance_back_to_the_input_values(make_app, chain):
     assert f"Step `write_digest` (visit #2) of run {chain.run_id[:8]}…" in links, links
     assert f"Step `extract_points` (visit #1) of run {chain.run_id[:8]}…" in links, links
     follow = [b.label for b in at.button if b.label.startswith("Open it in submission")]
-    assert follow == [f"Open it in submission {s}" for s in (chain.points_id, chain.input_id, chain.points_id)], \
-        "depth first: the first point, the text it was taken from, the second point"
+    assert sorted(follow) == sorted(f"Open it in submission {s}" for s in (chain.points_id, chain.points_id,
+                                                                           chain.input_id)), \
+        "both points, and the contract's text once (under whichever point the walk reached it from first)"
     codes = [c.value for c in at.code]
     assert seed.DIGEST_PROMPT in codes and seed.EXTRACT_PROMPT in codes, "each step's prompt as the model read it"
     answers = [json.loads(j.value) for j in at.json]
@@ -196,6 +197,35 @@ def test_the_run_page_links_the_input_and_each_steps_output_submission(make_app,
     table = next(f.value for f in at.dataframe if "next" in f.value.columns)
     assert list(table["output submission"]) == [f"submissions?submission={chain.points_id}",
                                                f"submissions?submission={chain.digest_id}"]
+
+
+@pytest.mark.prefect
+def test_a_real_template_runs_values_trace_back_to_its_input_on_the_page(make_app, run_def, ui_defs):
+    """The same page over what a real run of the template records (the offline model cites its input)."""
+    from flows.store import runs as run_store
+
+    (ui_defs / "forms").mkdir(exist_ok=True)
+    data = {"document": {"title": "ACME drills", "text": seed.CONTRACT_TEXT}, "preferences": {"audience": "legal"}}
+    result = run_def(SUBMISSION_DEFS, "contract_digest", {"input": data})
+    assert result["status"] == "completed", result
+    run = run_store.require_run(result["run_id"])
+    outputs = submission_store.output_submissions(run.id)
+    digest = next(sid for sid in outputs.values()
+                  if submission_store.require_submission(sid).form_name == "contract_digest_out")
+    [headline] = [v for v in submission_store.selected_values(digest) if v.cell.field == "headline"]
+    at = _page(make_app, submission=digest, value=headline.version_id)
+    text = _texts(at)
+    assert "**This value** · `digest.headline`" in text and "**2 steps back**" in text, text
+    assert "Nothing computed it: imported with the submission." in text, "down to the run's input submission"
+    links = _links(at)
+    assert any(label.startswith("Step `write_digest`") for label in links), links
+    assert any(label.startswith("Step `extract_points`") for label in links), links
+    assert any("Write a one-line digest of these points" in c.value for c in at.code), "the step's prompt as sent"
+
+    at = make_app(run=run.id)
+    at.run()
+    at.switch_page("pages/run.py").run()
+    assert f"Input submission {run.input_submission_id}" in _links(at)
 
 
 @contextmanager

@@ -125,15 +125,16 @@ def template_chain(started_by: str = "starter") -> Chain:
                                            messages=[{"role": "system", "content": "Answer each field as {value, refId}."},
                                                      {"role": "user", "content": prompt}],
                                            response=json.dumps(answer), latency_ms=120, offline=True)
-        sid = submission_store.create_submission(
+        sid, rows = submission_store.submission_rows(
             form_name=out_form.name, form_hash=out_hash, source_type="transformation", origin="transformation",
             values=[NewValue(cell, value, kind="llm_extract", inputs=refs) for cell, value, refs in cells],
             run_id=run.id, visit_id=visit.id, step_key=key, llm_call_id=call.id)
         before = dict(context)
         context[output_key] = out
-        visit_store.checkpoint_visit(visit.id, run.id, output={output_key: out}, context_diff=context_diff(before, context),
-                                     context=dict(context), next_node=next_node)
-        _name_output(visit.id, sid)
+        # as the run's recorder closes a step: the output submission in the visit's checkpoint
+        visit_store.close_visit(visit.id, run.id, started_at=visit.started_at, status="completed",
+                                output={output_key: out}, context_diff=context_diff(before, context),
+                                context=dict(context), next_node=next_node, submission=(sid, rows))
         return sid
 
     text = versions["document.text"]
@@ -160,15 +161,3 @@ def template_chain(started_by: str = "starter") -> Chain:
     run_store.set_run_status(run.id, "completed", outcome="write_digest")
     return Chain(run.id, input_id, points_id, digest_id, versions, visits)
 
-
-def _name_output(visit_id: str, submission_id: str) -> None:
-    """Name a step's output submission on its visit, as the run's recorder does when it closes
-    the visit with the submission's rows."""
-    import sqlalchemy as sa
-
-    from flows.store.db import connection
-    from flows.store.models import NodeVisit
-
-    table = NodeVisit.__table__  # type: ignore[attr-defined]
-    with connection(write=True) as conn:
-        conn.execute(sa.update(table).where(table.c.id == visit_id).values(output_submission_id=submission_id))
