@@ -3,7 +3,8 @@
 
 It makes a throw-away ``ERGON_HOME`` with the dashboard tests' definitions and tools, starts
 Prefect's local server there, runs real runs in the background (a failed run, a foreach run, a
-review waiting for a person, a review answered after a long wait), serves the dashboard the way
+review waiting for a person, a review answered after a long wait), records a template run's
+submissions (each value citing the values it was taken from), serves the dashboard the way
 ``ergon ui`` does and drives Debian's chromium (Playwright) through each page, signed in as an
 approver. Each page is saved as ``<page>-<width>.png``, full height.
 
@@ -72,8 +73,10 @@ def seed() -> dict[str, str]:
     visit_store.finish_visit(done.id, now=later + timedelta(milliseconds=3))
     run_store.set_run_status(long_run.id, "running")
     run_store.set_run_status(long_run.id, "completed", outcome="done")
+    chain = ui_seed.template_chain()  # a template run's submissions, each value citing its inputs
     return {"failed": failed, "foreach": foreach, "waiting": waiting, "paused": paused.id, "long": long_run.id,
-            "task": task_store.tasks_for_run(waiting)[0].id}
+            "task": task_store.tasks_for_run(waiting)[0].id, "digest": chain.digest_id,
+            "headline": chain.versions["digest.headline"], "template": chain.run_id}
 
 
 def run_store_status(run_id: str) -> str | None:
@@ -92,9 +95,10 @@ def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="ergon-screens-"))
     defs = home / "definitions"
     shutil.copytree(ROOT / "tests" / "runtime" / "tools", defs / "tools", ignore=shutil.ignore_patterns("__pycache__"))
-    from ui_defs import ALL
+    from ui_defs import ALL, SUBMISSION_DEFS
 
-    for name, text in ALL.items():
+    (defs / "forms").mkdir()
+    for name, text in {**ALL, **SUBMISSION_DEFS}.items():
         (defs / name).write_text(text)
     os.environ.update({"ERGON_HOME": str(home), "ERGON_DEFINITIONS": str(defs), "LITELLM_OFFLINE_MODE": "true",
                        "ERGON_DATABASE_URL": f"sqlite:///{home / 'ergon.db'}"})
@@ -149,6 +153,9 @@ def shoot(base: str, ids: dict[str, str], out: Path) -> None:
         ("run-paused", f"/run?run={ids['paused']}", "svg g.node"),
         ("run-long-wait", f"/run?run={ids['long']}", "svg g.node"),
         ("inbox", f"/inbox?task={ids['task']}", ".st-key-task_card"),
+        ("run-template", f"/run?run={ids['template']}", "svg g.node"),
+        ("submissions", "/submissions", "[data-testid=stDataFrame] canvas"),
+        ("submission-value", f"/submissions?submission={ids['digest']}&value={ids['headline']}", ".st-key-value_panel"),
         ("artifacts", "/artifacts", "[data-testid=stDataFrame] canvas"),
         ("definitions", "/definitions", "svg g.node"),
         ("schedules", "/schedules", "h1"),

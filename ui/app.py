@@ -25,6 +25,7 @@ PAGES = [
     st.Page("pages/runs.py", title="Runs", icon=":material/list:", default=True),
     st.Page("pages/run.py", title="Run", icon=":material/account_tree:", url_path="run"),
     st.Page("pages/inbox.py", title="Task inbox", icon=":material/inbox:", url_path="inbox"),
+    st.Page("pages/submissions.py", title="Submissions", icon=":material/dataset:", url_path="submissions"),
     st.Page("pages/artifacts.py", title="Artifacts", icon=":material/description:", url_path="artifacts"),
     st.Page("pages/definitions.py", title="Definitions", icon=":material/schema:", url_path="definitions"),
     st.Page("pages/schedules.py", title="Schedules", icon=":material/schedule:", url_path="schedules"),

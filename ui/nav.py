@@ -2,7 +2,8 @@
 
 Paths are relative to ``ui/app.py``, as ``st.navigation``, ``st.page_link`` and
 ``st.switch_page`` expect them; links out go to Prefect's own UI (a run's flow run, a visit's task run). Deep links carry the object in the query string
-(``run?run=<id>``, ``inbox?task=<id>``), so a link can be shared or bookmarked.
+(``run?run=<id>``, ``inbox?task=<id>``, ``submissions?submission=<id>&value=<version id>``), so
+a link can be shared or bookmarked.
 """
 
 from __future__ import annotations
@@ -14,14 +15,28 @@ RUN = "pages/run.py"
 INBOX = "pages/inbox.py"
 ARTIFACTS = "pages/artifacts.py"
 DEFINITIONS = "pages/definitions.py"
+SUBMISSIONS = "pages/submissions.py"
 
 
-def run_link(run_id: str, label: str | None = None) -> None:
-    st.page_link(RUN, label=label or f"Run {run_id}", icon=":material/account_tree:", query_params={"run": run_id})
+def run_link(run_id: str, label: str | None = None, help: str | None = None) -> None:
+    st.page_link(RUN, label=label or f"Run {run_id}", icon=":material/account_tree:", query_params={"run": run_id},
+                 help=help)
 
 
 def task_link(task_id: str, label: str | None = None) -> None:
     st.page_link(INBOX, label=label or f"Task {task_id}", icon=":material/inbox:", query_params={"task": task_id})
+
+
+def submission_link(submission_id: str, label: str | None = None, value: str | None = None) -> None:
+    """A link to a submission's page, opened on one of its value versions when ``value`` is given."""
+    query = {"submission": submission_id, **({"value": value} if value else {})}
+    st.page_link(SUBMISSIONS, label=label or f"Submission {submission_id}", icon=":material/dataset:",
+                 query_params=query)
+
+
+def submission_url(submission_id: str, value: str | None = None) -> str:
+    """A relative URL of a submission's page (on one value version), for link columns of tables."""
+    return f"submissions?submission={submission_id}" + (f"&value={value}" if value else "")
 
 
 def run_url(run_id: str) -> str:

@@ -413,7 +413,7 @@ def test_pages_load_nothing_from_outside_this_server(server, page):
     page.goto(server)
     sign_in(page)
     for path, ready in (("/", "[data-testid=stDataFrame]"), (f"/run?run={run.id}", "svg g.node"),
-                        (f"/inbox?task={task.id}", ".st-key-task_card"), ("/artifacts", "h1"),
+                        (f"/inbox?task={task.id}", ".st-key-task_card"), ("/submissions", "h1"), ("/artifacts", "h1"),
                         ("/definitions", "svg g.node"), ("/schedules", "h1")):
         page.goto(server + path)
         page.locator(ready).first.wait_for()

@@ -4,6 +4,9 @@ AppTest session."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+
 import yaml
 
 from ui_defs import REVIEW
@@ -60,3 +63,101 @@ def sign_in(at, user: str) -> None:
     if people_store.get_user(user) is None:
         people.add_user(user)
     at.session_state[auth.TEST_TOKEN_KEY] = session.issue(user)[0]
+
+
+@dataclass
+class Chain:
+    """A template run with real submissions: its input, and each step's output citing the
+    input values it was taken from (what a run of ``contract_digest`` records)."""
+
+    run_id: str
+    input_id: str
+    points_id: str
+    digest_id: str
+    #: version ids by path: ``document.text``, ``points[0].statement``, ``digest.headline`` …
+    versions: dict[str, str]
+    visits: dict[str, str]
+
+
+CONTRACT_TEXT = "ACME sells Initech 40 drills for $900 a year. Either side may end it with 30 days' notice."
+EXTRACT_PROMPT = "List the key points of this contract:\n" + CONTRACT_TEXT
+DIGEST_PROMPT = "Write a one-line digest of these points:\n- payment: $900 a year\n- term: 30 days' notice"
+
+
+def template_chain(started_by: str = "starter") -> Chain:
+    """A completed ``contract_digest`` run (the definitions of ``ui_defs.SUBMISSION_DEFS`` must
+    be in the definitions folder): its input submission (imported), the key points its first step
+    extracted from the contract's text, and the digest its second step wrote from the points; each
+    step with its model call, whose answer cites the input values by ``refId``."""
+    from flows.store import submissions as submission_store
+    from flows.store.submissions import Cell, NewValue
+    from flows.submissions import records
+    from ui_defs import TEMPLATE
+
+    data = {"document": {"title": "ACME drills", "text": CONTRACT_TEXT},
+            "preferences": {"audience": "legal", "max_words": 120}}
+    form, digest = records.form_named("contract_in")
+    input_id = records.create(form, digest, data, created_by="importer", source_type="import", tell=False)
+    versions = {f"{c.cell.group}.{c.cell.field}": c.version_id for c in records.view(input_id).values}
+    run = run_store.create_run("contract_digest", content=yaml.safe_load(TEMPLATE), inputs={"input": data},
+                               context={"input": data}, started_by=started_by, input_submission_id=input_id)
+    run_store.set_run_status(run.id, "running")
+    context: dict = {"input": data}
+    visits: dict[str, str] = {}
+
+    def step(key: str, form_name: str, prompt: str, cells: list[tuple[Cell, object, list[str]]], output_key: str,
+             out: dict, next_node: str | None) -> str:
+        visit = visit_store.start_visit(run.id, key, "agent", input={"prompt": prompt})
+        visits[key] = visit.id
+        out_form, out_hash = records.form_named(form_name)
+        repeats = {g.name for g in out_form.groups if g.repeat}
+        answer: dict = {}  # the model's answer: every field as {value, refId}
+        for cell, value, refs in cells:
+            slot = {"value": value, "refId": refs[0] if len(refs) == 1 else refs}
+            if cell.group in repeats:
+                entries = answer.setdefault(cell.group, [])
+                while len(entries) <= cell.entry:
+                    entries.append({})
+                entries[cell.entry][cell.field] = slot
+            else:
+                answer.setdefault(cell.group, {})[cell.field] = slot
+        call = visit_store.record_llm_call(run.id, "offline", visit_id=visit.id, tokens_in=40, tokens_out=25,
+                                           messages=[{"role": "system", "content": "Answer each field as {value, refId}."},
+                                                     {"role": "user", "content": prompt}],
+                                           response=json.dumps(answer), latency_ms=120, offline=True)
+        sid, rows = submission_store.submission_rows(
+            form_name=out_form.name, form_hash=out_hash, source_type="transformation", origin="transformation",
+            values=[NewValue(cell, value, kind="llm_extract", inputs=refs) for cell, value, refs in cells],
+            run_id=run.id, visit_id=visit.id, step_key=key, llm_call_id=call.id)
+        before = dict(context)
+        context[output_key] = out
+        # as the run's recorder closes a step: the output submission in the visit's checkpoint
+        visit_store.close_visit(visit.id, run.id, started_at=visit.started_at, status="completed",
+                                output={output_key: out}, context_diff=context_diff(before, context),
+                                context=dict(context), next_node=next_node, submission=(sid, rows))
+        return sid
+
+    text = versions["document.text"]
+    points = {"points": [{"topic": "payment", "statement": "Initech pays $900 a year.", "risky": False},
+                         {"topic": "term", "statement": "Either side may end it with 30 days' notice.", "risky": True}]}
+    points_id = step("extract_points", "contract_points", EXTRACT_PROMPT, [
+        (Cell("points", 0, "topic"), "payment", [text]),
+        (Cell("points", 0, "statement"), "Initech pays $900 a year.", [text]),
+        (Cell("points", 0, "risky"), False, [text]),
+        (Cell("points", 1, "topic"), "term", [text]),
+        (Cell("points", 1, "statement"), "Either side may end it with 30 days' notice.", [text]),
+        (Cell("points", 1, "risky"), True, [text]),
+    ], "key_points", points, "write_digest")
+    for c in records.view(points_id).values:
+        versions[f"{c.cell.group}[{c.cell.entry}].{c.cell.field}"] = c.version_id
+    digest_data = {"digest": {"headline": "Drills for $900 a year, ends on 30 days' notice", "risk_level": "medium"}}
+    digest_id = step("write_digest", "contract_digest_out", DIGEST_PROMPT, [
+        (Cell("digest", 0, "headline"), digest_data["digest"]["headline"],
+         [versions["points[0].statement"], versions["points[1].statement"]]),
+        (Cell("digest", 0, "risk_level"), "medium", [versions["points[1].risky"]]),
+    ], "digest", digest_data, None)
+    for c in records.view(digest_id).values:
+        versions[f"{c.cell.group}.{c.cell.field}"] = c.version_id
+    run_store.set_run_status(run.id, "completed", outcome="write_digest")
+    return Chain(run.id, input_id, points_id, digest_id, versions, visits)
+

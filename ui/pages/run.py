@@ -20,6 +20,7 @@ from compiler.render import render_dot
 from flows.store import artifacts as artifact_store
 from flows.store import export as export_store
 from flows.store import runs as run_store
+from flows.store import submissions as submission_store
 from flows.store import tasks as task_store
 from flows.store import visits as visit_store
 from flows import runs
@@ -98,6 +99,8 @@ def _header(run: Any) -> None:
                     "in Prefect's UI")
     if run.parent_run_id:
         nav.run_link(run.parent_run_id, f"Parent run {run.parent_run_id}")
+    if run.input_submission_id:
+        nav.submission_link(run.input_submission_id, f"Input submission {run.input_submission_id}")
     for child in run_store.child_runs(run.id):
         nav.run_link(child.id, f"Sub-process run {child.definition_name} · {fmt.status(child.status)}")
 
@@ -177,59 +180,6 @@ def _visit_label(v: Any) -> str:
     took = f" · {v.duration_ms} ms" if v.duration_ms is not None else ""
     nxt = f" → {v.next_node}" if v.next_node else ""
     return f"#{v.sequence} {v.node_id}{item} · {fmt.status(v.status)} · attempt {v.attempt}{took}{nxt}"
-
-
-def _text_or_json(value: Any) -> None:
-    """A prompt or response: preformatted text as sent (line breaks and ``-`` lines kept), or the
-    JSON it holds as a tree."""
-    if isinstance(value, (dict, list)):
-        st.json(value, expanded=2)
-    elif value is None:
-        st.caption("_empty_")
-    else:
-        st.code(str(value), language=None, wrap_lines=True)
-
-
-def _conversation(calls: list[tuple[Any, str | None]], tools: list[tuple[Any, str | None]]) -> None:
-    for i, (call, item) in enumerate(calls):
-        st.markdown(conv.call_heading(i + 1, call, item, fmt.money(call.cost_usd) or "$0"))
-        for m in call.messages or []:
-            role, content = conv.message_text(m)
-            with st.chat_message("assistant" if role == "assistant" else ("user" if role == "user" else "ai"),
-                                 avatar=":material/settings:" if role in ("system", "tool") else None):
-                st.caption(role)
-                _text_or_json(content)
-                if isinstance(m, dict) and m.get("tool_calls"):
-                    st.json(conv.unwrap(m["tool_calls"]), expanded=False)
-        if call.response is not None:
-            with st.chat_message("assistant"):
-                st.caption("response")
-                _text_or_json(conv.unwrap(call.response))
-        if call.error:
-            st.error(call.error)
-    for t, item in tools:
-        st.markdown(f"**Tool `{t.tool}`**" + (f" · item `{item}`" if item else "") + f" · {fmt.status(t.status)}"
-                    + (f" · {t.latency_ms:,} ms" if t.latency_ms is not None else ""))
-        c1, c2 = st.columns(2)
-        with c1:
-            st.caption("arguments")
-            _value(t.args, "no arguments")
-        with c2:
-            st.caption("result")
-            _value(t.result, "no result")
-        if t.error:
-            st.error(t.error)
-
-
-def _value(value: Any, empty: str) -> None:
-    """A recorded value: JSON as a tree, text as text, nothing as ``empty`` (``st.json`` draws
-    an error box for ``None`` and for text that is not JSON)."""
-    if value is None:
-        st.caption(f"_{empty}_")
-    elif isinstance(value, (dict, list)):
-        st.json(value, expanded=1)
-    else:
-        st.code(value if isinstance(value, str) else json.dumps(value), language=None, wrap_lines=True)
 
 
 def _explain(run: Any, plan: Any, node_id: str) -> str:
@@ -340,6 +290,7 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any, nodes: l
                 children_of.setdefault(v["parent_visit_id"], []).append(v)
         ids = [v.id for v in shown] + [c["id"] for v in shown for c in children_of.get(v.id, [])]
         llm, tools = visit_store.calls_for_visits(run.id, ids)
+        outputs = submission_store.output_submissions(run.id)  # a template step's visit → its output
         for i, v in enumerate(shown):
             # Only an open visit is drawn (its JSON, tables and conversation are what the
             # browser spends its time on); opening another re-runs the inspector with it.
@@ -352,13 +303,15 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any, nodes: l
                            + (f" · [Prefect task run]({task_run})" if task_run else ""))
                 if v.error:
                     st.error(v.error)
+                if v.id in outputs:
+                    nav.submission_link(outputs[v.id], f"Output submission {outputs[v.id]}")
                 c1, c2 = st.columns(2)
                 with c1:
                     st.caption("input")
-                    _value(v.input, "no input recorded")
+                    conv.recorded(v.input, "no input recorded")
                 with c2:
                     st.caption("output")
-                    _value(v.output, "no output")
+                    conv.recorded(v.output, "no output")
                 st.caption("context diff")
                 _diff_table(v.context_diff or [])
                 kids = children_of.get(v.id, [])
@@ -375,7 +328,7 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any, nodes: l
                     tokens = sum(c.tokens_in + c.tokens_out for c, _ in calls)
                     st.caption(f"conversation · {len(calls)} LLM call(s) · {tokens} tokens · "
                                f"{fmt.money(sum(c.cost_usd for c, _ in calls)) or '$0'} · {len(tool_calls)} tool call(s)")
-                    _conversation(calls, tool_calls)
+                    conv.show(calls, tool_calls)
                 workstream_view.show(v)
         if pages > 1:
             st.pagination(pages, key=f"visits_page:{node_id}")
@@ -392,11 +345,19 @@ def _timeline(visits: list[dict]) -> None:
                    "hatched; their labels and the axis give their real length.")
 
 
-def _visits_table(visits: list[dict]) -> None:
-    st.dataframe([{"#": v["sequence"], "node": v["node_id"], "item": v["item_key"] or "", "type": v["node_type"],
-                   "status": fmt.status(v["status"]), "attempt": v["attempt"], "started": fmt.when(v["started_at"]),
-                   "ms": v["duration_ms"], "next": v["next_node"] or "", "error": fmt.short(v["error"])}
-                  for v in visits], hide_index=True, key="visits_table")
+def _visits_table(run: Any, visits: list[dict]) -> None:
+    outputs = submission_store.output_submissions(run.id)  # one query for the whole table
+    rows = [{"#": v["sequence"], "node": v["node_id"], "item": v["item_key"] or "", "type": v["node_type"],
+             "status": fmt.status(v["status"]), "attempt": v["attempt"], "started": fmt.when(v["started_at"]),
+             "ms": v["duration_ms"], "next": v["next_node"] or "", "error": fmt.short(v["error"])}
+            for v in visits]
+    config = {}
+    if outputs:
+        for row, v in zip(rows, visits, strict=True):
+            row["output submission"] = nav.submission_url(outputs[v["id"]]) if v["id"] in outputs else None
+        config["output submission"] = st.column_config.LinkColumn("output submission",
+                                                                  display_text=r"submission=(.*)")
+    st.dataframe(rows, hide_index=True, key="visits_table", column_config=config)
 
 
 def _artifacts(run: Any) -> None:
@@ -443,7 +404,7 @@ def _trail(run: Any, commands: list[Any]) -> None:
     box = st.expander(f"The supervisor's conversation · {len(calls)} model call(s)", key="sup_conv", on_change="rerun")
     if box.open:
         with box:
-            _conversation([(c, None) for c in calls], [])
+            conv.show([(c, None) for c in calls], [])
     text = st.chat_input("Message the supervisor (it reads it with the run's next step)", key="sup_message")
     if text:
         user = auth.require_user("message a supervisor")
@@ -534,7 +495,7 @@ def _body() -> None:
             _timeline(visits)
     if table.open:
         with table:
-            _visits_table(visits)
+            _visits_table(run, visits)
     if artifacts.open:
         with artifacts:
             _artifacts(run)
