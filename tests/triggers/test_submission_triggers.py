@@ -211,6 +211,6 @@ def test_the_schedules_page_shows_submission_triggers(store, definitions, monkey
     at = AppTest.from_file(str(REPO / "ui" / "pages" / "schedules.py"), default_timeout=60).run()
     assert not at.exception
     table = at.dataframe[0].value
-    assert list(table["trigger"]) == ["watcher · trigger 1 (on_submission_updated)"]
+    assert list(table["trigger"]) == ["watcher · trigger 1 (a changed submission)"]
     assert list(table["when"]) == ["key_points submission updated (filtered)"]
     assert list(table["acts as"]) == ["form-bot"]

@@ -18,7 +18,8 @@ from ui import catalog as cat
 from ui import format as fmt
 from ui.cron import describe_schedule
 
-KINDS = {"cron": "schedule", "interval": "interval", "webhook": "webhook", "on_complete": "after another run"}
+KINDS = {"cron": "schedule", "interval": "interval", "webhook": "webhook", "on_complete": "after another run",
+         "on_submission_created": "a new submission", "on_submission_updated": "a changed submission"}
 
 
 def trigger_label(row) -> str:
