@@ -7,13 +7,18 @@ are ratios, not absolute times of a busy machine. Each comparison also prints th
 CPU a run caused (from its start until the server is idle again), Ergon's against the baseline's.
 
 * ``chain``   — a 200-node process of no-op tool nodes vs. a Prefect flow awaiting 200 no-op
-                tasks in sequence (aim: ≤ 1.3×).
+                tasks in sequence (aim: ≤ 1.1×).
 * ``foreach`` — a foreach over 1,000 no-op items, ``max_concurrency: 50``, vs. Prefect's
-                ``task.map`` of 1,000 no-op tasks (aim: ≤ 1.3×).
+                ``task.map`` of 1,000 no-op tasks on a 50-thread task runner (aim: ≤ 1.1×).
+
+Figures are medians of ``--repeat`` runs (default 5). Each comparison also prints the CPU this
+process spent on each side and from it Ergon's own CPU per visit beyond Prefect's task run
+(aim ≤ 2 ms); ``--profile`` adds where that time goes (cProfile of one run, Ergon's functions by
+cumulative time per visit).
 * ``concurrent`` — 50 runs at once on the SQLite store (5 processes × 10 runs): wall time,
                 and the number of "database is locked" errors (aim: 0).
 
-Usage: ``python benchmarks/runtime.py [chain|foreach|concurrent ...] [--repeat N]``. Uses
+Usage: ``python benchmarks/runtime.py [chain|foreach|concurrent ...] [--repeat N] [--profile]``. Uses
 ``PREFECT_API_URL`` when set, otherwise starts a Prefect server under a temporary ERGON_HOME.
 ``--tags always`` runs every visit as a tagged Prefect task (Prefect's concurrency lease per task
 run) instead of Ergon's default; ``--tags off`` without tags.
@@ -24,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -104,33 +110,89 @@ def _run_ergon(compiled, inputs: dict) -> None:
 
 @dataclass
 class Figures:
-    """Best wall time of each side, and the Prefect server CPU that side's best run caused."""
+    """Median wall time and process CPU of each side, the Prefect server CPU of a median run, and
+    Ergon's own CPU per visit beyond Prefect's task run (CPU of this process, Ergon's run less
+    the baseline's, over the visits)."""
 
     ergon: float
     base: float
+    ergon_cpu: float
+    base_cpu: float
+    visits: int
     ergon_server_cpu: float | None
     base_server_cpu: float | None
+    profile: str = ""
 
     def line(self, label: str, base_label: str) -> str:
+        per_visit = (self.ergon_cpu - self.base_cpu) / self.visits * 1000
         text = (f"{label:<30} ergon {self.ergon:7.2f}   {base_label} {self.base:7.2f}   "
-                f"ratio {self.ergon / self.base:5.2f}  (aim <= 1.3)")
+                f"ratio {self.ergon / self.base:5.2f}  (aim <= 1.1)\n"
+                f"{'':<30} CPU of this process: ergon {self.ergon_cpu:.2f} s, baseline {self.base_cpu:.2f} s "
+                f"-> Ergon's own {per_visit:.2f} ms per visit beyond Prefect's task run (aim <= 2)")
         if self.ergon_server_cpu is not None and self.base_server_cpu is not None:
             text += (f"\n{'':<30} Prefect server CPU per run: ergon {self.ergon_server_cpu:.1f} s, "
                      f"baseline {self.base_server_cpu:.1f} s")
-        return text
+        return text + (f"\n{self.profile}" if self.profile else "")
 
 
-def _compare(repeat: int, ergon_run, baseline_run) -> Figures:
-    """Alternate the two sides, each on an idle server (see benchmarks/settle.py); best of N."""
+def _timed(fn) -> tuple[float, float | None, float]:
+    """(wall, server CPU, this process's CPU) of one run on an idle server."""
+    cpu: list[float] = []
+
+    def run() -> None:
+        started = time.process_time()
+        fn()
+        cpu.append(time.process_time() - started)
+
+    wall, server = measured(run)
+    return wall, server, cpu[0]
+
+
+def _compare(repeat: int, ergon_run, baseline_run, visits: int, profile: bool = False) -> Figures:
+    """Alternate the two sides, each on an idle server (see benchmarks/settle.py); medians of N."""
     ergon, base = [], []
     for _ in range(repeat):
-        base.append(measured(baseline_run))
-        ergon.append(measured(ergon_run))
-    best_ergon, best_base = min(ergon, key=lambda f: f[0]), min(base, key=lambda f: f[0])
-    return Figures(best_ergon[0], best_base[0], best_ergon[1], best_base[1])
+        base.append(_timed(baseline_run))
+        ergon.append(_timed(ergon_run))
+    e, b = _median_run(ergon), _median_run(base)
+    return Figures(e[0], b[0], statistics.median(r[2] for r in ergon), statistics.median(r[2] for r in base),
+                   visits, e[1], b[1], _profile(ergon_run, visits) if profile else "")
 
 
-def bench_chain(repeat: int, n: int = 200) -> Figures:
+def _median_run(runs: list[tuple[float, float | None, float]]) -> tuple[float, float | None, float]:
+    return sorted(runs, key=lambda r: r[0])[len(runs) // 2]
+
+
+#: frames of the orchestration around a visit (their time is mostly Prefect's task engine)
+_WRAPPERS = ("flows/prefect/build.py", "flows/runs/execution.py", "flows/prefect/executor.py:119",
+             "flows/runtime/engine.py:159", "flows/runtime/engine.py:184", "flows/runtime/engine.py:342")
+
+
+def _profile(ergon_run, visits: int, top: int = 10) -> str:
+    """Where Ergon's own time per visit goes: cProfile of one run, Ergon's functions by their
+    cumulative time (the orchestration wrappers left out), per visit."""
+    import cProfile
+    import pstats
+
+    measured(lambda: None)  # an idle server first
+    prof = cProfile.Profile()
+    prof.enable()
+    ergon_run()
+    prof.disable()
+    stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+    rows = []
+    for (file, line, func), (_, calls, _, cum, _) in stats.items():
+        where = file.replace(str(ROOT) + "/", "")
+        if not where.startswith(("flows/", "compiler/")) or any(f"{where}:{line}".startswith(w) for w in _WRAPPERS):
+            continue
+        rows.append((cum, calls, f"{where}:{line}({func})"))
+    rows.sort(reverse=True)
+    lines = [f"{'':<30} profile (cProfile, one run; cumulative ms per visit, profiler overhead included):"]
+    lines += [f"{'':<32}{cum / visits * 1000:7.3f} ms  {calls:>6} calls  {name}" for cum, calls, name in rows[:top]]
+    return "\n".join(lines)
+
+
+def bench_chain(repeat: int, n: int = 200, profile: bool = False) -> Figures:
     from prefect import flow, task
     from prefect.cache_policies import NO_CACHE
 
@@ -144,10 +206,10 @@ def bench_chain(repeat: int, n: int = 200) -> Figures:
             await noop_task.with_options(task_run_name=f"n{i}")(i)
 
     compiled = _compile(chain_definition(n), "bench_chain")
-    return _compare(repeat, lambda: _run_ergon(compiled, {}), lambda: asyncio.run(baseline()))
+    return _compare(repeat, lambda: _run_ergon(compiled, {}), lambda: asyncio.run(baseline()), n, profile)
 
 
-def bench_foreach(repeat: int, n: int = 1000, concurrency: int = 50) -> Figures:
+def bench_foreach(repeat: int, n: int = 1000, concurrency: int = 50, profile: bool = False) -> Figures:
     from prefect import flow, task
     from prefect.cache_policies import NO_CACHE
     from prefect.task_runners import ThreadPoolTaskRunner
@@ -161,7 +223,7 @@ def bench_foreach(repeat: int, n: int = 1000, concurrency: int = 50) -> Figures:
         noop_task.map(range(n)).result()
 
     compiled = _compile(foreach_definition(concurrency), "bench_foreach")
-    return _compare(repeat, lambda: _run_ergon(compiled, {"items": list(range(n))}), baseline)
+    return _compare(repeat, lambda: _run_ergon(compiled, {"items": list(range(n))}), baseline, n, profile)
 
 
 CONCURRENT_WORKER = """
@@ -215,18 +277,20 @@ def bench_concurrent(processes: int = 5, runs_each: int = 10) -> tuple[float, in
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("which", nargs="*", default=["chain", "foreach", "concurrent"])
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--profile", action="store_true", help="also print where Ergon's time per visit goes")
     parser.add_argument("--tags", choices=["auto", "always", "off"], default="auto",
                         help="how visits are tagged in Prefect (ERGON_TASK_TAGS, see flows/tagging.py)")
     args = parser.parse_args()
     os.environ["ERGON_TASK_TAGS"] = args.tags
     _setup_env()
-    print(f"runtime benchmarks, best of {args.repeat} (seconds; each run on an idle Prefect server)"
+    print(f"runtime benchmarks, median of {args.repeat} (seconds; each run on an idle Prefect server)"
           f"; ERGON_TASK_TAGS={args.tags}")
     if "chain" in args.which:
-        print(bench_chain(args.repeat).line("chain of 200 no-op nodes", "prefect"), flush=True)
+        print(bench_chain(args.repeat, profile=args.profile).line("chain of 200 no-op nodes", "prefect"), flush=True)
     if "foreach" in args.which:
-        print(bench_foreach(args.repeat).line("foreach 1000 items, window 50", "prefect map"), flush=True)
+        print(bench_foreach(args.repeat, profile=args.profile).line("foreach 1000 items, window 50", "prefect map"),
+              flush=True)
     if "concurrent" in args.which:
         elapsed, completed, locked, seen = bench_concurrent()
         print(f"50 concurrent runs (5 processes x 10) on SQLite: {elapsed:.1f} s, {completed}/50 completed, "
