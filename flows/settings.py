@@ -11,8 +11,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-#: How long a human-task pause polls for an answer (seconds). The probe measured ~0.1 s latency at 1.
+#: How often a waiting run looks in the store for a cancel or an operator's advance (seconds).
 PAUSE_POLL_SECONDS = 1
+#: How often a run paused in-process asks Prefect whether it was resumed with an answer (seconds):
+#: the answer-to-next-node latency is up to this plus the resume itself (~0.1 s). One light GET
+#: of the flow run each time; a run suspended under a deployment makes none.
+ANSWER_POLL_SECONDS = 0.25
 #: Runs whose heartbeat is older than this (and whose process is gone) are marked crashed.
 HEARTBEAT_TIMEOUT_SECONDS = 300
 #: How deep sub-process runs may nest. `ergon check` refuses call cycles; this catches what it

@@ -3,7 +3,7 @@
 The body (:mod:`flows.runtime.bodies.human_task`) decides *how* a run waits; this module does it:
 
 * ``pause`` — ``pause_flow_run`` of the run's own flow run, with a ``RunInput`` model generated
-  from the task's fields (:func:`run_input_model`), polling every ``PAUSE_POLL_SECONDS``.
+  from the task's fields (:func:`run_input_model`), polling every ``ANSWER_POLL_SECONDS``.
 * ``subflow`` — the same pause in a flow run of its own (``ergon-human-task``): Prefect allows one
   pause per flow run at a time, and visits that overlap (foreach items, pipeline nodes) may each
   ask at once; each subflow pauses and resumes independently.
@@ -49,7 +49,7 @@ from prefect.runtime import flow_run
 
 from flows import humans
 from flows.runtime.effects import PROOF_KEY, AnswerWait
-from flows.settings import PAUSE_POLL_SECONDS
+from flows.settings import ANSWER_POLL_SECONDS
 from flows.store import tasks as task_store
 from flows.tokens import hash_token
 
@@ -99,7 +99,7 @@ async def _await_answer(fields: list[dict[str, Any]], model_name: str, prompt: s
     """Pause the current flow run until resumed with input; the answer, or None on timeout."""
     model = run_input_model(fields, model_name, description=prompt, proof=proof)
     try:
-        run_input: Any = await apause_flow_run(wait_for_input=model, timeout=wait, poll_interval=PAUSE_POLL_SECONDS,
+        run_input: Any = await apause_flow_run(wait_for_input=model, timeout=wait, poll_interval=ANSWER_POLL_SECONDS,
                                                key=key)
     except FlowPauseTimeout:
         return None
