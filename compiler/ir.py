@@ -11,9 +11,11 @@ document (``format_version: 1``) is accepted verbatim: that is why field names f
 
 Every field has a description: ``ergon schema`` publishes them as JSON Schema so that editors
 complete and check definitions.
-"""
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here, on purpose: pydantic would then evaluate every
+field's annotation from its string when it builds the models, a measurable part of importing the
+compiler (so of every ``ergon check``). The three forward references are quoted instead.
+"""
 
 from typing import Annotated, Any, Literal, NewType, Union
 
@@ -206,7 +208,7 @@ class ForeachNode(NodeBase):
     as_: str = Field("item", alias="as", description="Name under which each item is visible to the child body.")
     item_id: str | None = Field(None, description="Template for a stable per-item id, e.g. `{{invoice.id}}`.")
     max_concurrency: int | None = Field(None, description="Cap on items in flight (1-1000). Unset = all at once.")
-    node: Node = Field(description="The child body: `tool`, `interaction`, `agent` or `process`, without routing.")
+    node: "Node" = Field(description="The child body: `tool`, `interaction`, `agent` or `process`, without routing.")
     collect: str | CollectSpec | None = Field(None, description="Context field for the per-item outputs (string), or an envelope spec.")
     failure_policy: Literal["fail_fast", "collect_errors"] = Field("fail_fast", description="Stop at the first failed item, or keep going and collect errors.")
 
@@ -216,7 +218,7 @@ class BranchArm(IRModel):
 
     id: str = Field(description="Branch id, unique within the node.")
     title: str | None = Field(None, description="Display name.")
-    node: Node = Field(description="The branch body: `tool`, `interaction`, `agent` or `process`, without routing.")
+    node: "Node" = Field(description="The branch body: `tool`, `interaction`, `agent` or `process`, without routing.")
 
 
 class BranchNode(NodeBase):
@@ -242,7 +244,7 @@ class ProcessNode(NodeBase):
     type: Literal["process"] = Field(description="Node type `process`.")
     process: str | None = Field(None, description="Name of the child definition.")
     process_version: int | None = Field(None, ge=1, description="Published version to pin (default: latest).")
-    process_definition: ProcessDef | None = Field(None, description="An inline child definition.")
+    process_definition: "ProcessDef | None" = Field(None, description="An inline child definition.")
     run_type: Literal["programmatic", "supervised"] = Field("programmatic", description="Child run type.")
     input: dict[str, Any] | None = Field(None, description="Templates merged over the child's initial context.")
     returns: Returns | None = Field(None, description="What to take from the finished child.")

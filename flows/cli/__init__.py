@@ -1,8 +1,14 @@
 """The `ergon` command: one cyclopts app, one module per group of commands.
 
-Commands return their exit code; :func:`main` turns it into the process exit status. Heavy
-imports (prefect, litellm, streamlit) happen inside the commands that need them, so that
-`ergon check` and `ergon --help` stay fast.
+Commands return their exit code; :func:`main` turns it into the process exit status.
+
+Start-up time is part of the interface (`ergon check` runs in editors and in CI, on every save),
+so nothing is imported before it is needed: every command is registered *lazily*
+(:data:`COMMANDS`, cyclopts' ``app.command("module:attribute")``), and a command's module is
+imported only when that command runs or shows its own help — `ergon check` imports the compiler
+and not the store, Prefect or the deploy code; `ergon --help` imports no command module at all.
+Inside the modules, heavy imports (prefect, litellm, streamlit) happen in the commands that need
+them.
 """
 
 from __future__ import annotations
@@ -17,11 +23,55 @@ app = App(
     version_flags=["--version"],
 )
 
-# Command modules register themselves on `app` when imported.
-from flows.cli import (  # noqa: E402,F401
-    definitions, deploy, documents, init, interactions, runs, secrets, submissions, tasks, tokens, triggers, ui, users,
-    versions,
-)
+#: Every command, in the order `ergon` lists them when a name is unknown: CLI name → (the
+#: function or sub-``App`` as ``module:attribute``, the help `ergon --help` lists for it). cyclopts
+#: shows a lazy command's registered help in the list without importing it, and keeps it as the
+#: command's description once imported, so each text is the command's own — its docstring up to
+#: the parameters, or its ``App(help=...)`` — and ``tests/test_cli_commands.py`` checks they agree.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "check": ("flows.cli.definitions:check", "Check definitions and print every problem at once."),
+    "schema": ("flows.cli.definitions:schema",
+               "Print the JSON Schema of the definition kinds (for editors' YAML language servers)."),
+    "compile": ("flows.cli.definitions:compile_", "Compile a definition into its executable Plan and print it."),
+    "graph": ("flows.cli.definitions:graph",
+              "Draw a definition as a Mermaid or Graphviz DOT graph (lanes/phases, guard labels)."),
+    "deploy": ("flows.cli.deploy:deploy",
+               "Write the deployments of definitions into prefect.yaml and register them with Prefect."),
+    "documents": ("flows.cli.documents:documents_app", "The local document store (fetch_document, search_documents)."),
+    "init": ("flows.cli.init:init",
+             "Create an Ergon project: example definitions, a Python tool, prefect.yaml, a README."),
+    "interactions": ("flows.cli.interactions:interactions_app", "List interactions and run one on its own."),
+    "runs": ("flows.cli.runs:runs_app", "Inspect and control runs."),
+    "server": ("flows.cli.runs:server_app", "The local Prefect server Ergon uses when PREFECT_API_URL is not set."),
+    "run": ("flows.cli.runs:run",
+            "Validate a definition, run it on Prefect, show progress node by node, wait for the end.\n\n"
+            "The run is recorded as started by the user you act as (--as, --token; see `ergon tokens`)."),
+    "secrets": ("flows.cli.secrets:secrets_app",
+                "Encrypted secrets (`secret:NAME` in definitions). Values come from stdin."),
+    "submissions": ("flows.cli.submissions:submissions_app",
+                    "Submissions: instances of forms, every value with its versions."),
+    "tasks": ("flows.cli.tasks:tasks_app", "Human tasks: the inbox of the user you act as (see --as, --token)."),
+    "tokens": ("flows.cli.tokens:tokens_app",
+               "Personal API tokens: act as yourself without a password (--token, ERGON_TOKEN)."),
+    "schedules": ("flows.cli.triggers:schedules_app",
+                  "Triggers of the definitions: next/last run, pause, resume, run now."),
+    "serve": ("flows.cli.triggers:serve",
+              "Serve every triggered definition of the folder: schedules, webhooks (until Ctrl-C)."),
+    "ui": ("flows.cli.ui:ui", "Start the dashboard (runs, a run's story, the task inbox, artifacts, definitions)."),
+    "users": ("flows.cli.users:users_app", "Users, groups and admins (who may see and answer human tasks)."),
+    "publish": ("flows.cli.versions:publish",
+                "Publish a definition's draft (its file) as an immutable new version, recorded as published by the "
+                "user you act as (--as, --token).\n\nRefused when the definition has errors; a no-op when it equals "
+                "the latest version. Warns, naming them, about paused runs the change breaks."),
+    "versions": ("flows.cli.versions:versions_",
+                 "List the published versions of a definition, and whether the draft differs from the latest."),
+    "diff": ("flows.cli.versions:diff",
+             "Show what changed between two versions: nodes, their fields, context fields, transitions."),
+    "revert": ("flows.cli.versions:revert",
+               "Write a published version's exact text back into the draft file (no new version is made)."),
+}
+for _name, (_target, _help) in COMMANDS.items():
+    app.command(_target, name=_name, help=_help)
 
 
 def run(argv: list[str] | None = None) -> int:

@@ -10,7 +10,6 @@ from typing import Annotated, Literal
 from cyclopts import Parameter
 from rich.console import Console
 
-from flows.cli import app
 from flows.cli.output import error
 
 DEFAULT_DIR = "definitions"
@@ -26,7 +25,6 @@ def _context_dirs(paths: tuple[str, ...]) -> list[str]:
     return sorted(dirs)
 
 
-@app.command
 def check(*paths: str, json_: Annotated[bool, Parameter(name="--json")] = False) -> int:
     """Check definitions and print every problem at once.
 
@@ -58,7 +56,6 @@ def check(*paths: str, json_: Annotated[bool, Parameter(name="--json")] = False)
     return 1 if report.errors else 0
 
 
-@app.command
 def schema(kind: Annotated[str | None, Parameter(name="--kind")] = None) -> int:
     """Print the JSON Schema of the definition kinds (for editors' YAML language servers).
 
@@ -97,7 +94,6 @@ def _plan_or_report(name: str, folder: str):
         return None, 2
 
 
-@app.command(name="compile")
 def compile_(
     name: str,
     *,
@@ -125,7 +121,6 @@ def compile_(
     return 0
 
 
-@app.command
 def graph(
     name: str,
     *,

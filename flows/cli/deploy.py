@@ -25,7 +25,6 @@ from typing import Annotated, Any
 from cyclopts import Parameter
 from rich.console import Console
 
-from flows.cli import app
 from flows.cli.output import error
 from flows.errors import ErgonError
 
@@ -56,7 +55,6 @@ class DeployError(ErgonError):
     """A deployment that cannot be made; the message says what to change."""
 
 
-@app.command
 def deploy(
     names: list[str] | None = None,
     *,

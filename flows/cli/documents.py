@@ -8,11 +8,9 @@ from typing import Annotated
 from cyclopts import App, Parameter
 from rich.console import Console
 
-from flows.cli import app
 from flows.cli.output import error
 
 documents_app = App(name="documents", help="The local document store (fetch_document, search_documents).")
-app.command(documents_app)
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)

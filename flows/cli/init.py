@@ -19,7 +19,6 @@ from typing import Annotated
 from cyclopts import Parameter
 from rich.console import Console
 
-from flows.cli import app
 from flows.cli.output import error
 
 out = Console(highlight=False, soft_wrap=True)
@@ -55,7 +54,6 @@ def prefect_project(name: str) -> str:
     return PROJECT_HEADER.replace("\nname: ergon\n", f"\nname: {slug}\n", 1)
 
 
-@app.command
 def init(
     directory: str = ".",
     *,

@@ -10,11 +10,9 @@ from cyclopts import App, Parameter
 from rich.console import Console
 
 from compiler.ir import EnvironmentDef, InteractionDef
-from flows.cli import app
 from flows.cli.output import error
 
 interactions_app = App(name="interactions", help="List interactions and run one on its own.")
-app.command(interactions_app)
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)

@@ -9,7 +9,6 @@ from cyclopts import App, Parameter
 from rich.console import Console
 from rich.markup import escape
 
-from flows.cli import app
 from flows.cli.acting import Who, resolved
 from flows.cli.output import diagnostics, err, error, out
 
@@ -18,8 +17,6 @@ if TYPE_CHECKING:  # the store is imported by the commands that use it (a fast `
 
 runs_app = App(name="runs", help="Inspect and control runs.")
 server_app = App(name="server", help="The local Prefect server Ergon uses when PREFECT_API_URL is not set.")
-app.command(runs_app)
-app.command(server_app)
 
 EXIT = {"completed": 0, "paused": 0, "failed": 1, "crashed": 1, "cancelled": 1}
 
@@ -69,7 +66,6 @@ def _progress_listener(console: Console):
     return listen
 
 
-@app.command
 def run(
     name: str,
     *,

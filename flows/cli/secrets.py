@@ -13,11 +13,9 @@ from typing import Annotated
 from cyclopts import App, Parameter
 from rich.console import Console
 
-from flows.cli import app
 from flows.cli.output import error
 
 secrets_app = App(name="secrets", help="Encrypted secrets (`secret:NAME` in definitions). Values come from stdin.")
-app.command(secrets_app)
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)

@@ -25,12 +25,10 @@ from typing import Annotated, Any
 from cyclopts import App, Parameter
 from rich.markup import escape
 
-from flows.cli import app
 from flows.cli.acting import Who, resolved
 from flows.cli.output import diagnostics, err, error, out
 
 submissions_app = App(name="submissions", help="Submissions: instances of forms, every value with its versions.")
-app.command(submissions_app)
 
 Json = Annotated[bool, Parameter(name="--json", help="Print JSON.")]
 

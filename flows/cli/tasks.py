@@ -21,12 +21,10 @@ from cyclopts import App, Parameter
 from rich.console import Console
 from rich.markup import escape
 
-from flows.cli import app
 from flows.cli.acting import Who, resolved
 from flows.cli.output import error
 
 tasks_app = App(name="tasks", help="Human tasks: the inbox of the user you act as (see --as, --token).")
-app.command(tasks_app)
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)

@@ -18,12 +18,10 @@ from cyclopts import App, Parameter
 from rich.console import Console
 from rich.markup import escape
 
-from flows.cli import app
 from flows.cli.acting import Who, resolved
 from flows.cli.output import error
 
 tokens_app = App(name="tokens", help="Personal API tokens: act as yourself without a password (--token, ERGON_TOKEN).")
-app.command(tokens_app)
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)

@@ -14,11 +14,9 @@ from typing import Annotated
 from cyclopts import App, Parameter
 from rich.console import Console
 
-from flows.cli import app
 from flows.cli.output import error
 
 schedules_app = App(name="schedules", help="Triggers of the definitions: next/last run, pause, resume, run now.")
-app.command(schedules_app)
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -32,7 +30,6 @@ def _prepare() -> None:
     db.init_db()
 
 
-@app.command
 def serve(
     *,
     webhook_port: Annotated[int, Parameter(name="--webhook-port")] = 8765,

@@ -20,7 +20,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from flows.cli import app
 
 #: The dashboard and its Streamlit settings, inside the installed `ui` package (not the checkout:
 #: `ergon ui` runs from any folder).
@@ -52,7 +51,6 @@ def streamlit_command(port: int = 8501, host: str = "127.0.0.1") -> list[str]:
     ]
 
 
-@app.command
 def ui(*, port: int = 8501, host: str = "127.0.0.1") -> int:
     """Start the dashboard (runs, a run's story, the task inbox, artifacts, definitions).
 

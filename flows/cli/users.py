@@ -23,12 +23,10 @@ from cyclopts import App, Parameter
 from rich.console import Console
 from rich.markup import escape
 
-from flows.cli import app
 from flows.cli.acting import Acting, resolved
 from flows.cli.output import error
 
 users_app = App(name="users", help="Users, groups and admins (who may see and answer human tasks).")
-app.command(users_app)
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)

@@ -13,7 +13,6 @@ from cyclopts import Parameter
 from rich.console import Console
 from rich.markup import escape
 
-from flows.cli import app
 from flows.cli.acting import Who
 from flows.cli.output import error
 
@@ -21,7 +20,6 @@ out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-@app.command
 def publish(
     name: str,
     *,
@@ -75,7 +73,6 @@ def publish(
     return 0
 
 
-@app.command(name="versions")
 def versions_(name: str, *, json_: Annotated[bool, Parameter(name="--json")] = False) -> int:
     """List the published versions of a definition, and whether the draft differs from the latest.
 
@@ -124,7 +121,6 @@ def versions_(name: str, *, json_: Annotated[bool, Parameter(name="--json")] = F
     return 0
 
 
-@app.command
 def diff(name: str, v1: str, v2: str = "draft", *, json_: Annotated[bool, Parameter(name="--json")] = False) -> int:
     """Show what changed between two versions: nodes, their fields, context fields, transitions.
 
@@ -155,7 +151,6 @@ def diff(name: str, v1: str, v2: str = "draft", *, json_: Annotated[bool, Parame
     return 0
 
 
-@app.command
 def revert(name: str, version: str) -> int:
     """Write a published version's exact text back into the draft file (no new version is made).
 

@@ -82,10 +82,21 @@ def __getattr__(attribute: str) -> Any:
 
 
 def _build(attribute: str) -> Any:
+    """The flow of ``attribute``, and the flow-run process made ready to run it.
+
+    Prefect's engine loads the flow *before* it asks the server to move the flow run to Running,
+    and a worker that prefetches scheduled runs starts the process before the tick: whatever is
+    done here (compiling the definition; the store's schema check, engine and ORM set-up) is done
+    while the run waits for its start time, instead of between the tick and the first node.
+    """
     from flows.catalog import Catalog
 
     catalog = Catalog.load()
     target = _target(attribute, catalog)
+    try:
+        db.warm_up()
+    except Exception:  # noqa: BLE001 - only a head start: the body's own init_db reports a store it cannot use
+        pass
     compiled = compile_target(target, catalog)
     return deployment_flow(compiled, attribute, catalog=catalog, version=target.version)
 

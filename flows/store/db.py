@@ -24,6 +24,7 @@ The schema always comes from the alembic migrations (:func:`init_db`), never fro
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -197,17 +198,72 @@ def alembic_config(url: str | None = None):
 def init_db(url: str | None = None) -> None:
     """Bring the database at ``url`` up to the latest migration (``alembic upgrade head``).
 
-    Cheap after the first call in a process. Safe to run from several processes at once: the
-    migration transaction holds the write lock, so a second process waits and then finds the
-    schema at head.
+    Cheap after the first call in a process, and cheap in a fresh process when the database is
+    already at head (:func:`_at_head`): a deployment's flow-run process, every CLI command and the
+    dashboard call this first, and importing alembic and loading its scripts costs more than the
+    rest of a small run's set-up. Safe to run from several processes at once: the migration
+    transaction holds the write lock, so a second process waits and then finds the schema at head.
     """
-    from alembic import command
-
     url = url or database_url()
     if url in _migrated:
         return
-    command.upgrade(alembic_config(url), "head")
+    if not _at_head(url):
+        from alembic import command
+
+        command.upgrade(alembic_config(url), "head")
     _migrated.add(url)
+
+
+_REVISION = re.compile(r"^revision(?:\s*:\s*str)?\s*=\s*['\"]([^'\"]+)['\"]", re.M)
+_DOWN_REVISION = re.compile(r"^down_revision(?:\s*:[^=]+)?\s*=\s*(?:None|['\"]([^'\"]+)['\"])\s*$", re.M)
+
+
+def head_revision() -> str | None:
+    """The one head of the packaged migrations, read from their files without alembic; None
+    when that reading is not certain (a merge, a branch, a file it cannot parse) — then
+    :func:`init_db` leaves the question to alembic."""
+    revisions: set[str] = set()
+    downs: set[str] = set()
+    for script in (Path(__file__).with_name("migrations") / "versions").glob("*.py"):
+        if script.name == "__init__.py":
+            continue
+        text = script.read_text(encoding="utf-8")
+        revision, down = _REVISION.findall(text), _DOWN_REVISION.findall(text)
+        if len(revision) != 1 or len(down) != 1:
+            return None
+        revisions.add(revision[0])
+        if down[0]:
+            downs.add(down[0])
+    heads = revisions - downs
+    return heads.pop() if len(heads) == 1 and downs <= revisions else None
+
+
+def _at_head(url: str) -> bool:
+    """Whether the database already records the migrations' head (and only it); False when in
+    doubt (no ``alembic_version`` table, an unreadable database, several heads)."""
+    head = head_revision()
+    if head is None:
+        return False
+    try:
+        with get_engine(url).connect() as conn:
+            stamped = [row[0] for row in conn.exec_driver_sql("SELECT version_num FROM alembic_version")]
+    except sa.exc.DBAPIError:
+        return False
+    return stamped == [head]
+
+
+def warm_up(url: str | None = None) -> None:
+    """Do now what the first store call of a fresh process would: bring the schema to head, open
+    the engine, and configure the ORM mappers (SQLAlchemy does that at the first query, about
+    0.1 s for the store's tables). A deployment's flow-run process calls it while it loads its
+    flow, before Prefect starts the body (see :mod:`flows.prefect.deployments`)."""
+    from sqlalchemy.orm import configure_mappers
+
+    from flows.store import models  # noqa: F401  (maps the tables)
+
+    init_db(url)
+    get_engine(url)
+    configure_mappers()
 
 
 def dispose_all() -> None:

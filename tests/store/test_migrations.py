@@ -101,3 +101,28 @@ def test_processes_migrating_the_same_file_at_once_all_succeed(tmp_path):
     assert [p.returncode for p in procs] == [0, 0], [err for _, err in results]
     assert "runs" in _tables(url)
     db.dispose_all()
+
+
+def test_head_revision_read_from_the_files_is_alembics():
+    assert db.head_revision() == ScriptDirectory.from_config(db.alembic_config("sqlite://")).get_current_head()
+
+
+def test_a_database_at_head_is_not_migrated_again_and_one_behind_is(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'ahead.db'}"
+    upgrades: list[str] = []
+    real_upgrade = command.upgrade
+    monkeypatch.setattr(command, "upgrade", lambda cfg, rev: upgrades.append(rev) or real_upgrade(cfg, rev))
+    try:
+        db.init_db(url)  # a new file: alembic builds it
+        assert upgrades == ["head"]
+        db._migrated.clear()  # a fresh process
+        db.init_db(url)  # already at head: alembic is not asked
+        assert upgrades == ["head"]
+        command.downgrade(db.alembic_config(url), "-1")
+        db._migrated.clear()
+        db.init_db(url)  # one behind: alembic upgrades it
+        assert upgrades == ["head", "head"]
+        with db.get_engine(url).connect() as conn:
+            assert conn.exec_driver_sql("select version_num from alembic_version").scalar() == db.head_revision()
+    finally:
+        db.dispose_all()

@@ -1,0 +1,123 @@
+"""Start-up time of the `ergon` command: `ergon check FILE` and `ergon --help` against `python -c pass`.
+
+Each round starts one fresh process of each command, in turn (baseline, check, help), so a
+machine that gets busier or quieter during the script slows all three alike; the figures are
+medians over the rounds, wall time and CPU time (user + system, from ``wait4``). Then one
+``python -X importtime`` of each Ergon command gives the ten modules that cost most on their own
+(self time) and the top-level packages by cumulative time.
+
+    python benchmarks/startup.py [--rounds 15] [--file definitions/kyc_check.yaml] [--before DIR]
+
+``--before DIR`` also times the two Ergon commands run from another checkout (say a ``git
+worktree`` of an older commit: ``python -m flows.cli`` started in that folder imports its code),
+in the same rounds, so a before → after comparison sees the same machine load. Both sides are
+then started as ``python -m flows.cli``.
+
+Aim: ``ergon check`` of one definition in at most 0.4 s wall. The median wall time, its difference
+to ``python -c pass`` and the ratio are printed; on a busy machine the CPU time is the steadier
+figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _ergon() -> list[str]:
+    """The installed console script beside this interpreter, else ``python -m flows.cli``."""
+    script = Path(sys.executable).with_name("ergon")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "flows.cli"]
+
+
+def _timed(argv: list[str], cwd: Path = ROOT) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds of the child, exit code) of one fresh process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_utime + usage.ru_stime, proc.returncode
+
+
+def _importtime(argv: list[str]) -> list[tuple[int, int, str]]:
+    """``-X importtime`` of one process: (self µs, cumulative µs, indented module name) per import."""
+    python, rest = (argv[0], argv[1:]) if argv[0] == sys.executable else (sys.executable, argv)
+    done = subprocess.run([python, "-X", "importtime", *rest], cwd=ROOT, capture_output=True, text=True)
+    rows = []
+    for line in done.stderr.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        self_us, cumulative, name = line.removeprefix("import time:").split("|", 2)
+        rows.append((int(self_us), int(cumulative), name.rstrip()))
+    return rows
+
+
+def _summary(label: str, argv: list[str]) -> None:
+    rows = _importtime(argv)
+    total = sum(s for s, _, _ in rows)
+    print(f"\n{label}: {len(rows)} modules imported, {total / 1000:.0f} ms of imports (one run, -X importtime)")
+    print("  top 10 by self time:")
+    for self_us, cumulative, name in sorted(rows, reverse=True)[:10]:
+        print(f"    {self_us / 1000:7.1f} ms self {cumulative / 1000:7.1f} ms cumulative  {name.strip()}")
+    tops = [(c, n.strip()) for _, c, n in rows if not n.startswith("  ")]  # top-level imports only
+    print("  top-level imports by cumulative time:",
+          ", ".join(f"{n} {c / 1000:.0f} ms" for c, n in sorted(tops, reverse=True)[:8]))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15, help="fresh processes of each command (≥ 5)")
+    parser.add_argument("--file", default="definitions/kyc_check.yaml", help="the definition `ergon check` reads")
+    parser.add_argument("--before", type=Path, help="another checkout of Ergon to time beside this one")
+    args = parser.parse_args()
+    rounds = max(5, args.rounds)
+    ergon = [sys.executable, "-m", "flows.cli"] if args.before else _ergon()
+    commands: dict[str, list[str]] = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        f"ergon check {args.file}": [*ergon, "check", args.file],
+        "ergon --help": [*ergon, "--help"],
+    }
+    folders = {label: ROOT for label in commands}
+    if args.before:
+        for label in list(commands)[1:]:
+            commands[f"{label} (before)"] = commands[label]
+            folders[f"{label} (before)"] = args.before.resolve()
+    for label, argv in commands.items():  # warm the file-system cache and the bytecode caches once
+        subprocess.run(argv, cwd=folders[label], capture_output=True)
+    walls: dict[str, list[float]] = {k: [] for k in commands}
+    cpus: dict[str, list[float]] = {k: [] for k in commands}
+    for _ in range(rounds):
+        for label, argv in commands.items():
+            wall, cpu, code = _timed(argv, folders[label])
+            if code != 0:
+                raise SystemExit(f"`{label}` exited {code}")
+            walls[label].append(wall)
+            cpus[label].append(cpu)
+    base = "python -c pass"
+    print(f"start-up, median of {rounds} fresh processes each (alternating), {os.cpu_count()} cores, "
+          f"load {os.getloadavg()[0]:.1f}")
+    print(f"  {'command':<49} {'wall s':>7} {'min':>6} {'cpu s':>6}  {'− pass (wall)':>13} {'× pass':>7}")
+    for label in commands:
+        wall, cpu = statistics.median(walls[label]), statistics.median(cpus[label])
+        diff = wall - statistics.median(walls[base])
+        ratio = wall / statistics.median(walls[base])
+        print(f"  {label:<49} {wall:7.3f} {min(walls[label]):6.3f} {cpu:6.3f}  {diff:+13.3f} {ratio:7.1f}")
+    check = f"ergon check {args.file}"
+    verdict = "met" if statistics.median(walls[check]) <= 0.4 else "NOT met"
+    print(f"  aim: `{check}` ≤ 0.4 s wall — {verdict}")
+    for label, argv in commands.items():
+        if label != base and folders[label] == ROOT:
+            _summary(label, argv)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
