@@ -11,7 +11,8 @@ server has used less than :data:`IDLE_CPU` of a core for :data:`IDLE_SAMPLES` on
 :func:`server_cpu_seconds` also lets a benchmark report the server-side cost of a run (CPU from
 its start until the server is idle again), Ergon's against the baseline's.
 
-Only a server Ergon started (``ERGON_HOME/prefect/server.json``) can be watched; with a server
+Only a server Ergon started (``ERGON_HOME/prefect/server.json``) can be watched, or one whose
+process id the caller passes (``pid=``, a server the benchmark started itself); with a server
 given by ``PREFECT_API_URL`` the functions fall back to a fixed pause and report ``None``.
 """
 
@@ -41,9 +42,9 @@ def _server_pid() -> int | None:
         return None
 
 
-def server_cpu_seconds() -> float | None:
+def server_cpu_seconds(pid: int | None = None) -> float | None:
     """User + system CPU seconds used so far by the server's process group (None if unknown)."""
-    pid = _server_pid()
+    pid = pid or _server_pid()
     if pid is None:
         return None
     try:
@@ -64,17 +65,17 @@ def server_cpu_seconds() -> float | None:
     return total
 
 
-def wait_until_idle() -> float:
+def wait_until_idle(pid: int | None = None) -> float:
     """Block until the server is idle; returns the seconds waited."""
     started = time.perf_counter()
-    last = server_cpu_seconds()
+    last = server_cpu_seconds(pid)
     if last is None:
         time.sleep(FALLBACK_SECONDS)
         return FALLBACK_SECONDS
     quiet = 0
     while quiet < IDLE_SAMPLES and time.perf_counter() - started < MAX_WAIT_SECONDS:
         time.sleep(1.0)
-        now = server_cpu_seconds() or last
+        now = server_cpu_seconds(pid) or last
         quiet = quiet + 1 if now - last < IDLE_CPU else 0
         last = now
     return time.perf_counter() - started

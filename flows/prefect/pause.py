@@ -99,8 +99,9 @@ async def _await_answer(fields: list[dict[str, Any]], model_name: str, prompt: s
     """Pause the current flow run until resumed with input; the answer, or None on timeout."""
     model = run_input_model(fields, model_name, description=prompt, proof=proof)
     try:
-        run_input: Any = await apause_flow_run(wait_for_input=model, timeout=wait, poll_interval=ANSWER_POLL_SECONDS,
-                                               key=key)
+        # Prefect annotates poll_interval as int but only sleeps on it: a fraction of a second works
+        run_input: Any = await apause_flow_run(wait_for_input=model, timeout=wait,  # type: ignore[call-overload]
+                                               poll_interval=ANSWER_POLL_SECONDS, key=key)
     except FlowPauseTimeout:
         return None
     return await _received(run_input, fields if proof else None)
