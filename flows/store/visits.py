@@ -62,6 +62,17 @@ VISIT_COLUMNS = (
 
 _Call = TypeVar("_Call", LlmCall, ToolCall)
 
+#: The checkpoint's statements, built once: building a statement per call (and its cache key)
+#: was a third of the close's CPU
+_INSERT_VISIT = insert(_VISITS)
+_SAVE_CONTEXT = (update(_RUNS).where(_RUNS.c.id == sa.bindparam("run_id"))
+                 .values(context=sa.bindparam("context"), heartbeat_at=sa.bindparam("now")).returning(_RUNS.c.status))
+_RUN_STATUS = select(_RUNS.c.status).where(_RUNS.c.id == sa.bindparam("run_id"))
+_INSERT_LLM_CALL = insert(_LLM_CALLS)
+_ADD_SPEND = (update(_RUNS).where(_RUNS.c.id == sa.bindparam("run_id"))
+              .values(cost_usd=_RUNS.c.cost_usd + sa.bindparam("cost", type_=sa.Float),
+                      tokens=_RUNS.c.tokens + sa.bindparam("tokens", type_=sa.Integer)))
+
 #: seconds a started visit may stay unwritten (see the module docstring)
 FLUSH_AFTER = 0.2
 #: visit id → (its start row, when it was deferred): started by the engine, not yet written
@@ -81,7 +92,7 @@ def _write_pending(conn: sa.Connection) -> None:
         rows = [row for row, _ in _pending.values()]
         _pending.clear()
     if rows:
-        conn.execute(insert(_VISITS), rows)
+        conn.execute(_INSERT_VISIT, rows)
 
 
 defer_writes(_has_pending, _write_pending)
@@ -231,18 +242,17 @@ def close_visit(
         started = _open.pop(visit_id, None)
     with connection(write=True) as conn:
         if pending is not None:  # never written: the whole visit in one statement
-            conn.execute(insert(_VISITS), {**pending[0], **values})
+            conn.execute(_INSERT_VISIT, {**pending[0], **values})
         elif conn.execute(update(_VISITS).where(_VISITS.c.id == visit_id).values(**values)).rowcount == 0 \
                 and started is not None:  # the transaction that carried its start row rolled back
-            conn.execute(insert(_VISITS), {**started, **values})
+            conn.execute(_INSERT_VISIT, {**started, **values})
         if submission is not None:
             from flows.store.submissions import insert_rows
 
             insert_rows(conn, submission[1])
         if context is not None:
-            return conn.execute(update(_RUNS).where(_RUNS.c.id == run_id).values(context=context, heartbeat_at=now)
-                                .returning(_RUNS.c.status)).scalar()
-        return conn.execute(select(_RUNS.c.status).where(_RUNS.c.id == run_id)).scalar()
+            return conn.execute(_SAVE_CONTEXT, {"run_id": run_id, "context": context, "now": now}).scalar()
+        return conn.execute(_RUN_STATUS, {"run_id": run_id}).scalar()
 
 
 def finish_visit(
@@ -422,11 +432,8 @@ def record_llm_call(
     )
     # Core statements on a plain connection: this is on the path of every model call.
     with connection(write=True) as conn:
-        conn.execute(insert(_LLM_CALLS), values)
-        conn.execute(
-            update(_RUNS).where(_RUNS.c.id == run_id)
-            .values(cost_usd=_RUNS.c.cost_usd + cost_usd, tokens=_RUNS.c.tokens + tokens_in + tokens_out)
-        )
+        conn.execute(_INSERT_LLM_CALL, values)
+        conn.execute(_ADD_SPEND, {"run_id": run_id, "cost": cost_usd, "tokens": tokens_in + tokens_out})
     return LlmCall.model_construct(**values)
 
 
