@@ -6,18 +6,14 @@ form and once saved, with the store checked after each. Screenshots go to ``scre
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import socket
-import subprocess
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 import ui_seed as seed
+from dashboard_server import dashboard
 from ui_defs import ALL, SUBMISSION_DEFS
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -30,12 +26,6 @@ from playwright.sync_api import expect, sync_playwright  # noqa: E402
 pytestmark = [pytest.mark.browser]
 TOOLS = Path(__file__).resolve().parents[1] / "runtime" / "tools"
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "screenshots"  # git-ignored
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -64,30 +54,8 @@ def env(migrated_template, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(env):
-    from flows.cli.ui import streamlit_command
-
-    port = _free_port()
-    log = open(env / "streamlit.log", "wb")  # noqa: SIM115 - closed with the process
-    proc = subprocess.Popen(streamlit_command(port), env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
-                if resp.read() == b"ok":
-                    break
-        except OSError:
-            pass
-        assert proc.poll() is None and time.monotonic() < deadline, (env / "streamlit.log").read_text()
-        time.sleep(0.3)
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    with dashboard(env) as url:
+        yield url
 
 
 @pytest.fixture
