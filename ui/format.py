@@ -95,3 +95,8 @@ def cost(value: float | None) -> str:
 def short(value: Any, limit: int = 80) -> str:
     text = "" if value is None else str(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def markdown_text(text: str) -> str:
+    """``text`` shown through markdown as typed (``$900`` is not a formula, ``*`` not emphasis)."""
+    return "".join("\\" + c if c in "\\`*_{}[]()#+-.!|<>~$" else c for c in text)

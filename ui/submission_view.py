@@ -19,6 +19,7 @@ from compiler.ir import FormDef, FormField
 from flows.store.submissions import Cell
 from flows.submissions import shape
 from flows.submissions.provenance import Link
+from ui.format import markdown_text as markdown_text  # the page writes every text through it
 
 #: badge colours by source (a transformation's badge names its kind)
 COLOURS = {"manual": "blue", "import": "gray", "human": "green", "transformation": "violet"}
@@ -44,11 +45,6 @@ def value_text(value: Any, limit: int = 120) -> str:
     else:
         text = " ".join(str(value).split()) or "(empty)"
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def markdown_text(text: str) -> str:
-    """``text`` shown through markdown as typed (``$900`` is not a formula, ``*`` not emphasis)."""
-    return "".join("\\" + c if c in "\\`*_{}[]()#+-.!|<>~$" else c for c in text)
 
 
 def edit_text(value: Any) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 import streamlit as st
 
+from ui.format import markdown_text
 from ui.forms import field_label
 
 
@@ -58,11 +59,6 @@ def subject(plan: Any, task: Any, context: dict[str, Any] | None) -> list[Field]
     return out
 
 
-def _escaped(text: str) -> str:
-    """Text shown through markdown as typed (``*``, ``_``, ``#`` … are not formatting here)."""
-    return "".join("\\" + c if c in "\\`*_{}[]()#+-.!|<>~$" else c for c in text)
-
-
 def _scalar(value: Any) -> str:
     if value is None:
         return "—"
@@ -83,7 +79,7 @@ def show_value(value: Any) -> None:
     elif isinstance(value, str) and "\n" in value:
         st.text(value)
     else:
-        st.markdown(_escaped(_scalar(value)))
+        st.markdown(markdown_text(_scalar(value)))
 
 
 def detail_text(detail: Any) -> str:

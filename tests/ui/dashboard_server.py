@@ -1,5 +1,6 @@
-"""A real dashboard server for the browser tests: `ergon ui`'s Streamlit command on a free port,
-up once its health endpoint answers, stopped (its session) afterwards."""
+"""A real dashboard for the browser tests: its store and definitions (:func:`dashboard_store`),
+and `ergon ui`'s Streamlit command on a free port (:func:`dashboard`), up once its health
+endpoint answers, stopped afterwards."""
 
 from __future__ import annotations
 
@@ -48,3 +49,35 @@ def dashboard(folder: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+TOOLS = Path(__file__).resolve().parents[1] / "runtime" / "tools"
+
+
+@contextmanager
+def dashboard_store(folder: Path, migrated_template: Path, files: dict[str, str]) -> Iterator[Path]:
+    """A migrated store and a definitions folder (``files``, and the test tools) in ``folder``,
+    made the process's (and so the dashboard's) store, with the approver alice (password
+    ``wonderland``, group legal)."""
+    import shutil
+
+    import pytest
+
+    from flows import people
+    from flows.store import db
+
+    shutil.copy(migrated_template, folder / "ergon.db")
+    defs = folder / "definitions"
+    shutil.copytree(TOOLS, defs / "tools", ignore=shutil.ignore_patterns("__pycache__"))
+    for name, text in files.items():
+        (defs / name).parent.mkdir(parents=True, exist_ok=True)
+        (defs / name).write_text(text)
+    url = f"sqlite:///{folder / 'ergon.db'}"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ERGON_DATABASE_URL", url)
+        mp.setenv("ERGON_DEFINITIONS", str(defs))
+        mp.delenv("ERGON_UI_REQUIRE_LOGIN", raising=False)
+        db.init_db(url)
+        people.add_user("alice", ["legal"], password="wonderland")
+        yield folder
+        db.dispose_all()

@@ -9,14 +9,13 @@ the executed route in the SVG. Each page is saved under ``screenshots/`` (git-ig
 from __future__ import annotations
 
 import re
-import shutil
 import time
 from pathlib import Path
 
 import pytest
 
 import ui_seed as seed
-from dashboard_server import dashboard
+from dashboard_server import dashboard, dashboard_store
 from ui_defs import ALL
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -27,31 +26,14 @@ if not CHROMIUM.exists():
 from playwright.sync_api import expect, sync_playwright  # noqa: E402
 
 pytestmark = [pytest.mark.browser, pytest.mark.prefect]
-TOOLS = Path(__file__).resolve().parents[1] / "runtime" / "tools"
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "screenshots"  # git-ignored
 
 
 @pytest.fixture(scope="module")
 def env(prefect_api, migrated_template, tmp_path_factory):
     """A store and definitions folder shared by this module's tests and the dashboard server."""
-    from flows import people
-    from flows.store import db
-
-    folder = tmp_path_factory.mktemp("ui-browser")
-    shutil.copy(migrated_template, folder / "ergon.db")
-    defs = folder / "definitions"
-    shutil.copytree(TOOLS, defs / "tools", ignore=shutil.ignore_patterns("__pycache__"))
-    for name, text in ALL.items():
-        (defs / name).write_text(text)
-    url = f"sqlite:///{folder / 'ergon.db'}"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ERGON_DATABASE_URL", url)
-        mp.setenv("ERGON_DEFINITIONS", str(defs))
-        mp.delenv("ERGON_UI_REQUIRE_LOGIN", raising=False)
-        db.init_db(url)
-        people.add_user("alice", ["legal"], password="wonderland")
+    with dashboard_store(tmp_path_factory.mktemp("ui-browser"), migrated_template, ALL) as folder:
         yield folder
-        db.dispose_all()
 
 
 @pytest.fixture(scope="module")

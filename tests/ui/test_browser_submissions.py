@@ -7,13 +7,12 @@ form and once saved, with the store checked after each. Screenshots go to ``scre
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 
 import ui_seed as seed
-from dashboard_server import dashboard
+from dashboard_server import dashboard, dashboard_store
 from ui_defs import ALL, SUBMISSION_DEFS
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -24,32 +23,14 @@ if not CHROMIUM.exists():
 from playwright.sync_api import expect, sync_playwright  # noqa: E402
 
 pytestmark = [pytest.mark.browser]
-TOOLS = Path(__file__).resolve().parents[1] / "runtime" / "tools"
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "screenshots"  # git-ignored
 
 
 @pytest.fixture(scope="module")
 def env(migrated_template, tmp_path_factory):
     """A store and a definitions folder (the template and its forms) shared with the dashboard."""
-    from flows import people
-    from flows.store import db
-
-    folder = tmp_path_factory.mktemp("ui-submissions")
-    shutil.copy(migrated_template, folder / "ergon.db")
-    defs = folder / "definitions"
-    shutil.copytree(TOOLS, defs / "tools", ignore=shutil.ignore_patterns("__pycache__"))
-    (defs / "forms").mkdir()
-    for name, text in {**ALL, **SUBMISSION_DEFS}.items():
-        (defs / name).write_text(text)
-    url = f"sqlite:///{folder / 'ergon.db'}"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ERGON_DATABASE_URL", url)
-        mp.setenv("ERGON_DEFINITIONS", str(defs))
-        mp.delenv("ERGON_UI_REQUIRE_LOGIN", raising=False)
-        db.init_db(url)
-        people.add_user("alice", ["legal"], password="wonderland")
+    with dashboard_store(tmp_path_factory.mktemp("ui-submissions"), migrated_template, {**ALL, **SUBMISSION_DEFS}) as folder:
         yield folder
-        db.dispose_all()
 
 
 @pytest.fixture(scope="module")
