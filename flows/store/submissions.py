@@ -311,12 +311,6 @@ def versions(version_ids: Iterable[str]) -> dict[str, VersionInfo]:
             for r in rows}
 
 
-def transformations_for_visit(visit_id: str) -> list[Transformation]:
-    with session() as s:
-        q = select(Transformation).where(Transformation.visit_id == visit_id)
-        return list(s.exec(q.order_by(col(Transformation.created_at), col(Transformation.id))).all())
-
-
 def output_submissions(run_id: str) -> dict[str, str]:
     """Visit id → output submission id, for a run's template steps."""
     with session() as s:
@@ -335,7 +329,7 @@ def step_output(run_id: str, node_id: str) -> str | None:
         return s.exec(q).first()
 
 
-def transformations_for_visit_of(submission_id: str) -> list[Transformation]:
+def transformations_of(submission_id: str) -> list[Transformation]:
     """The transformations behind a submission's versions."""
     with session() as s:
         q = select(Transformation).where(col(Transformation.id).in_(

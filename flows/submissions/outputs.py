@@ -86,7 +86,7 @@ def report(template: TemplateRun, finals: list[tuple[PlanNode, str | None]]) -> 
             continue
         form, _ = template.output_form(node)
         values = submission_store.selected_values(sid)
-        trans = {t.id: t.kind for t in submission_store.transformations_for_visit_of(sid)}
+        trans = {t.id: t.kind for t in submission_store.transformations_of(sid)}
         lines += [f"## {node.title or node.id}", "", f"Submission `{sid}` of form `{form.name}`.", ""]
         lines += _group_tables(form, values, trans)
     return "\n".join(lines).rstrip() + "\n"

@@ -45,10 +45,7 @@ async def run(node: PlanNode, context: dict[str, Any], services: Services, visit
     if node.type == "tool":
         return await _mapping(node, context, services, visit_id)
     form, form_hash = template.output_form(node)
-    input_id, in_form = template.input_of(node)
-    if input_id is None:
-        raise NodeFailed(f"template step `{node.id}`: step `{node.extras.get('parent')}` left no output submission "
-                         "to read", kind="internal")
+    input_id, in_form = _input_of(node, template)
     values = submission_store.selected_values(input_id)
     allowed = {v.version_id for v in values}
     key = node.writes[0]
@@ -64,13 +61,9 @@ async def run(node: PlanNode, context: dict[str, Any], services: Services, visit
     result = await run_task(node, task, services, visit_id)
     plain, cited, entries = read_answer(form, redact(result.output[key]))
     call = visit_store.last_answer_call(visit_id) if visit_id is not None else None
-    step = node.title or node.id
-    submission = submission_store.submission_rows(
-        form_name=form.name, form_hash=form_hash, entries=entries, source_type="transformation",
-        origin="transformation", name=f"{services.process_name} • {step}", created_by=services.started_by,
-        run_id=services.run_id, visit_id=visit_id, step_key=node.id, llm_call_id=call,
-        values=[NewValue(c.cell, c.value, kind="llm_extract", inputs=list(c.refs),
-                         meta={"input_submission_id": input_id}) for c in cited])
+    made = [NewValue(c.cell, c.value, kind="llm_extract", inputs=list(c.refs), meta={"input_submission_id": input_id})
+            for c in cited]
+    submission = _output_rows(node, services, visit_id, form.name, form_hash, made, entries, llm_call_id=call)
     return Effect(update={key: plain}, output=result.output, submission=submission,
                   input={"prompt": task.prompt, "tools": task.tools, "input_submission_id": input_id})
 
@@ -78,10 +71,7 @@ async def run(node: PlanNode, context: dict[str, Any], services: Services, visit
 async def _mapping(node: PlanNode, context: dict[str, Any], services: Services, visit_id: str | None) -> Effect:
     template = services.template
     form, form_hash = template.output_form(node)
-    input_id, in_form = template.input_of(node)
-    if input_id is None:
-        raise NodeFailed(f"template step `{node.id}`: step `{node.extras.get('parent')}` left no output submission "
-                         "to read", kind="internal")
+    input_id, _ = _input_of(node, template)
     effect = await tool.run(node, context, services, visit_id)
     key = node.writes[0]
     data = redact(effect.update.get(key))
@@ -99,12 +89,28 @@ async def _mapping(node: PlanNode, context: dict[str, Any], services: Services, 
         kind, refs = mapping_provenance(expr, root, v.cell, inputs)
         made.append(NewValue(v.cell, v.value, kind=kind, expression=expr, inputs=refs,
                              meta={"input_submission_id": input_id}))
-    submission = submission_store.submission_rows(
-        form_name=form.name, form_hash=form_hash, entries=entries, source_type="transformation",
-        origin="transformation", name=f"{services.process_name} • {node.title or node.id}",
-        created_by=services.started_by, run_id=services.run_id, visit_id=visit_id, step_key=node.id, values=made)
+    submission = _output_rows(node, services, visit_id, form.name, form_hash, made, entries)
     return Effect(update={key: data}, output=effect.output, submission=submission,
                   input={"mapping": mapping, "input_submission_id": input_id})
+
+
+def _input_of(node: PlanNode, template: Any) -> tuple[str, Any]:
+    """The submission the step reads and its form (a parent step that left none is a defect)."""
+    input_id, form = template.input_of(node)
+    if input_id is None:
+        raise NodeFailed(f"template step `{node.id}`: step `{node.extras.get('parent')}` left no output submission "
+                         "to read", kind="internal")
+    return input_id, form
+
+
+def _output_rows(node: PlanNode, services: Services, visit_id: str | None, form_name: str, form_hash: str,
+                 made: list[NewValue], entries: list[tuple[str, int]], llm_call_id: str | None = None) -> Any:
+    """The step's output submission (``{template} • {step}``), unwritten: the checkpoint writes it."""
+    return submission_store.submission_rows(
+        form_name=form_name, form_hash=form_hash, entries=entries, source_type="transformation",
+        origin="transformation", name=f"{services.process_name} • {node.title or node.id}",
+        created_by=services.started_by, run_id=services.run_id, visit_id=visit_id, step_key=node.id,
+        llm_call_id=llm_call_id, values=made)
 
 
 _AGGREGATES = re.compile(r"\|\s*(sum|min|max|length|count|unique|join)\b")
@@ -118,7 +124,8 @@ def mapping_provenance(expr: str, root: str, cell: Cell, inputs: list[CellValue]
     The citations are the input values the expression reads under ``root`` (the step's input
     field): ``root.group.field`` cites that field of the group's entries; a whole repeating
     group (``root.group``) cites, for entry *i*, the same field of entry *i* when copied
-    as it is, else that field of every entry."""
+    as it is, else the fields of the group the expression names (``sum(attribute="amount")``),
+    else every value of the group."""
     text = expr.strip()
     kind = "copy" if _BARE.match(text) else "map" if _FILTERED.match(text) else "formula"
     if kind != "copy" and _AGGREGATES.search(text):
