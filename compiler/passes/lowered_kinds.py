@@ -43,7 +43,8 @@ from compiler.errors import Finding, choices_hint
 from compiler.forms import form_schema
 from compiler.ir import FormDef, InteractionDef, TemplateDef, WorkflowDef
 from compiler.passes.definite_assignment import nested_findings
-from compiler.templates import TemplateSite, is_template
+from compiler.passes.templates import located, name_line
+from compiler.templates import TemplateSite, analyse, is_template, syntax_error
 from compiler.lower import VARS_NODE, condition_clauses, has_refs, iter_refs, ref_root, verbatim_params, workflow_inputs
 from compiler.tools import PROCESS_CONTROL_TOOLS
 
@@ -184,7 +185,11 @@ def _submission_update(defn: TemplateDef, forms) -> Iterator[Finding]:
 
 
 def _template_nested_reads(unit, defn: TemplateDef, forms) -> Iterator[Finding]:
-    """Prompt accesses of optional form fields, against the lowered context (``input`` + outputs)."""
+    """Every step's templates (its prompt, each mapping expression) against the lowered context
+    (``input`` + the steps' outputs), as a process's templates are checked: they parse (unknown
+    filters included), read only ``input`` and the outputs of the steps before them (their
+    parent chain: the steps a pipeline runs first), only fields the forms have, and guard the
+    optional ones (``maybe-unset``)."""
     def schema(name: str) -> dict[str, Any] | None:
         form = forms.get(name)
         return form_schema(form.defn) if form is not None and isinstance(form.defn, FormDef) else None
@@ -195,9 +200,70 @@ def _template_nested_reads(unit, defn: TemplateDef, forms) -> Iterator[Finding]:
     for step in defn.steps:
         if step.output_key not in props and (out := schema(step.output_form)) is not None:
             props[step.output_key] = out
-    sites: list[tuple[str, TemplateSite]] = [(step.key, (("steps", i, "prompt"), step.prompt, frozenset()))
-             for i, step in enumerate(defn.steps) if isinstance(step.prompt, str) and is_template(step.prompt)]
+    by_key = {s.key: s for s in defn.steps}
+    writer = {s.output_key: s.key for s in defn.steps}
+    sites: list[tuple[str, TemplateSite]] = []
+    for i, step in enumerate(defn.steps):
+        texts: list[tuple[tuple[Any, ...], str]] = [(("steps", i, "prompt"), step.prompt)] \
+            if isinstance(step.prompt, str) else []
+        texts += [(("steps", i, "mapping", key), expr) for key, expr in (step.mapping or {}).items() if isinstance(expr, str)]
+        # a parent naming no step is reported already: no claim about what comes before then
+        before = _ancestor_outputs(step, by_key) or {"input", *writer}
+        for path, text in texts:
+            if not is_template(text):
+                continue
+            problem = syntax_error(text)
+            if problem is not None:
+                yield located(unit, "template-syntax", path, f"template does not parse: {problem[0]}", line=problem[1],
+                              hint="templates are Jinja2: `{{ field }}` inserts a value; quote a YAML value that starts with `{{`")
+                continue
+            sites.append((step.key, (path, text, frozenset())))
+            yield from _step_reads(unit, path, text, step.key, before, writer, props)
     yield from nested_findings(unit, {"properties": props}, sites)
+
+
+def _ancestor_outputs(step: Any, by_key: dict[str, Any]) -> set[str] | None:
+    """``input`` and the output keys of the steps a step comes after (its parent chain); None
+    when the chain names a step that does not exist."""
+    out, seen, parent = {"input"}, set(), step.parent
+    while parent is not None and parent not in seen:
+        if parent not in by_key:
+            return None
+        seen.add(parent)
+        out.add(by_key[parent].output_key)
+        parent = by_key[parent].parent
+    return out
+
+
+def _step_reads(unit, path: tuple, text: str, step_key: str, before: set[str], writer: dict[str, str],
+                props: dict[str, Any]) -> Iterator[Finding]:
+    info = analyse(text)
+    for name in sorted(info.reads):
+        if name in before:
+            continue
+        line = name_line(text, name)
+        if name in writer:
+            yield located(unit, "maybe-unset", path, f"`{name}` is written by step `{writer[name]}`, which does not "
+                          f"come before step `{step_key}`", line=line,
+                          hint=f"make step `{writer[name]}` an ancestor of `{step_key}` (its `parent`, or its parent's)")
+        else:
+            yield located(unit, "unknown-field", path, f"`{name}` is neither the template's `input` nor a step's "
+                          "output_key", line=line, hint=choices_hint(name, sorted(before), what="readable here"))
+    for access in sorted(info.paths):
+        if access[0] not in before:
+            continue
+        node: Any = props.get(access[0])
+        for depth, segment in enumerate(access[1:], start=1):
+            fields = node.get("properties") if isinstance(node, dict) else None
+            if not isinstance(fields, dict) or node.get("additionalProperties") is not False:
+                break  # a list of entries (indexed), or an open object: no claim
+            if segment not in fields:
+                dotted = ".".join(access[:depth + 1])
+                yield located(unit, "unknown-field", path, f"`{dotted}`: `{'.'.join(access[:depth])}` has no field "
+                              f"`{segment}`", line=name_line(text, dotted) if dotted in text else name_line(text, access[0]),
+                              hint=choices_hint(segment, sorted(fields), what="its fields"))
+                break
+            node = fields[segment]
 
 
 def _parent_cycles(defn: TemplateDef, keys: dict[str, int]) -> Iterator[Finding]:

@@ -74,3 +74,38 @@ def test_mapping_steps_are_checked_against_their_output_form():
 def test_submission_update_that_would_write_nothing_is_refused():
     assert _found(UPDATE_WRITES_NOTHING) == ["output-type 12:18"]
     assert _found(UPDATE_WRITES_NOTHING.replace("output_type: submission_update", "output_type: report")) == []
+
+
+STEP_TEMPLATES = """\
+kind: template
+name: step_templates
+input_form: contract_input
+steps:
+  - key: s
+    mapping:
+      summary.headline: "{{ inptu.document.document_id }}"
+      summary.body: "{{ input.document.nope }}"
+      summary.risk_level: "{{ input.document.document_text | trimm }}"
+    output_key: out
+    output_form: summary_output
+  - key: p
+    parent: s
+    prompt: "{{ later.summary.headline }} {{ out.summary.headlin }}"
+    output_key: o2
+    output_form: summary_output
+  - key: q
+    prompt: "{{ input.document.document_id }}"
+    output_key: later
+    output_form: summary_output
+"""
+
+
+def test_step_templates_are_checked_like_a_process_s():
+    # a prompt or mapping expression that the run could not render is refused at check
+    assert _found(STEP_TEMPLATES) == [
+        "unknown-field 7:25",    # `inptu` (did you mean `input`?)
+        "unknown-field 8:21",    # input.document has no field `nope`
+        "template-syntax 9:27",  # no filter `trimm`
+        "maybe-unset 14:13",     # `later` is written by step `q`, which does not come before `p`
+        "unknown-field 14:13",   # out.summary has no field `headlin`
+    ]
