@@ -40,8 +40,8 @@ from typing import Any
 
 from compiler import activity_values
 from compiler.errors import Finding, choices_hint
-from compiler.forms import form_schema
-from compiler.ir import FormDef, InteractionDef, TemplateDef, WorkflowDef
+from compiler.forms import field_schema, form_schema
+from compiler.ir import FormDef, FormField, InteractionDef, TemplateDef, WorkflowDef
 from compiler.passes.definite_assignment import nested_findings
 from compiler.passes.templates import located, name_line
 from compiler.templates import TemplateSite, analyse, is_template, syntax_error
@@ -162,26 +162,51 @@ def _step_body(defn: TemplateDef, i: int, step: Any, forms) -> Iterator[Finding]
 
 def _submission_update(defn: TemplateDef, forms) -> Iterator[Finding]:
     """``submission_update`` writes the final steps' values into the input submission's items of
-    the same group and field: a final step whose form shares none would write nothing."""
+    the same group and field: a final step whose form shares none would write nothing, and a
+    shared field whose values the input's field does not take (another type, options it lacks)
+    would fail the run at its end."""
     if defn.output_type != "submission_update":
         return
-    def fields(name: str) -> set[tuple[str, str, bool]] | None:
+    def fields(name: str) -> dict[tuple[str, str, bool], FormField] | None:
         unit = forms.get(name)
         if unit is None or not isinstance(unit.defn, FormDef):
             return None
-        return {(g.name, f.name, g.repeat) for g in unit.defn.groups for f in g.fields}
+        return {(g.name, f.name, g.repeat): f for g in unit.defn.groups for f in g.fields}
 
     target = fields(defn.input_form)
     parents = {s.parent for s in defn.steps}
     for i, step in enumerate(defn.steps):
         mine = fields(step.output_form)
-        if step.key in parents or target is None or mine is None or mine & target:
+        if step.key in parents or target is None or mine is None:
             continue
-        yield Finding("output-type", ("steps", i, "output_form"),
-                      f"output_type `submission_update` writes the final step's values into the input submission, "
-                      f"but form `{step.output_form}` has no field of the input form `{defn.input_form}`",
-                      hint="give the final step an output form sharing groups and fields with the input form, "
-                           "or use output_type `artifact` or `report`")
+        shared = mine.keys() & target.keys()
+        if not shared:
+            yield Finding("output-type", ("steps", i, "output_form"),
+                          f"output_type `submission_update` writes the final step's values into the input submission, "
+                          f"but form `{step.output_form}` has no field of the input form `{defn.input_form}`",
+                          hint="give the final step an output form sharing groups and fields with the input form, "
+                               "or use output_type `artifact` or `report`")
+        for key in sorted(shared):
+            if not _fits_into(mine[key], target[key]):
+                yield Finding("output-type", ("steps", i, "output_form"),
+                              f"output_type `submission_update` writes `{key[0]}.{key[1]}` of form `{step.output_form}` "
+                              f"({_kind(mine[key])}) into the input form's `{key[0]}.{key[1]}` ({_kind(target[key])}), "
+                              "which does not take every such value",
+                              hint="give both fields the same type (and the input's options the output's)")
+
+
+def _fits_into(out: FormField, into: FormField) -> bool:
+    """Whether every value of form field ``out`` is a valid value of ``into``."""
+    a, b = field_schema(out), field_schema(into)
+    if a.get("type") != b.get("type") and not (a.get("type") == "integer" and b.get("type") == "number"):
+        return False
+    if "enum" in b and not set(a.get("enum") or [None]) <= set(b["enum"]):
+        return False
+    return True
+
+
+def _kind(f: FormField) -> str:
+    return f.type + (f" of {', '.join(f.options)}" if f.type == "select" and f.options else "")
 
 
 def _template_nested_reads(unit, defn: TemplateDef, forms) -> Iterator[Finding]:

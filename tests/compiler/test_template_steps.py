@@ -109,3 +109,26 @@ def test_step_templates_are_checked_like_a_process_s():
         "maybe-unset 14:13",     # `later` is written by step `q`, which does not come before `p`
         "unknown-field 14:13",   # out.summary has no field `headlin`
     ]
+
+
+def test_submission_update_of_a_field_the_input_cannot_take_is_refused():
+    # key_points' `topic` is a select of six options; an input form whose `topic` takes fewer
+    narrow = FORMS["key_points.yaml"].replace("name: key_points", "name: narrow_points").replace(
+        "[parties, term, payment, liability, termination, other]", "[parties, term]")
+    text = """\
+kind: template
+name: narrowing
+input_form: narrow_points
+output_type: submission_update
+steps:
+  - key: redo
+    prompt: "Again: {{ input.points }}"
+    output_key: again
+    output_form: key_points
+"""
+    ws = workspace_from_texts({**FORMS, "narrow.yaml": narrow, "t.yaml": text}, tools=["think"])
+    found = [(d.code, d.message) for d in check_workspace(ws).diagnostics if d.file.endswith("t.yaml")]
+    assert [c for c, _ in found] == ["output-type"] and "`points.topic`" in found[0][1]
+    same = text.replace("output_form: key_points", "output_form: narrow_points")
+    ws = workspace_from_texts({**FORMS, "narrow.yaml": narrow, "t.yaml": same}, tools=["think"])
+    assert [d for d in check_workspace(ws).diagnostics if d.file.endswith("t.yaml")] == []
