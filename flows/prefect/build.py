@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import pydantic
 from prefect import Flow, flow
+from prefect.client.schemas.objects import FlowRun, State
 from prefect.runtime import flow_run
 from prefect.states import Cancelled, Failed
 
@@ -75,7 +76,18 @@ def as_flow(body: Callable[..., Awaitable[Any]], plan: Plan, name: str) -> Flow[
     body.__qualname__ = name  # Prefect derives entrypoints from it (a `<locals>` name crashes a deployment run)
     body.__doc__ = plan.description
     return flow(name=plan.name, version=plan.version, description=plan.description,
-                validate_parameters=True, persist_result=False, log_prints=False)(body)
+                validate_parameters=True, persist_result=False, log_prints=False,
+                on_completion=[_prefect_has_the_end], on_failure=[_prefect_has_the_end])(body)
+
+
+def _prefect_has_the_end(flow: Flow[..., Any], flow_run: FlowRun, state: State[Any]) -> None:  # noqa: ARG001
+    """Prefect recorded the flow run's final state (its hooks run after that): the run it
+    executed no longer names this process. A run still naming its dead process after it ended is
+    one killed in between, whose flow run :func:`flows.runs.lifecycle.detect_crashed` settles.
+    (A ``Cancelled`` end runs no hook: those runs are settled there, at one Prefect read each.)"""
+    from flows.store import runs as run_store
+
+    run_store.release_ended(str(flow_run.id))
 
 
 def build_flow(plan: Plan, request: RunRequest | None = None) -> Flow[..., Any]:
@@ -84,7 +96,7 @@ def build_flow(plan: Plan, request: RunRequest | None = None) -> Flow[..., Any]:
     A run recorded before it starts (``request.run_id``, not a sub-process) names its flow runs
     after itself: the run's id is its flow runs' name in Prefect's UI, and crash detection finds
     a flow run the run never got to record (its process killed between Prefect making the flow
-    run and the flow body starting; :func:`flows.prefect.resume.unrecorded_flow_runs`)."""
+    run and the flow body starting; :func:`flows.prefect.leftovers.unrecorded_flow_runs`)."""
 
     async def _entry(**params: Any) -> Any:
         return await run_body(plan, params, request or RunRequest(trigger="api"))

@@ -8,7 +8,7 @@ Prefect receives exactly the stored answer (and, where the form asks the approve
 takes the store's answer for a task the store has answered).
 
 The hook calls Prefect's REST endpoint (``POST /flow_runs/{id}/resume``) with plain HTTP rather
-than through the ``prefect`` client: importing Prefect costs a short-lived ``ergon tasks answer``
+than through the ``prefect`` client (:mod:`flows.prefect.rest`): importing Prefect costs a short-lived ``ergon tasks answer``
 process about 1.5 s, which was most of the answer-to-next-node latency. The server validates the
 input against the pause's ``RunInput`` schema exactly as the client path does.
 
@@ -29,9 +29,6 @@ from flows.errors import ErgonError
 #: How long to keep retrying while the waiting run is still on its way into the pause.
 SETTLE_SECONDS = 15.0
 _NOT_YET = ("not paused", "schema not found")
-#: Like Prefect's client (see flows.prefect.config.PREFECT_DEFAULTS): retry these, this many times.
-_RETRY_CODES = (429, 502, 503, 504)
-_RETRIES = 10
 
 
 class ResumeFailed(ErgonError):
@@ -44,16 +41,14 @@ def resume_answered(task: Any) -> None:
     The flow run is read from the task's row at every try: a run continuing after its process
     stopped re-enters the visit that asked and records its new flow run on the task (until then
     the task names none, so the answer never goes to the dead process's flow run)."""
-    import httpx
-
     from flows import humans
-    from flows.prefect.server import ensure_api_url
+    from flows.prefect import rest
     from flows.store import tasks as task_store
 
-    api = ensure_api_url().rstrip("/")
+    http, api = rest.client()
     deadline = time.monotonic() + SETTLE_SECONDS
     proof = humans.proof_field(task.fields) if humans.needs_proof(task) else None
-    with httpx.Client(timeout=30, headers=_auth_headers()) as client:
+    with http:
         while True:
             row = task_store.get_task(task.id)
             waiting = row.prefect_flow_run_id if row is not None else None  # the task's subflow, or its run's
@@ -65,7 +60,7 @@ def resume_answered(task: Any) -> None:
             run_input = dict(task.answer or {})
             if proof is not None:  # the form asks the approver's token: Ergon checked who answered itself
                 run_input[proof] = humans.ERGON_CHECKED
-            result = _post(client, f"{api}/flow_runs/{waiting}/resume", {"run_input": run_input})
+            result = rest.post(http, f"{api}/flow_runs/{waiting}/resume", {"run_input": run_input})
             if result.get("status") == "ACCEPT":
                 return
             reason = (result.get("details") or {}).get("reason") or result.get("status")
@@ -90,82 +85,6 @@ def _on_its_way(task: Any) -> bool:
         return True
     visit = visit_store.get_visit(task.visit_id) if task.visit_id else None
     return visit is not None and visit.status == "running"
-
-
-def unrecorded_flow_runs(run_id: str, before: Any = None) -> list[str]:
-    """The flow runs of an Ergon run that may be left ``Pending``, ``Running`` or ``Paused``
-    without the run knowing them: a run's top-level flow runs are named after the run
-    (:func:`flows.prefect.build.build_flow`), and a process killed after Prefect made one but
-    before the flow body recorded its id leaves one the store cannot name. Only those created
-    before ``before`` (an aware datetime: when the run was found stopped) are returned, so a
-    resume that started since is never among them."""
-    import httpx
-
-    from flows.prefect.server import ensure_api_url
-
-    api = ensure_api_url().rstrip("/")
-    body = {"flow_runs": {"name": {"any_": [run_id]}, "state": {"type": {"any_": ["PENDING", "RUNNING", "PAUSED"]}}},
-            "limit": 50}
-    with httpx.Client(timeout=30, headers=_auth_headers()) as client:
-        rows: Any = _post(client, f"{api}/flow_runs/filter", body)
-    if before is not None:
-        from datetime import datetime, timezone
-
-        before = before if before.tzinfo else before.replace(tzinfo=timezone.utc)
-        rows = [r for r in rows if r.get("created") and datetime.fromisoformat(r["created"]) < before]
-    return [r["id"] for r in rows]
-
-
-def mark_crashed(flow_run_ids: list[str], message: str) -> None:
-    """Move flow runs a dead process left ``Paused`` (or ``Running``) to ``Crashed``: Prefect's
-    own resume form would otherwise accept an answer for them and leave them ``Running`` with
-    nothing executing them. Runs already in a final state are left as they are."""
-    import httpx
-
-    from flows.prefect.server import ensure_api_url
-
-    api = ensure_api_url().rstrip("/")
-    with httpx.Client(timeout=30, headers=_auth_headers()) as client:
-        for flow_run_id in flow_run_ids:
-            response = client.get(f"{api}/flow_runs/{flow_run_id}")
-            if response.status_code == 404:
-                continue
-            response.raise_for_status()
-            state = (response.json().get("state") or {}).get("type")
-            if state in ("PAUSED", "RUNNING", "PENDING"):
-                _post(client, f"{api}/flow_runs/{flow_run_id}/set_state",
-                      {"state": {"type": "CRASHED", "message": message}, "force": True})
-
-
-def _post(client: Any, url: str, body: dict[str, Any]) -> dict[str, Any]:
-    """POST with the retries Prefect's client makes: a busy server (SQLite locked) answers 503."""
-    import httpx
-
-    for attempt in range(_RETRIES + 1):
-        try:
-            response = client.post(url, json=body)
-            if response.status_code not in _RETRY_CODES:
-                response.raise_for_status()
-                return response.json()
-        except httpx.TransportError:
-            if attempt == _RETRIES:
-                raise
-        if attempt < _RETRIES:
-            time.sleep(min(2.0, 0.2 * 2 ** attempt))
-    response.raise_for_status()
-    return response.json()
-
-
-def _auth_headers() -> dict[str, str]:
-    """The credentials Prefect's own client would send (Prefect Cloud key, or a server's basic auth)."""
-    import base64
-    import os
-
-    if key := os.environ.get("PREFECT_API_KEY"):
-        return {"Authorization": f"Bearer {key}"}
-    if auth := os.environ.get("PREFECT_API_AUTH_STRING"):
-        return {"Authorization": "Basic " + base64.b64encode(auth.encode()).decode()}
-    return {}
 
 
 def register() -> None:

@@ -125,7 +125,7 @@ def run_stopped(run: Run, *, prefect: bool = True) -> None:
         flow_runs.append(run.prefect_flow_run_id)
     if prefect:
         try:
-            from flows.prefect.resume import mark_crashed, unrecorded_flow_runs
+            from flows.prefect.leftovers import mark_crashed, unrecorded_flow_runs
 
             if run.parent_run_id is None:  # and the flow runs it had no time to record
                 flow_runs += unrecorded_flow_runs(run.id, before=run.ended_at)

@@ -22,6 +22,7 @@ its process gave up (interrupted, refused by Prefect before the body ran).
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 
@@ -39,6 +40,8 @@ from flows.store import definitions as definition_store
 from flows.store import runs as run_store
 from flows.store.errors import InvalidTransition, NotFound
 from flows.store.models import Run, RunTrigger
+
+log = logging.getLogger(__name__)
 
 
 class StartRefused(RunError, ValueError):
@@ -58,18 +61,38 @@ def detect_crashed() -> list[Run]:
     """Mark runs of dead processes crashed and release their tasks (:func:`run_stopped`); returns
     them. Their Prefect flow runs are marked ``Crashed`` too when a Prefect API is known or a
     local server is up — never by starting one (``ergon runs list`` calls this; the store alone
-    decides who may answer)."""
+    decides who may answer). Runs that ended in the store but whose process died before it told
+    Prefect (:func:`flows.store.runs.ended_unsettled`) give their open flow runs the store's end."""
     from flows.prefect.server import ensure_api_url, status
     from flows.runs.answers import run_stopped
     from flows.settings import HEARTBEAT_TIMEOUT_SECONDS
 
     crashed = list(run_store.mark_stale_runs_crashed(heartbeat_timeout=HEARTBEAT_TIMEOUT_SECONDS))
-    reach_prefect = bool(crashed) and bool(os.environ.get("PREFECT_API_URL") or status() is not None)
+    unsettled = run_store.ended_unsettled(heartbeat_timeout=HEARTBEAT_TIMEOUT_SECONDS)
+    reach_prefect = bool(crashed or unsettled) and bool(os.environ.get("PREFECT_API_URL") or status() is not None)
     if reach_prefect:
         ensure_api_url()
     for run in crashed:
         run_stopped(run, prefect=reach_prefect)
+    if reach_prefect:
+        _settle(unsettled)
     return crashed
+
+
+def _settle(runs: list[Run]) -> None:
+    """Give the flow runs of runs that ended in the store, and whose process died before Prefect
+    heard, the store's end (:mod:`flows.prefect.leftovers`); best effort, like crash marking."""
+    from flows.prefect.leftovers import end_flow_runs
+
+    for run in runs:
+        try:
+            # the flow run that ended it (earlier ones of a resumed run were marked crashed then)
+            flow_runs = [run.prefect_flow_run_id] if run.prefect_flow_run_id else []
+            end_flow_runs(flow_runs, run.status,
+                          f"Ergon: the run {run.status}; its process {run.pid} stopped before telling Prefect")
+            run_store.forget_owner(run.id)
+        except Exception:  # noqa: BLE001 - Prefect's view is secondary: tried again next time
+            log.warning("could not settle the Prefect flow runs of run %s", run.id, exc_info=True)
 
 
 def prepare() -> list[Run]:

@@ -39,9 +39,9 @@ def _waiting_run(*, visit_status: str, parent_run_id: str | None = None):
 @pytest.fixture(autouse=True)
 def _no_prefect(monkeypatch):
     """These runs have no Prefect flow runs: marking them crashed there is not this test's subject."""
-    import flows.prefect.resume as resume
+    import flows.prefect.leftovers as leftovers
 
-    monkeypatch.setattr(resume, "mark_crashed", lambda ids, message: None)
+    monkeypatch.setattr(leftovers, "mark_crashed", lambda ids, message: None)
 
 
 def test_a_paused_run_whose_blocked_process_died_is_found_and_resumable(people):
