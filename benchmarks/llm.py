@@ -7,9 +7,10 @@ each request after 50 ms) in one process:
   ``max_concurrency: 20``: each item is a Prefect task run, an LLM call recorded in the store,
   structured output validated, the result collected. Measured twice: with the interaction
   naming a **model** (``openai/bench``, reached through ``OPENAI_API_BASE``: one
-  ``litellm.acompletion`` per item, the same call as the baseline's), and naming an
-  **environment** (the same server behind litellm's ``Router``: failover, load balancing and
-  retries cost extra CPU per call).
+  ``litellm.acompletion`` per item, the same call as the baseline's), naming an
+  **environment** of one model (called directly, with the environment's endpoint, key,
+  retries and timeout), and naming a **failover environment** of two models (litellm's
+  ``Router``: failover, load balancing and cooldowns cost about 2 ms of CPU per call).
 * **Prefect baseline** — what a Prefect user writes by hand: a flow with one ``@task`` per
   ``litellm.acompletion`` call (no cache, no result persistence), the same window held by an
   ``asyncio.Semaphore``. Each task run is a Prefect task run, as Ergon's items are. Aim: Ergon
@@ -86,6 +87,7 @@ input_schema: {{type: object, properties: {{topic: {{type: string}}}}, required:
 VARIANTS = {
     "model": ("bench_llm_model", "Label", "model: openai/bench-direct", "bench-direct"),
     "environment": ("bench_llm_env", "LabelEnv", "environment: bench", "bench"),
+    "failover env": ("bench_llm_failover", "LabelFailover", "environment: bench_failover", "bench-first"),
 }
 
 ENV = """
@@ -93,6 +95,15 @@ kind: environment
 name: bench
 models:
   - {{model: openai/bench, api_base: "{url}", api_key: "env:BENCH_KEY", input_cost_per_token: 0, output_cost_per_token: 0}}
+"""
+
+#: two models in failover order (the first answers): what litellm's Router costs per call
+FAILOVER_ENV = """
+kind: environment
+name: bench_failover
+models:
+  - {{model: openai/bench-first, api_base: "{url}", api_key: "env:BENCH_KEY", input_cost_per_token: 0, output_cost_per_token: 0}}
+  - {{model: openai/bench-spare, api_base: "{url}", api_key: "env:BENCH_KEY", input_cost_per_token: 0, output_cost_per_token: 0}}
 """
 
 
@@ -193,6 +204,7 @@ def main() -> None:
         (folder / f"{process}.yaml").write_text(PROCESS.format(name=process, window=WINDOW, interaction=interaction))
         (folder / f"{interaction}.yaml").write_text(INTERACTION.format(name=interaction, target=target))
     (folder / "env.yaml").write_text(ENV.format(url=server.url))
+    (folder / "failover_env.yaml").write_text(FAILOVER_ENV.format(url=server.url))
     times: dict[str, list[float]] = {"asyncio": [], "prefect": [], **{v: [] for v in VARIANTS}}
     by_hand = prefect_flow(server.url)
     try:
@@ -213,7 +225,7 @@ def main() -> None:
     print(f"Prefect flow, a task per call  {med['prefect']:6.2f} s   ({med['prefect'] / med['asyncio']:.2f}× asyncio)")
     for variant in VARIANTS:
         e = med[variant]
-        print(f"ergon foreach, {variant:<15} {e:6.2f} s   {e / med['prefect']:5.2f}× the Prefect flow (aim <= 1.1), "
+        print(f"ergon foreach, {variant:<13} {e:6.2f} s   {e / med['prefect']:5.2f}× the Prefect flow (aim <= 1.1), "
               f"{e / med['asyncio']:.2f}× asyncio")
 
 

@@ -136,15 +136,19 @@ async def complete(req: LlmRequest, *, environments: Mapping[str, EnvironmentDef
         if target.kind == "offline":
             resp = complete_offline(req)
         else:
-            from flows.llm.environments import model_supports_response_schema, router_for
+            from flows.llm.environments import model_supports_response_schema, router_for, single_model
 
-            router = router_for(target.env) if target.env is not None else None
+            single = single_model(target.env) if target.env is not None else None
+            router = router_for(target.env) if target.env is not None and single is None else None
+            model = single.entry.model if single is not None else target.name
             json_mode = req.response_schema is not None and (
-                router.supports_response_schema() if router is not None else model_supports_response_schema(target.name)
+                router.supports_response_schema() if router is not None else model_supports_response_schema(model)
             )
             sent, extra = _structured_args(req, json_mode)
             if router is not None:
                 resp = await _call_router(req, router, sent, extra)
+            elif single is not None:
+                resp = await _call_single(req, single, sent, extra, key)
             else:
                 resp = await _call_model(req, target.name, sent, extra, key)
             resp.raw = {**(resp.raw or {}), "structured_mode": (
@@ -303,11 +307,13 @@ def backoff_seconds(retry: int, exc: BaseException | None = None) -> float:
 
 
 async def _call_model(req: LlmRequest, model: str, messages: list[dict[str, Any]], extra: dict[str, Any],
-                      key: str = "") -> LlmResponse:
+                      key: str = "", parameters: Mapping[str, Any] | None = None) -> LlmResponse:
+    """``model`` called with the request's ``parameters`` (or the ones given), retried here."""
     from flows.llm._litellm import litellm
+    from flows.llm.environments import scrub
 
     lib = litellm()
-    params = dict(req.parameters)
+    params = dict(req.parameters if parameters is None else parameters)
     retries = int(params.pop("retries", RETRIES))
     deadline = float(params.pop("deadline", DEFAULT_DEADLINE_SECONDS))
     per_attempt = float(params.get("timeout") or DEFAULT_TIMEOUT_SECONDS)
@@ -334,19 +340,37 @@ async def _call_model(req: LlmRequest, model: str, messages: list[dict[str, Any]
                 raise
             # a retried attempt is recorded too: the call log shows every HTTP attempt
             records.record(req, model=model, messages=messages, resp=None, cassette_key=key,
-                           error=f"attempt {attempt + 1} of {retries + 1}: {describe_fault(exc)} (retried)")
+                           error=f"attempt {attempt + 1} of {retries + 1}: {scrub(describe_fault(exc))} (retried)")
             await sleep(min(backoff_seconds(attempt, exc), max(0.0, ends - time.monotonic())))
             attempt += 1
     resp = _to_response(raw, model)
     resp.raw = {**(resp.raw or {}), "retries": attempt}
     if resp.cost_usd == 0.0 and resp.raw.get("cost_source") == "unpriced":
-        _price_from_params(resp, req.parameters)
+        _price_from_params(resp, req.parameters if parameters is None else parameters)
     return resp
 
 
 def _past_deadline(model: str, deadline: float, attempts: int, detail: str) -> LlmError:
     return LlmError(f"model call to `{model}` got no answer within its deadline of {deadline:g} s "
                     f"({attempts} attempt(s); {detail})")
+
+
+async def _call_single(req: LlmRequest, single: Any, messages: list[dict[str, Any]], extra: dict[str, Any],
+                       key: str) -> LlmResponse:
+    """A one-model environment (:func:`flows.llm.environments.single_model`): its model called as
+    a model string is, with the entry's defaults under the request's parameters and the
+    environment's retries and timeout."""
+    from flows.llm.environments import entry_cost
+
+    params = {**single.defaults, **req.parameters, "retries": single.env.retries}
+    params.setdefault("timeout", single.env.timeout_seconds)
+    resp = await _call_model(req, single.entry.model, messages, {**extra, **single.connection}, key, params)
+    resp.raw = {**(resp.raw or {}), "environment": single.env.name, "deployment": single.deployment, "fallbacks": 0}
+    if resp.raw.get("cost_source") == "unpriced":
+        price = entry_cost(single.entry, resp.tokens_in, resp.tokens_out)
+        if price is not None:
+            resp.cost_usd, resp.raw["cost_source"] = price, "environment"
+    return resp
 
 
 async def _call_router(req: LlmRequest, router: Any, messages: list[dict[str, Any]], extra: dict[str, Any]) -> LlmResponse:

@@ -84,6 +84,32 @@ def test_environment_prices_unpriced_models(fake, make_env, run_id):
     assert run_store.get_run(run_id).cost_usd == pytest.approx(resp.cost_usd)
 
 
+def test_a_one_model_environment_retries_with_its_own_settings_and_records_every_attempt(fake, make_env, run_id,
+                                                                                          sleeps):
+    """No Router for one model: the environment's retries and timeout, the entry's parameters
+    under the request's, its price, and every attempt in the call log."""
+    env = make_env("solo", [{"model": "openai/solo-a", "name": "solo-a", "parameters": {"temperature": 0.3},
+                             "input_cost_per_token": 1e-6, "output_cost_per_token": 0}], retries=1,
+                   timeout_seconds=7)
+    fake.script("solo-a", {"status": 503})
+    resp = ask(LlmRequest(messages=MESSAGES, model="solo", run_id=run_id, parameters={"max_tokens": 20}),
+               environments={env.name: env})
+    assert [r.status for r in fake.for_model("solo-a")] == [503, 200] and len(sleeps) == 1
+    sent = fake.for_model("solo-a")[-1].body
+    assert sent["temperature"] == 0.3 and sent["max_tokens"] == 20
+    assert resp.raw["environment"] == "solo" and resp.raw["deployment"] == "solo-a" and resp.raw["retries"] == 1
+    assert resp.cost_usd == pytest.approx(resp.tokens_in * 1e-6) and resp.raw["cost_source"] == "environment"
+    from flows.store import visits as visit_store
+
+    rows = visit_store.llm_calls_for_run(run_id)
+    assert [bool(r.error) for r in rows] == [True, False] and "attempt 1 of 2" in rows[0].error
+
+    fake.script("solo-a", {"status": 503}, {"status": 503})
+    with pytest.raises(LlmError, match="`solo` failed: server error"):  # retries: 1 means two attempts, then the failure
+        ask(LlmRequest(messages=MESSAGES, model="solo", run_id=run_id), environments={env.name: env})
+    assert [r.status for r in fake.for_model("solo-a")][2:] == [503, 503]
+
+
 def test_load_balance_spreads_by_weight(fake, make_env):
     env = make_env("balanced", [{"model": "openai/lb-a", "weight": 1}, {"model": "openai/lb-b", "weight": 1}],
                    strategy="load_balance")
