@@ -11,19 +11,9 @@ import sys
 import textwrap
 
 import pytest
+from stopped_runs import ERGON, TWO
 
 pytestmark = pytest.mark.prefect
-
-ERGON = [sys.executable, "-m", "flows.cli"]
-TWO = """
-format_version: 1
-process: two_steps
-initial: a
-context: {schema: {type: object}}
-nodes:
-  a: {type: tool, tool: noop, transitions: [{to: done}]}
-  done: {type: final}
-"""
 
 
 def test_a_run_whose_process_died_before_it_started_is_found_and_resumed(prefect_api, store, definitions):

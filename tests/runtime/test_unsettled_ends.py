@@ -14,19 +14,9 @@ import textwrap
 from datetime import timedelta
 
 import pytest
+from stopped_runs import ERGON, TWO
 
 pytestmark = pytest.mark.prefect
-
-ERGON = [sys.executable, "-m", "flows.cli"]
-TWO = """
-format_version: 1
-process: two_steps
-initial: a
-context: {schema: {type: object}}
-nodes:
-  a: {type: tool, tool: noop, transitions: [{to: done}]}
-  done: {type: final}
-"""
 
 
 def _flow_run_state(flow_run_id: str) -> str:
