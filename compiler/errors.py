@@ -77,6 +77,7 @@ CODES: dict[str, str] = {
     "process-cycle": "a definition runs itself through its sub-processes or child workflows (the runs would nest without end)",
     "tool-params": "a workflow step's params do not match the parameters of the tool it calls",
     "dsl-unsupported": "a workflow-DSL feature or activity Ergon does not run (yet); the message says what to use",
+    "not-enforced": "a limit Ergon would not keep (an environment model's `rpm`); the message says what to use",
     "unknown-form": "a form name that is not defined",
     "unknown-environment": "an environment name that is not defined",
     "unknown-field": "a reference to a field the context schema (or an interaction's input schema, or a `runJavascriptCode` step's `data`) does not have",

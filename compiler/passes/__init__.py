@@ -8,6 +8,7 @@ from compiler.passes import (
     authoring,
     call_cycles,
     definite_assignment,
+    environments,
     graph_shape,
     guards,
     javascript_steps,
@@ -34,4 +35,5 @@ PASSES = (
     prompts.check,  # interaction prompt segments in their formats
     javascript_steps.check,  # the code of runJavascriptCode workflow steps
     triggers.check,  # schedules, webhook paths, on-complete chains
+    environments.check,  # model keys and limits
 )
