@@ -87,7 +87,7 @@ def _prefect_has_the_end(flow: Flow[..., Any], flow_run: FlowRun, state: State[A
     (A ``Cancelled`` end runs no hook: those runs are settled there, at one Prefect read each.)"""
     from flows.store import runs as run_store
 
-    run_store.release_ended(str(flow_run.id))
+    run_store.release_ended(prefect_flow_run_id=str(flow_run.id))
 
 
 def build_flow(plan: Plan, request: RunRequest | None = None) -> Flow[..., Any]:

@@ -40,12 +40,11 @@ from flows.settings import HEARTBEAT_TIMEOUT_SECONDS, logs_dir
 from flows.store import runs as run_store
 from flows.store import tasks as task_store
 from flows.store.errors import TaskConflict
-from flows.store.models import TASK_OPEN, HumanTask, Run, TaskChannel, User
+from flows.store.models import RUN_ENDED, TASK_OPEN, HumanTask, Run, TaskChannel, User
 
 log = logging.getLogger(__name__)
 
 RunWait = Literal["waiting", "resumable", "over"]
-_ENDED = ("completed", "failed", "cancelled")
 
 
 @dataclass(frozen=True)
@@ -80,7 +79,7 @@ def task_run_state(task: HumanTask, *, detect: bool = True) -> TaskRunState:
                                                          run_ids=[run.id]):
             run_stopped(stopped)
         run = run_store.get_run(task.run_id) or run
-    if run.status in _ENDED:
+    if run.status in RUN_ENDED:
         return TaskRunState("over", f"its run {run.id} ended {run.status}" + (f" ({run.error})" if run.error else ""),
                             run)
     if run.status == "cancelling":
@@ -110,7 +109,7 @@ def close_open_tasks(run_id: str, reason: str, *, actor: str | None = "ergon") -
 
 def run_ended(run_id: str, status: str, error: str | None) -> None:
     """A run reached ``completed``, ``failed`` or ``cancelled``: its open tasks close on the spot."""
-    if status in _ENDED:
+    if status in RUN_ENDED:
         close_open_tasks(run_id, f"the run ended {status}" + (f": {error}" if error else ""))
 
 

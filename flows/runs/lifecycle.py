@@ -39,7 +39,7 @@ from flows.runtime.errors import ErrorKind
 from flows.store import definitions as definition_store
 from flows.store import runs as run_store
 from flows.store.errors import InvalidTransition, NotFound
-from flows.store.models import Run, RunTrigger
+from flows.store.models import RUN_ENDED, Run, RunTrigger
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ def _settle(runs: list[Run]) -> None:
             flow_runs = [run.prefect_flow_run_id] if run.prefect_flow_run_id else []
             end_flow_runs(flow_runs, run.status,
                           f"Ergon: the run {run.status}; its process {run.pid} stopped before telling Prefect")
-            run_store.forget_owner(run.id)
+            run_store.release_ended(run_id=run.id)
         except Exception:  # noqa: BLE001 - Prefect's view is secondary: tried again next time
             log.warning("could not settle the Prefect flow runs of run %s", run.id, exc_info=True)
 
@@ -214,7 +214,7 @@ def start(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog, run_i
         with use_cassette(record=record, replay=replay):
             state = run_in_process(plan, {k: v for k, v in inputs.items() if k in accepted}, request)
     except KeyboardInterrupt:  # a person stopped it: a cancel (a stop from outside is a crash, see execution)
-        if run_store.run_status(run.id) not in ("completed", "failed", "cancelled"):
+        if run_store.run_status(run.id) not in RUN_ENDED:
             run_store.set_run_status(run.id, "cancelled", error="interrupted (Ctrl-C)")
             run_ended(run.id, "cancelled", "interrupted (Ctrl-C)")
     ended = run_store.require_run(run.id)

@@ -50,6 +50,8 @@ TransformationKind = Literal["copy", "map", "formula", "aggregate", "classify", 
 RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
 #: a run in one of these has ended: nothing will change it any more
 RUN_TERMINAL: tuple[RunStatus, ...] = ("completed", "failed", "crashed", "cancelled")
+#: the ends a run's own process writes (``crashed`` is written by whoever finds it dead)
+RUN_ENDED: tuple[RunStatus, ...] = ("completed", "failed", "cancelled")
 RUN_TRIGGERS: tuple[RunTrigger, ...] = get_args(RunTrigger)
 VISIT_STATUSES: tuple[VisitStatus, ...] = get_args(VisitStatus)
 ARTIFACT_TYPES: tuple[ArtifactType, ...] = get_args(ArtifactType)

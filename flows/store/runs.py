@@ -31,6 +31,7 @@ from flows.store._common import add_row, check, get_row, mappings, page, require
 from flows.store.db import session
 from flows.store.errors import InvalidTransition, NotFound, StoreError
 from flows.store.models import (
+    RUN_ENDED,
     RUN_STATUSES,
     RUN_TERMINAL,
     RUN_TRIGGERS,
@@ -375,30 +376,19 @@ def _stale_reason(run: Run, now: datetime, timeout: timedelta) -> str | None:
     return None
 
 
-#: The ends a run's own process writes; Prefect hears of them from that process a moment later.
-ENDED_BY_ITS_PROCESS = ("completed", "failed", "cancelled")
-
-
-def release_ended(prefect_flow_run_id: str) -> None:
-    """Prefect has the final state of this flow run: its run, if the store ended it, no longer
-    names a process (see :func:`ended_unsettled`)."""
+def release_ended(*, run_id: str | None = None, prefect_flow_run_id: str | None = None) -> None:
+    """Prefect has the final state of the run (by its id, or its flow run's): if the store ended
+    it, it no longer names a process (see :func:`ended_unsettled`)."""
+    which = col(Run.id) == run_id if run_id is not None else col(Run.prefect_flow_run_id) == prefect_flow_run_id
     with session(write=True) as s:
-        s.exec(update(Run).where(col(Run.prefect_flow_run_id) == prefect_flow_run_id,
-                                 col(Run.status).in_(ENDED_BY_ITS_PROCESS), col(Run.pid).is_not(None))
-               .values(pid=None))
-
-
-def forget_owner(run_id: str) -> None:
-    """The ended run's Prefect flow runs were settled by someone else: it names no process."""
-    with session(write=True) as s:
-        s.exec(update(Run).where(col(Run.id) == run_id, col(Run.status).in_(ENDED_BY_ITS_PROCESS)).values(pid=None))
+        s.exec(update(Run).where(which, col(Run.status).in_(RUN_ENDED), col(Run.pid).is_not(None)).values(pid=None))
 
 
 def ended_unsettled(now: datetime | None = None,
                     heartbeat_timeout: timedelta | float = timedelta(minutes=5)) -> list[Run]:
     """Runs the store ended whose process died before Prefect heard how they ended.
 
-    A run's process writes its end (:data:`ENDED_BY_ITS_PROCESS`), then returns the flow's final
+    A run's process writes its end (:data:`~flows.store.models.RUN_ENDED`), then returns the flow's final
     state to Prefect, which then clears the run's ``pid`` (:func:`release_ended`, a flow hook). A
     run ended with a ``pid`` still set whose process is gone — on this host: the pid no longer
     executes; elsewhere: it ended longer than ``heartbeat_timeout`` ago — was killed in between,
@@ -406,7 +396,7 @@ def ended_unsettled(now: datetime | None = None,
     now = now or utcnow()
     timeout = heartbeat_timeout if isinstance(heartbeat_timeout, timedelta) else timedelta(seconds=heartbeat_timeout)
     with session() as s:
-        rows = s.exec(select(Run).where(col(Run.status).in_(ENDED_BY_ITS_PROCESS), col(Run.pid).is_not(None))).all()
+        rows = s.exec(select(Run).where(col(Run.status).in_(RUN_ENDED), col(Run.pid).is_not(None))).all()
     here = socket.gethostname()
     return [r for r in rows if (not _pid_alive(r.pid) if r.host == here  # type: ignore[arg-type]
                                 else (r.ended_at or r.created_at) < now - timeout)]
