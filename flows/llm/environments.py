@@ -102,6 +102,15 @@ def model_supports_response_schema(model: str) -> bool:
         return False
 
 
+def _resolved_keys(env: EnvironmentDef) -> list[str | None]:
+    """Each model's key, resolved now (a missing one fails here) and remembered for redaction."""
+    keys = [resolve_key(m.api_key, where=f"environment `{env.name}`, model `{m.name or m.model}`") for m in env.models]
+    for k in keys:
+        if k:
+            redaction.remember(k)
+    return keys
+
+
 @dataclass(frozen=True)
 class SingleModel:
     """An environment of one model, called directly: what the gateway passes litellm for it."""
@@ -122,12 +131,11 @@ def single_model(env: EnvironmentDef) -> SingleModel | None:
     if len(env.models) != 1 or env.models[0].rpm is not None:
         return None
     entry = env.models[0]
-    key = resolve_key(entry.api_key, where=f"environment `{env.name}`, model `{entry.name or entry.model}`")
+    [key] = _resolved_keys(env)
     connection: dict[str, Any] = {}
     if entry.api_base:
         connection["api_base"] = entry.api_base
     if key:
-        redaction.remember(key)
         connection["api_key"] = key
     defaults = entry.parameters.model_dump(exclude_none=True) if entry.parameters is not None else {}
     return SingleModel(env=env, entry=entry, connection=connection, defaults=defaults)
@@ -139,10 +147,7 @@ _routers_lock = threading.Lock()
 
 def router_for(env: EnvironmentDef) -> EnvRouter:
     """The (cached) Router of ``env``; keys are resolved now, so a missing key fails here."""
-    keys = [resolve_key(m.api_key, where=f"environment `{env.name}`, model `{m.name or m.model}`") for m in env.models]
-    for k in keys:
-        if k:  # a plain key written in the definition is redacted as well as a `secret:` one
-            redaction.remember(k)
+    keys = _resolved_keys(env)
     fingerprint = hashlib.sha256(
         json.dumps([env.model_dump(mode="json"), keys], sort_keys=True, default=str).encode()
     ).hexdigest()

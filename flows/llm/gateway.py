@@ -360,22 +360,15 @@ async def _call_single(req: LlmRequest, single: Any, messages: list[dict[str, An
     """A one-model environment (:func:`flows.llm.environments.single_model`): its model called as
     a model string is, with the entry's defaults under the request's parameters and the
     environment's retries and timeout."""
-    from flows.llm.environments import entry_cost
-
     params = {**single.defaults, **req.parameters, "retries": single.env.retries}
     params.setdefault("timeout", single.env.timeout_seconds)
     resp = await _call_model(req, single.entry.model, messages, {**extra, **single.connection}, key, params)
     resp.raw = {**(resp.raw or {}), "environment": single.env.name, "deployment": single.deployment, "fallbacks": 0}
-    if resp.raw.get("cost_source") == "unpriced":
-        price = entry_cost(single.entry, resp.tokens_in, resp.tokens_out)
-        if price is not None:
-            resp.cost_usd, resp.raw["cost_source"] = price, "environment"
+    _price_from_entry(resp, single.entry)
     return resp
 
 
 async def _call_router(req: LlmRequest, router: Any, messages: list[dict[str, Any]], extra: dict[str, Any]) -> LlmResponse:
-    from flows.llm.environments import entry_cost
-
     params = dict(req.parameters)
     params.pop("retries", None)
     # the Router retries and fails over itself; its calls are bounded by each attempt's timeout
@@ -392,11 +385,18 @@ async def _call_router(req: LlmRequest, router: Any, messages: list[dict[str, An
                 "deployment": (deployment.entry.name or deployment.entry.model) if deployment else None,
                 "retries": headers.get("x-litellm-attempted-retries"),
                 "fallbacks": headers.get("x-litellm-attempted-fallbacks")}
-    if resp.raw.get("cost_source") == "unpriced":
-        price = entry_cost(deployment.entry if deployment else None, resp.tokens_in, resp.tokens_out)
-        if price is not None:
-            resp.cost_usd, resp.raw["cost_source"] = price, "environment"
+    _price_from_entry(resp, deployment.entry if deployment else None)
     return resp
+
+
+def _price_from_entry(resp: LlmResponse, entry: Any) -> None:
+    """A call litellm could not price gets its environment entry's price, when the entry has one."""
+    from flows.llm.environments import entry_cost
+
+    if (resp.raw or {}).get("cost_source") == "unpriced":
+        price = entry_cost(entry, resp.tokens_in, resp.tokens_out)
+        if price is not None:
+            resp.cost_usd, resp.raw = price, {**(resp.raw or {}), "cost_source": "environment"}
 
 
 def _price_from_params(resp: LlmResponse, params: Mapping[str, Any]) -> None:
