@@ -158,5 +158,11 @@ def run_in_process(plan: Plan, params: dict[str, Any], request: RunRequest) -> A
     """Call the flow of ``plan`` for ``request`` in this process, blocking; Prefect's final state."""
     import asyncio
 
+    from prefect.context import SyncClientContext
+
     compiled: Any = build_flow(plan, request)
-    return asyncio.run(compiled(**params, return_state=True))
+    # One sync Prefect client for the whole run: without a client context Prefect makes a new one
+    # for every result-store lookup (twice a run, three times with the run's flow-run name), and
+    # each new client loads the CA bundle, ~25 ms of CPU even for a plain-HTTP API.
+    with SyncClientContext.get_or_create():
+        return asyncio.run(compiled(**params, return_state=True))
