@@ -241,6 +241,8 @@ def close_visit(
         pending = _pending.pop(visit_id, None)
         started = _open.pop(visit_id, None)
     with connection(write=True) as conn:
+        if pending is not None and submission is None and context is not None and conn.dialect.name == "sqlite":
+            return _sqlite_checkpoint(conn, {**pending[0], **values}, run_id, context, now)
         if pending is not None:  # never written: the whole visit in one statement
             conn.execute(_INSERT_VISIT, {**pending[0], **values})
         elif conn.execute(update(_VISITS).where(_VISITS.c.id == visit_id).values(**values)).rowcount == 0 \
@@ -253,6 +255,47 @@ def close_visit(
         if context is not None:
             return conn.execute(_SAVE_CONTEXT, {"run_id": run_id, "context": context, "now": now}).scalar()
         return conn.execute(_RUN_STATUS, {"run_id": run_id}).scalar()
+
+
+class _SqliteStatements:
+    """The checkpoint's two statements as SQL text for SQLite's own driver, each parameter passed
+    through its column's SQLAlchemy bind processor (the same JSON text and timestamps a Core
+    statement writes). A visit's checkpoint is most of Ergon's own CPU per visit, and a third of
+    it was SQLAlchemy's statement execution around the two driver calls (measured: 0.32 → 0.22
+    ms for a visit's start and checkpoint)."""
+
+    def __init__(self, dialect: sa.Dialect) -> None:
+        columns = list(_VISITS.c)
+        self.visit_columns = [(c.name, c.type.bind_processor(dialect)) for c in columns]
+        self.insert_visit = (f"INSERT INTO {_VISITS.name} ({', '.join(c.name for c in columns)}) "
+                             f"VALUES ({', '.join('?' for _ in columns)})")
+        self.save_context = f"UPDATE {_RUNS.name} SET context = ?, heartbeat_at = ? WHERE id = ? RETURNING status"
+        self.context_value = _RUNS.c.context.type.bind_processor(dialect)
+        self.time_value = _RUNS.c.heartbeat_at.type.bind_processor(dialect)
+
+
+_sqlite_statements: _SqliteStatements | None = None
+
+
+def _sqlite_checkpoint(conn: sa.Connection, row: dict[str, Any], run_id: str, context: dict,
+                       now: datetime) -> RunStatus | None:
+    """:func:`close_visit`'s common case on SQLite — a visit never written, and the run's new
+    context — in the open transaction, on the driver's cursor (see :class:`_SqliteStatements`)."""
+    global _sqlite_statements
+    sql = _sqlite_statements = _sqlite_statements or _SqliteStatements(conn.dialect)
+    driver_error = conn.dialect.loaded_dbapi.Error
+    cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(sql.insert_visit, [process(row.get(name)) if process else row.get(name)
+                                          for name, process in sql.visit_columns])
+        cursor.execute(sql.save_context, (sql.context_value(context) if sql.context_value else context,
+                                          sql.time_value(now) if sql.time_value else now, run_id))
+        found = cursor.fetchone()
+    except driver_error as exc:  # raised as SQLAlchemy's own error, as a Core statement's would be
+        raise sa.exc.DBAPIError.instance(sql.insert_visit, None, exc, driver_error, dialect=conn.dialect) from exc
+    finally:
+        cursor.close()
+    return found[0] if found else None
 
 
 def finish_visit(
