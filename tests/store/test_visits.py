@@ -131,3 +131,28 @@ def test_last_changing_node_reads_back_past_visits_that_changed_nothing(store, r
     for _ in range(5):
         visit_store.finish_visit(visit_store.start_visit(run.id, "idle", "condition").id)
     assert visit_store.last_changing_node(run.id, batch=2) == "count"
+
+
+def test_the_engines_checkpoint_writes_the_whole_visit_and_the_context_in_one_go(store, run):
+    """The engine's path (a sequence it allocated, the start row deferred): the close inserts the
+    visit with its start and end and saves the run's context, and reads back as the ORM wrote it."""
+    visit = visit_store.start_visit(run.id, "extract", "tool", input={"doc": "é"}, sequence=1, attempt=2, now=T0)
+    diff = [{"op": "add", "path": "/terms", "old": None, "new": [1]}]
+    status = visit_store.close_visit(visit.id, run.id, started_at=T0, status="completed", output={"terms": [1]},
+                                     context_diff=diff, next_node="review", context={"terms": [1]})
+    assert status == run_store.get_run(run.id).status == "pending"  # the run's status, as of the checkpoint
+    got = visit_store.get_visit(visit.id)
+    assert (got.sequence, got.attempt, got.input, got.output, got.context_diff, got.next_node, got.status) == (
+        1, 2, {"doc": "é"}, {"terms": [1]}, diff, "review", "completed")
+    assert got.started_at == T0 and got.ended_at.tzinfo is not None and got.ended_at > T0
+    saved = run_store.get_run(run.id)
+    assert saved.context == {"terms": [1]} and saved.heartbeat_at == got.ended_at
+
+
+def test_a_checkpoint_for_an_unknown_run_raises_the_stores_integrity_error_and_writes_nothing(store, run):
+    from sqlalchemy.exc import IntegrityError
+
+    visit = visit_store.start_visit("no-such-run", "extract", "tool", sequence=1, now=T0)
+    with pytest.raises(IntegrityError):
+        visit_store.close_visit(visit.id, "no-such-run", started_at=T0, status="completed", context={"x": 1})
+    assert visit_store.get_visit(visit.id) is None
