@@ -6,7 +6,8 @@ the driver explicitly (``postgresql+psycopg://…``): SQLAlchemy 2.0 would other
 
 SQLite is used by several processes at once (the flow, its workers, the dashboard, the CLI), so
 every connection gets WAL (readers never block the writer), a 30 s busy timeout, ``synchronous
-NORMAL`` (safe with WAL, much faster than FULL) and foreign keys. Write transactions start with
+NORMAL`` (safe with WAL, much faster than FULL) and foreign keys; the log is checkpointed by a
+thread of the process, off the commits (:mod:`flows.store.wal`). Write transactions start with
 ``BEGIN IMMEDIATE``: a deferred transaction that reads and then writes can fail at once with
 "database is locked" when another writer committed in between, because SQLite cannot wait for a
 snapshot that is already stale. Taking the write lock up front lets the busy timeout do its job.
@@ -36,6 +37,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from flows.settings import ergon_home
+from flows.store import wal
 
 #: Execution option that makes the SQLite ``begin`` hook take the write lock up front.
 IMMEDIATE = "ergon_sqlite_immediate"
@@ -115,6 +117,7 @@ def _create_engine(url: str) -> Engine:
     # thread its own connection, so check_same_thread only gets in the way.
     engine = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
     _install_sqlite_hooks(engine)
+    wal.watch(engine)
     return engine
 
 
@@ -129,6 +132,8 @@ def _install_sqlite_hooks(engine: Engine) -> None:
         cursor.execute("PRAGMA busy_timeout=30000")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
+        # the log is checkpointed by a thread, not inside a commit (flows.store.wal)
+        cursor.execute(f"PRAGMA wal_autocheckpoint={wal.SAFETY_NET_PAGES}")
         cursor.close()
 
     @event.listens_for(engine, "begin")
