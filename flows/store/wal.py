@@ -44,7 +44,7 @@ def watch(engine: Engine) -> None:
         return
     with _lock:
         _watched[f"{database}-wal"] = (engine, None)
-        if _thread is None:
+        if _thread is None or not _thread.is_alive():  # not yet, or a forked child (threads do not fork)
             _thread = threading.Thread(target=_checkpoint_when_changed, name="ergon-wal-checkpointer", daemon=True)
             _thread.start()
 
