@@ -3,7 +3,8 @@
 The engine writes a visit per node it runs, so :func:`start_visit` with an allocated sequence,
 :func:`close_visit` and :func:`record_llm_call` are on the path of every node visit or model
 call: they run Core statements on a plain connection (:func:`flows.store.db.connection`), not
-ORM sessions. :func:`checkpoint_visit` / :func:`close_visit` close a visit and store the run's
+ORM sessions; on SQLite the checkpoint's two statements go straight to the driver's cursor
+(:class:`_SqliteStatements`). :func:`checkpoint_visit` / :func:`close_visit` close a visit and store the run's
 new context in ONE transaction — the durability point resume relies on.
 
 **A visit is one statement when it can be.** The engine's :func:`start_visit` (with its own
