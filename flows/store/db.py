@@ -139,7 +139,9 @@ def _install_sqlite_hooks(engine: Engine) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(connection) -> None:
         immediate = connection.get_execution_options().get(IMMEDIATE, False)
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        # on the driver itself: SQLAlchemy's statement execution around it cost as much as a
+        # visit's own statements (every store transaction begins here)
+        connection.connection.driver_connection.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
 def is_sqlite(engine: Engine | None = None) -> bool:

@@ -2,9 +2,9 @@
 
 The engine writes a visit per node it runs, so :func:`start_visit` with an allocated sequence,
 :func:`close_visit` and :func:`record_llm_call` are on the path of every node visit or model
-call: they run Core statements on a plain connection (:func:`flows.store.db.connection`), not
-ORM sessions; on SQLite the checkpoint's two statements go straight to the driver's cursor
-(:class:`_SqliteStatements`). :func:`checkpoint_visit` / :func:`close_visit` close a visit and store the run's
+call: they run on a plain connection (:func:`flows.store.db.connection`), not ORM sessions, and on
+SQLite straight on the driver's cursor (:mod:`flows.store.driver`), elsewhere as Core statements
+built once. :func:`checkpoint_visit` / :func:`close_visit` close a visit and store the run's
 new context in ONE transaction — the durability point resume relies on.
 
 **A visit is one statement when it can be.** The engine's :func:`start_visit` (with its own
@@ -34,6 +34,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import SQLModel, col, func, insert, select, update
 
+from flows.store import driver
 from flows.store._common import add_row, check, get_row, lock_run, mappings, ms_between, page, require_row
 from flows.store.db import connection, defer_writes, flush_deferred, session
 from flows.store.errors import NotFound, StoreError
@@ -70,6 +71,8 @@ _SAVE_CONTEXT = (update(_RUNS).where(_RUNS.c.id == sa.bindparam("run_id"))
                  .values(context=sa.bindparam("context"), heartbeat_at=sa.bindparam("now")).returning(_RUNS.c.status))
 _RUN_STATUS = select(_RUNS.c.status).where(_RUNS.c.id == sa.bindparam("run_id"))
 _INSERT_LLM_CALL = insert(_LLM_CALLS)
+#: every column of a visit row, in the table's order (a start row plus its close covers them all)
+_VISIT_NAMES = tuple(c.name for c in _VISITS.c)
 _ADD_SPEND = (update(_RUNS).where(_RUNS.c.id == sa.bindparam("run_id"))
               .values(cost_usd=_RUNS.c.cost_usd + sa.bindparam("cost", type_=sa.Float),
                       tokens=_RUNS.c.tokens + sa.bindparam("tokens", type_=sa.Integer)))
@@ -242,61 +245,56 @@ def close_visit(
         pending = _pending.pop(visit_id, None)
         started = _open.pop(visit_id, None)
     with connection(write=True) as conn:
-        if pending is not None and submission is None and context is not None and conn.dialect.name == "sqlite":
-            return _sqlite_checkpoint(conn, {**pending[0], **values}, run_id, context, now)
         if pending is not None:  # never written: the whole visit in one statement
-            conn.execute(_INSERT_VISIT, {**pending[0], **values})
-        elif conn.execute(update(_VISITS).where(_VISITS.c.id == visit_id).values(**values)).rowcount == 0 \
-                and started is not None:  # the transaction that carried its start row rolled back
-            conn.execute(_INSERT_VISIT, {**started, **values})
+            _insert_visit(conn, {**pending[0], **values})
+        elif not _update_visit(conn, visit_id, values) and started is not None:
+            _insert_visit(conn, {**started, **values})  # the transaction that carried its start row rolled back
         if submission is not None:
             from flows.store.submissions import insert_rows
 
             insert_rows(conn, submission[1])
-        if context is not None:
-            return conn.execute(_SAVE_CONTEXT, {"run_id": run_id, "context": context, "now": now}).scalar()
+        return _save_context(conn, run_id, context, now) if context is not None else _run_status(conn, run_id)
+
+
+# The checkpoint's statements: on SQLite on the driver's cursor (:mod:`flows.store.driver`), else
+# Core statements built once (building each statement and its cache key per call was about a
+# third of a visit's store CPU).
+
+def _on_driver(conn: sa.Connection) -> bool:
+    return conn.dialect.name == "sqlite"
+
+
+def _insert_visit(conn: sa.Connection, row: dict[str, Any]) -> None:
+    if _on_driver(conn):
+        driver.insert(_VISITS, _VISIT_NAMES, conn.dialect).run(conn, row)
+    else:
+        conn.execute(_INSERT_VISIT, row)
+
+
+def _update_visit(conn: sa.Connection, visit_id: str, values: dict[str, Any]) -> bool:
+    """Whether the visit's row was there to update."""
+    if _on_driver(conn):
+        return driver.update_by_id(_VISITS, tuple(values), conn.dialect).run(conn, {**values, "id": visit_id}) == 1
+    return conn.execute(update(_VISITS).where(_VISITS.c.id == visit_id).values(**values)).rowcount == 1
+
+
+def _save_context(conn: sa.Connection, run_id: str, context: dict, now: datetime) -> RunStatus | None:
+    """Store the run's context (and beat its heart); the run's status as of this transaction."""
+    values = {"run_id": run_id, "context": context, "now": now}
+    if not _on_driver(conn):
+        return conn.execute(_SAVE_CONTEXT, values).scalar()
+    found = driver.sql("save_context", f"UPDATE {_RUNS.name} SET context = ?, heartbeat_at = ? WHERE id = ? RETURNING status",
+                       [("context", _RUNS.c.context), ("now", _RUNS.c.heartbeat_at), ("run_id", _RUNS.c.id)],
+                       conn.dialect).run(conn, values)
+    return found[0] if found else None  # type: ignore[index]
+
+
+def _run_status(conn: sa.Connection, run_id: str) -> RunStatus | None:
+    if not _on_driver(conn):
         return conn.execute(_RUN_STATUS, {"run_id": run_id}).scalar()
-
-
-class _SqliteStatements:
-    """The checkpoint's two statements as SQL text for SQLite's own driver, each parameter passed
-    through its column's SQLAlchemy bind processor (the same JSON text and timestamps a Core
-    statement writes). A visit's checkpoint is most of Ergon's own CPU per visit, and a third of
-    it was SQLAlchemy's statement execution around the two driver calls (measured: 0.32 → 0.22
-    ms for a visit's start and checkpoint)."""
-
-    def __init__(self, dialect: sa.Dialect) -> None:
-        columns = list(_VISITS.c)
-        self.visit_columns = [(c.name, c.type.bind_processor(dialect)) for c in columns]
-        self.insert_visit = (f"INSERT INTO {_VISITS.name} ({', '.join(c.name for c in columns)}) "
-                             f"VALUES ({', '.join('?' for _ in columns)})")
-        self.save_context = f"UPDATE {_RUNS.name} SET context = ?, heartbeat_at = ? WHERE id = ? RETURNING status"
-        self.context_value = _RUNS.c.context.type.bind_processor(dialect)
-        self.time_value = _RUNS.c.heartbeat_at.type.bind_processor(dialect)
-
-
-_sqlite_statements: _SqliteStatements | None = None
-
-
-def _sqlite_checkpoint(conn: sa.Connection, row: dict[str, Any], run_id: str, context: dict,
-                       now: datetime) -> RunStatus | None:
-    """:func:`close_visit`'s common case on SQLite — a visit never written, and the run's new
-    context — in the open transaction, on the driver's cursor (see :class:`_SqliteStatements`)."""
-    global _sqlite_statements
-    sql = _sqlite_statements = _sqlite_statements or _SqliteStatements(conn.dialect)
-    driver_error = conn.dialect.loaded_dbapi.Error
-    cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
-    try:
-        cursor.execute(sql.insert_visit, [process(row.get(name)) if process else row.get(name)
-                                          for name, process in sql.visit_columns])
-        cursor.execute(sql.save_context, (sql.context_value(context) if sql.context_value else context,
-                                          sql.time_value(now) if sql.time_value else now, run_id))
-        found = cursor.fetchone()
-    except driver_error as exc:  # raised as SQLAlchemy's own error, as a Core statement's would be
-        raise sa.exc.DBAPIError.instance(sql.insert_visit, None, exc, driver_error, dialect=conn.dialect) from exc
-    finally:
-        cursor.close()
-    return found[0] if found else None
+    found = driver.sql("run_status", f"SELECT status FROM {_RUNS.name} WHERE id = ?", [("run_id", _RUNS.c.id)],
+                       conn.dialect).run(conn, {"run_id": run_id})
+    return found[0] if found else None  # type: ignore[index]
 
 
 def finish_visit(
@@ -474,10 +472,17 @@ def record_llm_call(
         repair=repair, cassette_key=cassette_key, offline=offline, error=error, workstream_id=workstream_id,
         created_at=utcnow(),
     )
-    # Core statements on a plain connection: this is on the path of every model call.
+    spend = {"run_id": run_id, "cost": cost_usd, "tokens": tokens_in + tokens_out}
+    # on the path of every model call: the driver's cursor on SQLite, else Core statements built once
     with connection(write=True) as conn:
-        conn.execute(_INSERT_LLM_CALL, values)
-        conn.execute(_ADD_SPEND, {"run_id": run_id, "cost": cost_usd, "tokens": tokens_in + tokens_out})
+        if _on_driver(conn):
+            driver.insert(_LLM_CALLS, tuple(values), conn.dialect).run(conn, values)
+            driver.sql("add_spend", f"UPDATE {_RUNS.name} SET cost_usd = cost_usd + ?, tokens = tokens + ? WHERE id = ?",
+                       [("cost", _RUNS.c.cost_usd), ("tokens", _RUNS.c.tokens), ("run_id", _RUNS.c.id)],
+                       conn.dialect).run(conn, spend)
+        else:
+            conn.execute(_INSERT_LLM_CALL, values)
+            conn.execute(_ADD_SPEND, spend)
     return LlmCall.model_construct(**values)
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from flows.store import runs as run_store
 from flows.store import visits as visit_store
+from flows.store._common import ms_between
 from flows.store.errors import NotFound, StoreError
 
 
@@ -156,3 +157,60 @@ def test_a_checkpoint_for_an_unknown_run_raises_the_stores_integrity_error_and_w
     with pytest.raises(IntegrityError):
         visit_store.close_visit(visit.id, "no-such-run", started_at=T0, status="completed", context={"x": 1})
     assert visit_store.get_visit(visit.id) is None
+
+
+def test_an_items_close_after_its_start_row_was_written_updates_it_whole(store, run):
+    """A fan-out item: its start row went out with another transaction (here: a flush), so the
+    close is an update; on SQLite it runs on the driver's cursor and must read back as Core wrote."""
+    from flows.store import db
+
+    parent = visit_store.start_visit(run.id, "each", "foreach", sequence=1, now=T0)
+    item = visit_store.start_visit(run.id, "each/node", "interaction", parent_visit_id=parent.id, item_key="k-1",
+                                   sequence=2, now=T0)
+    db.flush_deferred()
+    assert visit_store.get_visit(item.id).status == "running"
+    status = visit_store.close_visit(item.id, run.id, started_at=T0, status="failed", output=None, error="no «label»",
+                                     error_kind="model", input={"topic": "ü"})
+    assert status == "pending"  # the run's status, read in the same transaction
+    got = visit_store.get_visit(item.id)
+    assert (got.status, got.error, got.error_kind, got.input, got.output, got.context_diff, got.item_key) == (
+        "failed", "no «label»", "model", {"topic": "ü"}, None, [], "k-1")
+    assert got.started_at == T0 and got.ended_at.tzinfo is not None and got.duration_ms == ms_between(T0, got.ended_at)
+
+
+def test_a_model_calls_record_reads_back_as_written_and_adds_to_the_runs_totals(store, run):
+    messages = [{"role": "user", "content": "Étiquette ✓"}]
+    response = {"content": '{"label": "x"}', "tool_calls": [], "model": "m", "retries": 0}
+    call = visit_store.record_llm_call(run.id, "openai/m", messages=messages, response=response,
+                                       tools=[{"type": "function"}], tokens_in=3, tokens_out=4, cost_usd=0.25,
+                                       latency_ms=51, attempt=2, repair=True, cassette_key="k", offline=False)
+    visit_store.record_llm_call(run.id, "openai/m", error="timed out", cost_usd=0.5, tokens_in=1)
+    first, second = visit_store.llm_calls_for_run(run.id)
+    assert first.id == call.id
+    assert (first.messages, first.response, first.tools, first.tokens_in, first.tokens_out, first.cost_usd) == (
+        messages, response, [{"type": "function"}], 3, 4, 0.25)
+    assert (first.latency_ms, first.attempt, first.repair, first.offline, first.cassette_key, first.error) == (
+        51, 2, True, False, "k", None)
+    assert first.created_at.tzinfo is not None and (second.error, second.response) == ("timed out", None)
+    saved = run_store.get_run(run.id)
+    assert (saved.cost_usd, saved.tokens) == (0.75, 8)
+
+
+def test_a_model_call_for_an_unknown_run_raises_the_stores_integrity_error_and_writes_nothing(store, run):
+    from sqlalchemy.exc import IntegrityError
+
+    with pytest.raises(IntegrityError):
+        visit_store.record_llm_call("no-such-run", "m", cost_usd=1.0)
+    assert visit_store.llm_calls_for_run("no-such-run") == []
+
+
+def test_a_driver_insert_must_name_every_column_whose_default_is_pythons(store):
+    """The driver does not apply Python-side defaults as a Core insert does: leaving one out
+    would write NULL, so building such a statement is refused."""
+    from sqlmodel import SQLModel
+
+    from flows.store import db, driver
+
+    table = SQLModel.metadata.tables["llm_calls"]
+    with pytest.raises(ValueError, match="id, .*created_at"):
+        driver.insert(table, ("run_id", "model"), db.get_engine().dialect)
