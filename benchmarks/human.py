@@ -22,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.home import prefect_for_benchmark  # noqa: E402
 from flows.settings import ANSWER_POLL_SECONDS  # noqa: E402
 
 PROCESS = """
@@ -92,15 +93,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    os.environ.setdefault("ERGON_HOME", tempfile.mkdtemp(prefix="ergon-bench-"))
-    from flows.prefect.config import configure_prefect_env
-
-    configure_prefect_env()
-    from flows.prefect.server import ensure_api_url
-    from flows.store import db
-
-    ensure_api_url()
-    db.init_db()
+    prefect_for_benchmark()
     folder = Path(tempfile.mkdtemp(prefix="ergon-bench-defs-"))
     (folder / "bench_human.yaml").write_text(PROCESS)
     env = {**os.environ, "ERGON_DEFINITIONS": str(folder)}

@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "llm"))
 
+from benchmarks.home import prefect_for_benchmark  # noqa: E402
 from benchmarks.settle import wait_until_idle  # noqa: E402
 
 ITEMS = 200
@@ -183,18 +184,10 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=WINDOW)
     args = parser.parse_args()
     ITEMS, WINDOW = args.items, args.window
-    os.environ.setdefault("ERGON_HOME", tempfile.mkdtemp(prefix="ergon-bench-"))
     os.environ["BENCH_KEY"] = "sk-bench"
-    from flows.prefect.config import configure_prefect_env
-
-    configure_prefect_env()
+    prefect_for_benchmark()
     from fake_openai import FakeOpenAI
 
-    from flows.prefect.server import ensure_api_url
-    from flows.store import db
-
-    ensure_api_url()
-    db.init_db()
     server = FakeOpenAI(latency=LATENCY).start()
     # the "model" variant reaches the server the way litellm's standard provider variables say
     os.environ["OPENAI_API_BASE"] = server.url
@@ -219,6 +212,8 @@ def main() -> None:
                 times[variant].append(ergon(folder, server, variant))
     finally:
         server.stop()
+    for side, runs in times.items():
+        print(f"  {side:<14} runs: {', '.join(f'{t:.2f}' for t in runs)} s")
     med = {k: statistics.median(v) for k, v in times.items()}
     print(f"{ITEMS} interaction calls, window {WINDOW}, server latency {LATENCY * 1000:.0f} ms, median of {args.repeat}")
     print(f"bare asyncio.gather            {med['asyncio']:6.2f} s")

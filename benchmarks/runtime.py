@@ -32,7 +32,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from dataclasses import dataclass
@@ -41,21 +40,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.home import prefect_for_benchmark  # noqa: E402
 from benchmarks.settle import measured  # noqa: E402
 
 
 def _setup_env() -> None:
-    if "ERGON_HOME" not in os.environ:
-        os.environ["ERGON_HOME"] = tempfile.mkdtemp(prefix="ergon-bench-")
-    from flows.prefect.config import configure_prefect_env
-
-    configure_prefect_env()
-    from flows.prefect.server import ensure_api_url
-
-    ensure_api_url()
-    from flows.store import db
-
-    db.init_db()
+    prefect_for_benchmark()
 
 
 def chain_definition(n: int) -> str:

@@ -17,16 +17,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.home import prefect_for_benchmark  # noqa: E402
 from benchmarks.settle import wait_until_idle  # noqa: E402
 
 
@@ -92,13 +91,7 @@ def main() -> None:
     parser.add_argument("--children", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
-    os.environ.setdefault("ERGON_HOME", tempfile.mkdtemp(prefix="ergon-bench-"))
-    from flows.prefect.config import configure_prefect_env
-
-    configure_prefect_env()
-    from flows.prefect.server import ensure_api_url
-
-    ensure_api_url()
+    prefect_for_benchmark(store=False)
     results: dict[str, list[tuple[float, int]]] = {"prefect": [], "ergon": []}
     for _ in range(args.rounds):
         for side in results:
