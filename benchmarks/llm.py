@@ -5,12 +5,13 @@ each request after 50 ms) in one process:
 
 * **Ergon** — a process whose `foreach` runs an `interaction` node per item,
   ``max_concurrency: 20``: each item is a Prefect task run, an LLM call recorded in the store,
-  structured output validated, the result collected. Measured twice: with the interaction
+  structured output validated, the result collected. Measured four times: with the interaction
   naming a **model** (``openai/bench``, reached through ``OPENAI_API_BASE``: one
   ``litellm.acompletion`` per item, the same call as the baseline's), naming an
-  **environment** of one model (called directly, with the environment's endpoint, key,
-  retries and timeout), and naming a **failover environment** of two models (litellm's
-  ``Router``: failover, load balancing and cooldowns cost about 2 ms of CPU per call).
+  **environment** of one model and a **failover environment** of two models (both called
+  directly, with the entry's endpoint, key and the environment's retries and timeout), and,
+  for reference, a **balanced environment** of two entries (litellm's ``Router``, which
+  costs 2–5 ms of CPU per call).
 * **Prefect baseline** — what a Prefect user writes by hand: a flow with one ``@task`` per
   ``litellm.acompletion`` call (no cache, no result persistence), the same window held by an
   ``asyncio.Semaphore``. Each task run is a Prefect task run, as Ergon's items are. Aim: Ergon
@@ -18,7 +19,7 @@ each request after 50 ms) in one process:
 * **bare asyncio** — ``asyncio.gather`` of the same ``litellm.acompletion`` calls behind an
   ``asyncio.Semaphore``: no orchestration at all, reported for reference (no Prefect user gets it).
 
-The three sides alternate in one process, each run on an idle Prefect server
+The sides alternate in one process, each run on an idle Prefect server
 (``benchmarks/settle.py``); the figures are medians. Usage:
 ``python benchmarks/llm.py [--items 200] [--window 20] [--repeat 5]`` (the issue's second row:
 ``--items 500 --window 50``).
@@ -89,6 +90,7 @@ VARIANTS = {
     "model": ("bench_llm_model", "Label", "model: openai/bench-direct", "bench-direct"),
     "environment": ("bench_llm_env", "LabelEnv", "environment: bench", "bench"),
     "failover env": ("bench_llm_failover", "LabelFailover", "environment: bench_failover", "bench-first"),
+    "balanced env": ("bench_llm_balanced", "LabelBalanced", "environment: bench_balanced", "bench-balanced"),
 }
 
 ENV = """
@@ -98,13 +100,23 @@ models:
   - {{model: openai/bench, api_base: "{url}", api_key: "env:BENCH_KEY", input_cost_per_token: 0, output_cost_per_token: 0}}
 """
 
-#: two models in failover order (the first answers): what litellm's Router costs per call
+#: two models in failover order (the first answers)
 FAILOVER_ENV = """
 kind: environment
 name: bench_failover
 models:
   - {{model: openai/bench-first, api_base: "{url}", api_key: "env:BENCH_KEY", input_cost_per_token: 0, output_cost_per_token: 0}}
   - {{model: openai/bench-spare, api_base: "{url}", api_key: "env:BENCH_KEY", input_cost_per_token: 0, output_cost_per_token: 0}}
+"""
+
+#: two entries balanced by weight (litellm's Router): the same model behind both, so the script answers either
+BALANCED_ENV = """
+kind: environment
+name: bench_balanced
+strategy: load_balance
+models:
+  - {{model: openai/bench-balanced, name: one, api_base: "{url}", api_key: "env:BENCH_KEY", input_cost_per_token: 0, output_cost_per_token: 0}}
+  - {{model: openai/bench-balanced, name: two, api_base: "{url}", api_key: "env:BENCH_KEY", input_cost_per_token: 0, output_cost_per_token: 0}}
 """
 
 
@@ -198,6 +210,7 @@ def main() -> None:
         (folder / f"{interaction}.yaml").write_text(INTERACTION.format(name=interaction, target=target))
     (folder / "env.yaml").write_text(ENV.format(url=server.url))
     (folder / "failover_env.yaml").write_text(FAILOVER_ENV.format(url=server.url))
+    (folder / "balanced_env.yaml").write_text(BALANCED_ENV.format(url=server.url))
     times: dict[str, list[float]] = {"asyncio": [], "prefect": [], **{v: [] for v in VARIANTS}}
     by_hand = prefect_flow(server.url)
     try:

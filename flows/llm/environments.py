@@ -1,30 +1,34 @@
-"""Environments: named model lists turned into litellm Routers, with keys resolved at call time.
+"""Environments: named model lists, called in failover order or balanced by litellm's Router,
+with keys resolved at call time.
 
-An :class:`~compiler.ir.EnvironmentDef` lists models in failover order. Ergon maps it onto a
-litellm ``Router``:
+An :class:`~compiler.ir.EnvironmentDef` lists models in failover order:
 
-* ``strategy: failover`` — one model group per entry (``<env>/0``, ``<env>/1``, …) and a
-  fallback chain ``<env>/0 → [<env>/1, …]``: the Router retries a 429/5xx on one model
-  ``retries`` times with exponential backoff, then moves to the next model;
-* ``strategy: load_balance`` — one model group ``<env>`` holding every entry with its
-  ``weight`` (litellm's weighted ``simple-shuffle``); a failed attempt is retried in the group
-  and the retry may land on another entry.
+* ``strategy: failover`` — called without a Router (:func:`failover_models`): the gateway calls
+  each model as it calls a model string, with the entry's endpoint, key, parameters and prices
+  and the environment's ``retries`` and ``timeout_seconds``, every attempt recorded, all within
+  the gateway's ``deadline``; a model that still fails after its retries hands the call to the
+  next one. A model that failed so is *cooling down* for :data:`COOLDOWN_SECONDS` (litellm's
+  Router's default): calls in that time try it after the others, not first, so an outage of
+  the first model does not cost every call its retries and backoff.
+* ``strategy: load_balance`` — a litellm ``Router`` with one model group ``<env>`` holding every
+  entry with its ``weight`` (litellm's weighted ``simple-shuffle``); a failed attempt is retried
+  in the group and the retry may land on another entry. Embeddings use the Router for either
+  strategy (:mod:`flows.llm.embeddings`; a failover Router there: one group per entry and a
+  fallback chain ``<env>/0 → [<env>/1, …]``).
+
+Why no Router for failover: under concurrency it cost 2–5 ms of CPU a call beyond the plain
+litellm call (its pre-routing, cooldown and logging steps; measured with ``benchmarks/llm.py``
+and apart, no Router option removed it), a fifth of a foreach of model calls; and its own
+retries were invisible in the call log.
 
 Keys are references, never literals: ``env:VAR`` reads the environment variable ``VAR``;
 ``secret:NAME`` opens Ergon's encrypted secret ``NAME`` (:mod:`flows.secrets`, stored with
-``ergon secrets set NAME``). A key lives only in the Router's deployment parameters (sent as
-the provider's auth header); it is never put into messages, records or error texts
+``ergon secrets set NAME``). A key lives only in the call's parameters (sent as the provider's
+auth header) or the Router's deployments; it is never put into messages, records or error texts
 (:func:`scrub` removes it from provider error messages).
 
 Routers are cached per environment content and resolved keys, so a changed key or definition
 builds a new one, and cooldowns/usage counters persist across calls as litellm intends.
-
-An environment of **one model without an ``rpm``** has nothing to fail over to or balance, so
-it is called without a Router (:func:`single_model`): the gateway's own call of a model string
-with the entry's endpoint, key, parameters and prices, the environment's ``retries`` and
-``timeout_seconds``, and the gateway's ``deadline`` over all attempts. Under concurrency the
-Router costs about 2 ms of CPU per call (``benchmarks/llm.py``), a fifth of a foreach of model
-calls; each retried attempt is then recorded as a model string's are.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import functools
 import hashlib
 import json
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +46,8 @@ from flows.llm._litellm import litellm
 from flows.secrets import redaction
 from flows.llm.types import LlmError
 
-__all__ = ["EnvRouter", "SingleModel", "resolve_key", "router_for", "scrub", "single_model"]
+__all__ = ["COOLDOWN_SECONDS", "DirectModel", "EnvRouter", "cool_down", "failover_models", "in_cooldown_order",
+           "resolve_key", "router_for", "scrub"]
 
 
 def resolve_key(reference: str | None, *, where: str) -> str | None:
@@ -112,8 +118,8 @@ def _resolved_keys(env: EnvironmentDef) -> list[str | None]:
 
 
 @dataclass(frozen=True)
-class SingleModel:
-    """An environment of one model, called directly: what the gateway passes litellm for it."""
+class DirectModel:
+    """One model of a failover environment, called directly: what the gateway passes litellm."""
 
     env: EnvironmentDef
     entry: ModelEntry
@@ -125,20 +131,40 @@ class SingleModel:
         return self.entry.name or self.entry.model
 
 
-def single_model(env: EnvironmentDef) -> SingleModel | None:
-    """``env`` as one model to call directly, or None when it needs a Router (several models,
-    or an ``rpm`` the Router accounts for)."""
-    if len(env.models) != 1 or env.models[0].rpm is not None:
+def failover_models(env: EnvironmentDef) -> list[DirectModel] | None:
+    """``env``'s models in failover order, to call directly; None when it balances load (a Router)."""
+    if env.strategy != "failover":
         return None
-    entry = env.models[0]
-    [key] = _resolved_keys(env)
-    connection: dict[str, Any] = {}
-    if entry.api_base:
-        connection["api_base"] = entry.api_base
-    if key:
-        connection["api_key"] = key
-    defaults = entry.parameters.model_dump(exclude_none=True) if entry.parameters is not None else {}
-    return SingleModel(env=env, entry=entry, connection=connection, defaults=defaults)
+    out = []
+    for entry, key in zip(env.models, _resolved_keys(env), strict=True):
+        connection: dict[str, Any] = {}
+        if entry.api_base:
+            connection["api_base"] = entry.api_base
+        if key:
+            connection["api_key"] = key
+        defaults = entry.parameters.model_dump(exclude_none=True) if entry.parameters is not None else {}
+        out.append(DirectModel(env=env, entry=entry, connection=connection, defaults=defaults))
+    return out
+
+
+#: Seconds a failover model that failed after its retries is tried after the others.
+COOLDOWN_SECONDS = 5.0
+#: (environment, deployment) → when its cooldown ends (monotonic)
+_cooling: dict[tuple[str, str], float] = {}
+
+
+def cool_down(model: DirectModel) -> None:
+    """``model`` failed after its retries: try it after the others for :data:`COOLDOWN_SECONDS`."""
+    _cooling[(model.env.name, model.deployment)] = time.monotonic() + COOLDOWN_SECONDS
+
+
+def in_cooldown_order(models: list[DirectModel]) -> list[DirectModel]:
+    """``models`` in failover order, the ones cooling down moved to the end (in their order)."""
+    if not _cooling:
+        return models
+    now = time.monotonic()
+    cooling = [m for m in models if _cooling.get((m.env.name, m.deployment), 0.0) > now]
+    return [m for m in models if m not in cooling] + cooling if cooling else models
 
 
 _routers: dict[str, EnvRouter] = {}

@@ -2,9 +2,9 @@
 
 Which model answers (``req.model``):
 
-1. an environment name (``definitions/environments/*.yaml``) → that environment's litellm
-   Router (failover or weighted load balancing, 429/5xx retried with backoff per model, then
-   the next model; see :mod:`flows.llm.environments`);
+1. an environment name (``definitions/environments/*.yaml``) → its models in failover order, each
+   called as a model string is (retried, then the next model), or for ``load_balance`` its
+   litellm Router (weighted; see :mod:`flows.llm.environments`);
 2. any other string → that litellm model string (``openai/gpt-4o-mini``, ``ollama/llama3``, …),
    with litellm reading the usual provider variables (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``,
    …); 429/5xx/timeouts are retried with exponential backoff here, every attempt recorded, all
@@ -136,19 +136,20 @@ async def complete(req: LlmRequest, *, environments: Mapping[str, EnvironmentDef
         if target.kind == "offline":
             resp = complete_offline(req)
         else:
-            from flows.llm.environments import model_supports_response_schema, router_for, single_model
+            from flows.llm.environments import failover_models, model_supports_response_schema, router_for
 
-            single = single_model(target.env) if target.env is not None else None
-            router = router_for(target.env) if target.env is not None and single is None else None
-            model = single.entry.model if single is not None else target.name
+            direct = failover_models(target.env) if target.env is not None else None
+            router = router_for(target.env) if target.env is not None and direct is None else None
+            models = [m.entry.model for m in direct] if direct is not None else [target.name]
             json_mode = req.response_schema is not None and (
-                router.supports_response_schema() if router is not None else model_supports_response_schema(model)
+                router.supports_response_schema() if router is not None
+                else all(model_supports_response_schema(m) for m in models)
             )
             sent, extra = _structured_args(req, json_mode)
             if router is not None:
                 resp = await _call_router(req, router, sent, extra)
-            elif single is not None:
-                resp = await _call_single(req, single, sent, extra, key)
+            elif direct is not None:
+                resp = await _call_failover(req, direct, sent, extra, key)
             else:
                 resp = await _call_model(req, target.name, sent, extra, key)
             resp.raw = {**(resp.raw or {}), "structured_mode": (
@@ -355,17 +356,37 @@ def _past_deadline(model: str, deadline: float, attempts: int, detail: str) -> L
                     f"({attempts} attempt(s); {detail})")
 
 
-async def _call_single(req: LlmRequest, single: Any, messages: list[dict[str, Any]], extra: dict[str, Any],
-                       key: str) -> LlmResponse:
-    """A one-model environment (:func:`flows.llm.environments.single_model`): its model called as
-    a model string is, with the entry's defaults under the request's parameters and the
-    environment's retries and timeout."""
-    params = {**single.defaults, **req.parameters, "retries": single.env.retries}
-    params.setdefault("timeout", single.env.timeout_seconds)
-    resp = await _call_model(req, single.entry.model, messages, {**extra, **single.connection}, key, params)
-    resp.raw = {**(resp.raw or {}), "environment": single.env.name, "deployment": single.deployment, "fallbacks": 0}
-    _price_from_entry(resp, single.entry)
-    return resp
+async def _call_failover(req: LlmRequest, models: list[Any], messages: list[dict[str, Any]], extra: dict[str, Any],
+                         key: str) -> LlmResponse:
+    """A failover environment (:func:`flows.llm.environments.failover_models`): each model called
+    as a model string is, with its entry's defaults under the request's parameters and the
+    environment's retries and timeout, until one answers; every attempt is recorded, and the
+    call's ``deadline`` covers them all."""
+    from flows.llm.environments import cool_down, in_cooldown_order, scrub
+
+    env = models[0].env
+    deadline = float(req.parameters.get("deadline", DEFAULT_DEADLINE_SECONDS))
+    ends = time.monotonic() + deadline
+    ordered = in_cooldown_order(models)
+    for tried, model in enumerate(ordered):
+        params = {**model.defaults, **req.parameters, "retries": env.retries,
+                  "deadline": max(0.0, ends - time.monotonic())}
+        params.setdefault("timeout", env.timeout_seconds)
+        try:
+            resp = await _call_model(req, model.entry.model, messages, {**extra, **model.connection}, key, params)
+        except Exception as exc:
+            following = ordered[tried + 1] if tried + 1 < len(ordered) else None
+            if following is None or ends - time.monotonic() <= 0:
+                raise
+            cool_down(model)
+            fault = scrub(str(exc) if isinstance(exc, LlmError) else describe_fault(exc))
+            records.record(req, model=model.entry.model, messages=messages, resp=None, cassette_key=key,
+                           error=f"{fault} (failing over to `{following.deployment}`)")
+            continue
+        resp.raw = {**(resp.raw or {}), "environment": env.name, "deployment": model.deployment, "fallbacks": tried}
+        _price_from_entry(resp, model.entry)
+        return resp
+    raise LlmError(f"environment `{env.name}` lists no models")  # never: a definition has one at least
 
 
 async def _call_router(req: LlmRequest, router: Any, messages: list[dict[str, Any]], extra: dict[str, Any]) -> LlmResponse:

@@ -67,12 +67,48 @@ def test_failover_retries_the_first_model_then_uses_the_next(fake, make_env, run
     assert [(r.model, r.status) for r in fake.requests] == [("fo-a", 429), ("fo-a", 500), ("fo-a", 429), ("fo-b", 200)]
     assert resp.model == "openai/fo-b"
     assert resp.raw["environment"] == "failing_first" and resp.raw["deployment"] == "fo-b"
-    assert resp.raw["fallbacks"] == 1
-    assert len(sleeps) >= 2  # the Router backed off between the retries of fo-a
+    assert resp.raw["fallbacks"] == 1 and resp.raw["retries"] == 0
+    assert len(sleeps) == 2  # backed off between the attempts of fo-a, not before failing over
     from flows.store import visits as visit_store
 
-    [row] = visit_store.llm_calls_for_run(run_id)
-    assert row.model == "openai/fo-b" and row.response["environment"] == "failing_first"
+    rows = visit_store.llm_calls_for_run(run_id)  # every HTTP attempt, the failed ones too
+    assert [r.model for r in rows] == ["openai/fo-a"] * 3 + ["openai/fo-b"]
+    assert "attempt 1 of 3" in rows[0].error and "attempt 2 of 3" in rows[1].error
+    assert "rate limited" in rows[2].error and "failing over to `fo-b`" in rows[2].error
+    assert rows[3].error is None and rows[3].response["environment"] == "failing_first"
+
+
+def test_a_model_that_failed_over_is_tried_last_until_its_cooldown_ends(fake, make_env, monkeypatch):
+    from flows.llm import environments
+
+    env = make_env("cooling", ["cd-a", "cd-b"], retries=0)
+    fake.script("cd-a", {"status": 503})
+    first = ask(LlmRequest(messages=MESSAGES, model="cooling"), environments={env.name: env})
+    assert first.raw["deployment"] == "cd-b" and first.raw["fallbacks"] == 1
+    again = ask(LlmRequest(messages=MESSAGES, model="cooling"), environments={env.name: env})
+    # cd-a is cooling down: the call goes to cd-b first, and cd-a is not asked
+    assert again.raw["deployment"] == "cd-b" and again.raw["fallbacks"] == 0
+    assert [r.model for r in fake.requests] == ["cd-a", "cd-b", "cd-b"]
+    fake.script("cd-b", {"status": 503})  # while cd-a cools down, it is still the one after cd-b
+    third = ask(LlmRequest(messages=MESSAGES, model="cooling"), environments={env.name: env})
+    assert third.raw["deployment"] == "cd-a" and third.raw["fallbacks"] == 1
+    monkeypatch.setattr(environments, "_cooling", {})  # both cooldowns over
+    assert ask(LlmRequest(messages=MESSAGES, model="cooling"), environments={env.name: env}).raw["deployment"] == "cd-a"
+
+
+def test_a_failover_environment_fails_with_its_last_models_fault_and_a_400_is_not_retried(fake, make_env, run_id,
+                                                                                           sleeps):
+    env = make_env("all_down", ["dn-a", "dn-b"], retries=1)
+    fake.script("dn-a", {"status": 400})
+    fake.script("dn-b", {"status": 503}, {"status": 503})
+    with pytest.raises(LlmError, match="`all_down` failed: server error"):
+        ask(LlmRequest(messages=MESSAGES, model="all_down", run_id=run_id), environments={env.name: env})
+    assert [(r.model, r.status) for r in fake.requests] == [("dn-a", 400), ("dn-b", 503), ("dn-b", 503)]
+    from flows.store import visits as visit_store
+
+    errors = [r.error for r in visit_store.llm_calls_for_run(run_id)]
+    assert len(errors) == 3 and "refused (HTTP 400)" in errors[0] and "failing over to `dn-b`" in errors[0]
+    assert "attempt 1 of 2" in errors[1] and "server error" in errors[2]
 
 
 def test_environment_prices_unpriced_models(fake, make_env, run_id):
