@@ -212,30 +212,39 @@ def main() -> None:
     (folder / "failover_env.yaml").write_text(FAILOVER_ENV.format(url=server.url))
     (folder / "balanced_env.yaml").write_text(BALANCED_ENV.format(url=server.url))
     times: dict[str, list[float]] = {"asyncio": [], "prefect": [], **{v: [] for v in VARIANTS}}
+    #: this process's CPU seconds per run: steadier than the wall time on a shared machine (a
+    #: neighbour's steal or a busy server lengthens the wall time, not the CPU the run needs)
+    cpu: dict[str, list[float]] = {k: [] for k in times}
     by_hand = prefect_flow(server.url)
+
+    def measure(side: str, run) -> None:
+        # each run on an idle Prefect server (its event backlog drained: benchmarks/settle.py)
+        wait_until_idle()
+        started = time.process_time()
+        times[side].append(run())
+        cpu[side].append(time.process_time() - started)
+
     try:
         for _ in range(args.repeat):
-            # each run on an idle Prefect server (its event backlog drained: benchmarks/settle.py)
-            wait_until_idle()
-            times["asyncio"].append(asyncio.run(bare_asyncio(server.url)))
-            wait_until_idle()
-            times["prefect"].append(by_hand())
+            measure("asyncio", lambda: asyncio.run(bare_asyncio(server.url)))
+            measure("prefect", by_hand)
             for variant in VARIANTS:
-                wait_until_idle()
-                times[variant].append(ergon(folder, server, variant))
+                measure(variant, lambda variant=variant: ergon(folder, server, variant))
     finally:
         server.stop()
     for side, runs in times.items():
-        print(f"  {side:<14} runs: {', '.join(f'{t:.2f}' for t in runs)} s")
+        print(f"  {side:<14} runs: {', '.join(f'{t:.2f}' for t in runs)} s; CPU {', '.join(f'{t:.2f}' for t in cpu[side])} s")
     med = {k: statistics.median(v) for k, v in times.items()}
+    cpu_med = {k: statistics.median(v) for k, v in cpu.items()}
     print(f"{ITEMS} interaction calls, window {WINDOW}, server latency {LATENCY * 1000:.0f} ms, median of {args.repeat}")
     print(f"bare asyncio.gather            {med['asyncio']:6.2f} s")
-    print(f"Prefect flow, a task per call  {med['prefect']:6.2f} s   ({med['prefect'] / med['asyncio']:.2f}× asyncio)")
+    print(f"Prefect flow, a task per call  {med['prefect']:6.2f} s   ({med['prefect'] / med['asyncio']:.2f}× asyncio)"
+          f"   CPU {cpu_med['prefect']:.2f} s")
     for variant in VARIANTS:
         e = med[variant]
         print(f"ergon foreach, {variant:<13} {e:6.2f} s   {e / med['prefect']:5.2f}× the Prefect flow (aim <= 1.1), "
-              f"{e / med['asyncio']:.2f}× asyncio")
-
+              f"{e / med['asyncio']:.2f}× asyncio   CPU {cpu_med[variant]:.2f} s = "
+              f"{cpu_med[variant] / cpu_med['prefect']:.2f}× the flow's")
 
 if __name__ == "__main__":
     main()
