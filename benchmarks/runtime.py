@@ -144,6 +144,9 @@ def _compare(repeat: int, ergon_run, baseline_run, visits: int, profile: bool = 
     for _ in range(repeat):
         base.append(_timed(baseline_run))
         ergon.append(_timed(ergon_run))
+    for side, runs in (("prefect", base), ("ergon", ergon)):
+        print(f"  {side:<8} runs: {', '.join(f'{r[0]:.2f}' for r in runs)} s; CPU {', '.join(f'{r[2]:.2f}' for r in runs)} s",
+              flush=True)
     e, b = _median_run(ergon), _median_run(base)
     return Figures(e[0], b[0], statistics.median(r[2] for r in ergon), statistics.median(r[2] for r in base),
                    visits, e[1], b[1], _profile(ergon_run, visits) if profile else "")
