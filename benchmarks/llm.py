@@ -20,7 +20,8 @@ each request after 50 ms) in one process:
   ``asyncio.Semaphore``: no orchestration at all, reported for reference (no Prefect user gets it).
 
 The sides alternate in one process, each run on an idle Prefect server
-(``benchmarks/settle.py``); the figures are medians. Usage:
+(``benchmarks/settle.py``); the figures are medians, with the ratio of each side's fastest run
+beside them (noise on a shared machine only adds time). Usage:
 ``python benchmarks/llm.py [--items 200] [--window 20] [--repeat 5]`` (the issue's second row:
 ``--items 500 --window 50``).
 """
@@ -244,7 +245,8 @@ def main() -> None:
         e = med[variant]
         print(f"ergon foreach, {variant:<13} {e:6.2f} s   {e / med['prefect']:5.2f}× the Prefect flow (aim <= 1.1), "
               f"{e / med['asyncio']:.2f}× asyncio   CPU {cpu_med[variant]:.2f} s = "
-              f"{cpu_med[variant] / cpu_med['prefect']:.2f}× the flow's")
+              f"{cpu_med[variant] / cpu_med['prefect']:.2f}× the flow's   "
+              f"fastest runs {min(times[variant]) / min(times['prefect']):.2f}×")
 
 if __name__ == "__main__":
     main()
