@@ -8,11 +8,11 @@ noisier. :func:`prefect_for_benchmark` stops the server when the process exits, 
 
 **Pinning.** On a machine with two cores or more, a server it starts runs on the last core and
 the benchmark's own process (every thread of it) on the first: the server ingests a run's events
-in bursts of a core for 10 s and more, and where both shared the two cores the same 200-node
-chain took from 1.0× to 1.3× the hand-written flow's time between one script run and the next;
-pinned, the same comparison gave 1.00× (median of 9), and a side's CPU time per run varied about
-half as much. Both sides of every comparison are pinned alike. ``ERGON_BENCH_PIN=0`` turns it off
-(and it does not apply to a server given by ``PREFECT_API_URL``).
+in bursts of a core for 10 s and more, which then lands on the measured flow's core too. It does
+not make the figures steady: in runs of 11 the 200-node chain came out at 1.18× pinned and 1.25×
+unpinned, each side's runs spreading as widely either way (see ``benchmarks/README.md``). Both
+sides of every comparison are pinned alike. ``ERGON_BENCH_PIN=0`` turns it off (and it does not
+apply to a server given by ``PREFECT_API_URL``).
 """
 
 from __future__ import annotations

@@ -213,8 +213,8 @@ def main() -> None:
     (folder / "failover_env.yaml").write_text(FAILOVER_ENV.format(url=server.url))
     (folder / "balanced_env.yaml").write_text(BALANCED_ENV.format(url=server.url))
     times: dict[str, list[float]] = {"asyncio": [], "prefect": [], **{v: [] for v in VARIANTS}}
-    #: this process's CPU seconds per run: steadier than the wall time on a shared machine (a
-    #: neighbour's steal or a busy server lengthens the wall time, not the CPU the run needs)
+    #: this process's CPU seconds per run: what the run needed, which a busy server or a neighbour's
+    #: steal does not lengthen as it does the wall time (on a 2-core VM it still varies by a third)
     cpu: dict[str, list[float]] = {k: [] for k in times}
     by_hand = prefect_flow(server.url)
 
@@ -247,6 +247,7 @@ def main() -> None:
               f"{e / med['asyncio']:.2f}× asyncio   CPU {cpu_med[variant]:.2f} s = "
               f"{cpu_med[variant] / cpu_med['prefect']:.2f}× the flow's   "
               f"fastest runs {min(times[variant]) / min(times['prefect']):.2f}×")
+
 
 if __name__ == "__main__":
     main()

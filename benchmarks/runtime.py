@@ -104,7 +104,8 @@ class Figures:
     Ergon's own CPU per visit beyond Prefect's task run (CPU of this process, Ergon's run less
     the baseline's, over the visits). The fastest run of each side is kept too: on a shared
     2-core VM a threaded run's wall and even its CPU swing by a third from run to run on both
-    sides alike (GIL hand-offs among 50 threads), and noise only ever adds time."""
+    sides alike (py-spy puts it in Prefect's hand-offs to its event and log threads), and noise
+    only ever adds time."""
 
     ergon: float
     base: float
