@@ -21,7 +21,8 @@ each request after 50 ms) in one process:
 
 The sides alternate in one process, each run on an idle Prefect server
 (``benchmarks/settle.py``); the figures are medians, with the ratio of each side's fastest run
-beside them (noise on a shared machine only adds time). Usage:
+beside them (noise on a shared machine only adds time), and the median of each round's own ratio
+with its bootstrap interval (``benchmarks/paired.py``). Usage:
 ``python benchmarks/llm.py [--items 200] [--window 20] [--repeat 5]`` (the issue's second row:
 ``--items 500 --window 50``).
 """
@@ -42,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "llm"))
 
 from benchmarks.home import prefect_for_benchmark  # noqa: E402
+from benchmarks.paired import paired_ratio  # noqa: E402
 from benchmarks.settle import wait_until_idle  # noqa: E402
 
 ITEMS = 200
@@ -246,7 +248,8 @@ def main() -> None:
         print(f"ergon foreach, {variant:<13} {e:6.2f} s   {e / med['prefect']:5.2f}× the Prefect flow (aim <= 1.1), "
               f"{e / med['asyncio']:.2f}× asyncio   CPU {cpu_med[variant]:.2f} s = "
               f"{cpu_med[variant] / cpu_med['prefect']:.2f}× the flow's   "
-              f"fastest runs {min(times[variant]) / min(times['prefect']):.2f}×")
+              f"fastest runs {min(times[variant]) / min(times['prefect']):.2f}×\n"
+              f"{'':<31}{paired_ratio(times[variant], times['prefect']).describe(1.1)}")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ CPU a run caused (from its start until the server is idle again), Ergon's agains
 * ``foreach`` — a foreach over 1,000 no-op items, ``max_concurrency: 50``, vs. Prefect's
                 ``task.map`` of 1,000 no-op tasks on a 50-thread task runner (aim: ≤ 1.1×).
 
-Figures are medians of ``--repeat`` runs (default 5). Each comparison also prints the CPU this
+Figures are medians of ``--repeat`` runs (default 5), and the median of the rounds' own ratios with
+its bootstrap interval (``benchmarks/paired.py``: the steadier figure on a noisy machine). Each comparison also prints the CPU this
 process spent on each side and from it Ergon's own CPU per visit beyond Prefect's task run
 (aim ≤ 2 ms); ``--profile`` adds where that time goes (cProfile of one run, Ergon's functions by
 cumulative time per visit).
@@ -41,6 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.home import prefect_for_benchmark  # noqa: E402
+from benchmarks.paired import PairedRatio, paired_ratio  # noqa: E402
 from benchmarks.settle import measured  # noqa: E402
 
 
@@ -116,6 +118,7 @@ class Figures:
     base_server_cpu: float | None
     ergon_best: float
     base_best: float
+    paired: PairedRatio
     profile: str = ""
 
     def line(self, label: str, base_label: str) -> str:
@@ -124,6 +127,7 @@ class Figures:
                 f"ratio {self.ergon / self.base:5.2f}  (aim <= 1.1)\n"
                 f"{'':<30} fastest runs: ergon {self.ergon_best:.2f}, baseline {self.base_best:.2f} "
                 f"-> ratio {self.ergon_best / self.base_best:.2f}\n"
+                f"{'':<30} {self.paired.describe(1.1)}\n"
                 f"{'':<30} CPU of this process: ergon {self.ergon_cpu:.2f} s, baseline {self.base_cpu:.2f} s "
                 f"-> Ergon's own {per_visit:.2f} ms per visit beyond Prefect's task run (aim <= 2)")
         if self.ergon_server_cpu is not None and self.base_server_cpu is not None:
@@ -157,6 +161,7 @@ def _compare(repeat: int, ergon_run, baseline_run, visits: int, profile: bool = 
     e, b = _median_run(ergon), _median_run(base)
     return Figures(e[0], b[0], statistics.median(r[2] for r in ergon), statistics.median(r[2] for r in base),
                    visits, e[1], b[1], min(r[0] for r in ergon), min(r[0] for r in base),
+                   paired_ratio([r[0] for r in ergon], [r[0] for r in base]),
                    _profile(ergon_run, visits) if profile else "")
 
 
