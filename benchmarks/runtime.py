@@ -19,7 +19,10 @@ cumulative time per visit).
 * ``concurrent`` — 50 runs at once on the SQLite store (5 processes × 10 runs): wall time,
                 and the number of "database is locked" errors (aim: 0).
 
-Usage: ``python benchmarks/runtime.py [chain|foreach|concurrent ...] [--repeat N] [--profile]``. Uses
+* ``phases``  — the chain's two sides cut at the flow body's start and end and the first and
+                last visit: where the difference lies (medians; not run unless named).
+
+Usage: ``python benchmarks/runtime.py [chain|phases|foreach|concurrent ...] [--repeat N] [--profile]``. Uses
 ``PREFECT_API_URL`` when set, otherwise starts a Prefect server under a temporary ERGON_HOME.
 ``--tags always`` runs every visit as a tagged Prefect task (Prefect's concurrency lease per task
 run) instead of Ergon's default; ``--tags off`` without tags.
@@ -215,6 +218,84 @@ def bench_chain(repeat: int, n: int = 200, profile: bool = False) -> Figures:
     return _compare(repeat, lambda: _run_ergon(compiled, {}), lambda: asyncio.run(baseline()), n, profile)
 
 
+def _marked(run, marks: dict[str, float]) -> None:  # type: ignore[no-untyped-def]
+    marks["start"] = time.perf_counter()
+    run()
+    marks["end"] = time.perf_counter()
+
+
+def bench_chain_phases(repeat: int, n: int = 200) -> str:
+    """Where the chain's difference lies: each side's run cut at the flow body's start, the first
+    visit's start, the last visit's end and the body's end (Ergon's body and visits timed by
+    wrapping ``flows.prefect.build.execute`` and ``Engine._visit`` in this process only).
+    Medians of ``repeat`` alternating runs, each on an idle server."""
+    import flows.prefect.build as build
+    from flows.runtime.engine import Engine
+    from prefect import flow, task
+    from prefect.cache_policies import NO_CACHE
+
+    marks: dict[str, float] = {}
+    spans: list[tuple[float, float]] = []
+
+    @task(cache_policy=NO_CACHE, persist_result=False)
+    async def noop_task(i: int) -> dict:
+        return {}
+
+    @flow(name="baseline_chain", persist_result=False)
+    async def baseline() -> None:
+        marks["body"] = time.perf_counter()
+        for i in range(n):
+            started = time.perf_counter()
+            await noop_task.with_options(task_run_name=f"n{i}")(i)
+            spans.append((started, time.perf_counter()))
+        marks["body_end"] = time.perf_counter()
+
+    visit, execute = Engine._visit, build.execute
+
+    async def timed_visit(self, node):  # type: ignore[no-untyped-def]
+        started = time.perf_counter()
+        try:
+            return await visit(self, node)
+        finally:
+            spans.append((started, time.perf_counter()))
+
+    async def timed_execute(*args, **kwargs):  # type: ignore[no-untyped-def]
+        marks["body"] = time.perf_counter()
+        try:
+            return await execute(*args, **kwargs)
+        finally:
+            marks["body_end"] = time.perf_counter()
+
+    compiled = _compile(chain_definition(n), "bench_chain")
+    sides = {"prefect": lambda: asyncio.run(baseline()), "ergon": lambda: _run_ergon(compiled, {})}
+    phases: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
+    Engine._visit, build.execute = timed_visit, timed_execute  # type: ignore[method-assign]
+    try:
+        for _ in range(repeat):
+            for side, run in sides.items():
+                marks.clear()
+                spans.clear()
+                _timed(lambda run=run: _marked(run, marks))
+                visits = sum(b - a for a, b in spans)
+                phases[side].append({
+                    "to the body": marks["body"] - marks["start"],
+                    "body to 1st visit": spans[0][0] - marks["body"],
+                    "visits": visits,
+                    "between visits": spans[-1][1] - spans[0][0] - visits,
+                    "last visit to body end": marks["body_end"] - spans[-1][1],
+                    "body end to return": marks["end"] - marks["body_end"],
+                    "total": marks["end"] - marks["start"],
+                })
+    finally:
+        Engine._visit, build.execute = visit, execute  # type: ignore[method-assign]
+    lines = [f"chain of {n}: where each side's run goes (seconds, median of {repeat})"]
+    for name in phases["prefect"][0]:
+        base = statistics.median(p[name] for p in phases["prefect"])
+        ours = statistics.median(p[name] for p in phases["ergon"])
+        lines.append(f"  {name:<24} prefect {base:7.3f}   ergon {ours:7.3f}   difference {ours - base:+7.3f}")
+    return "\n".join(lines)
+
+
 def bench_foreach(repeat: int, n: int = 1000, concurrency: int = 50, profile: bool = False) -> Figures:
     from prefect import flow, task
     from prefect.cache_policies import NO_CACHE
@@ -238,7 +319,7 @@ sys.path.insert(0, {root!r})
 from flows.prefect.config import configure_prefect_env
 configure_prefect_env()
 from benchmarks.runtime import _compile, chain_definition
-from flows.prefect.build import build_flow
+from flows.prefect.build import call_flow
 from flows.runs.request import RunRequest
 from flows.store import runs as run_store
 import flows.tools.builtins
@@ -247,7 +328,7 @@ compiled = _compile(chain_definition(10), "bench_chain")
 
 async def one():
     run = run_store.create_run(compiled.plan.name, content=compiled.content, inputs={{}})
-    await build_flow(compiled.plan, RunRequest(run_id=run.id, trigger="api"))(return_state=True)
+    await call_flow(compiled.plan, {{}}, RunRequest(run_id=run.id, trigger="api"))
     return run_store.get_run(run.id).status
 
 async def main():
@@ -294,6 +375,8 @@ def main() -> None:
           f"; ERGON_TASK_TAGS={args.tags}")
     if "chain" in args.which:
         print(bench_chain(args.repeat, profile=args.profile).line("chain of 200 no-op nodes", "prefect"), flush=True)
+    if "phases" in args.which:
+        print(bench_chain_phases(args.repeat), flush=True)
     if "foreach" in args.which:
         print(bench_foreach(args.repeat, profile=args.profile).line("foreach 1000 items, window 50", "prefect map"),
               flush=True)

@@ -7,14 +7,17 @@ Flows are ``async``: sync flows pay a fixed ~1 s heartbeat join per run and per 
 
 The flow's body is :func:`flows.runs.execution.execute`, Prefect-free, given a
 :class:`PrefectBackend` (this flow run's id, the task-run executor, the pause port, subflows).
-The :class:`~flows.runs.request.RunRequest` of a run started by the run owner is bound to the
-flow built for it; a flow Prefect starts by itself (a deployment, its UI) makes its own.
+A Plan's flow is built once per process (:func:`build_flow`); the
+:class:`~flows.runs.request.RunRequest` of a run started by the run owner or by a parent run
+reaches its body through the caller's context (:func:`call_flow`); a flow Prefect starts by itself
+(a deployment, its UI) makes its own.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import Any, Literal
 
 import pydantic
@@ -90,22 +93,64 @@ def _prefect_has_the_end(flow: Flow[..., Any], flow_run: FlowRun, state: State[A
     run_store.release_ended(prefect_flow_run_id=str(flow_run.id))
 
 
-def build_flow(plan: Plan, request: RunRequest | None = None) -> Flow[..., Any]:
-    """The Prefect flow of a Plan, executing ``request`` (None: a run Prefect started, trigger ``api``).
+#: The request of the flow run about to start in this context (:func:`call_flow` sets it, the
+#: flow's body takes it): a flow is built once per Plan, so a run's request cannot be bound into it.
+_REQUEST: ContextVar[RunRequest | None] = ContextVar("ergon_run_request", default=None)
+#: Flows built in this process, per Plan object and naming: building a Prefect ``Flow`` builds the
+#: pydantic model that validates its parameters (~8 ms of CPU), once per run before, and once per
+#: visit of a sub-process node. Keyed by the object (kept alive here), never by its content.
+_FLOWS: dict[tuple[int, bool], tuple[Plan, Flow[..., Any]]] = {}
+_FLOWS_MAX = 256
 
-    A run recorded before it starts (``request.run_id``, not a sub-process) names its flow runs
-    after itself: the run's id is its flow runs' name in Prefect's UI, and crash detection finds
-    a flow run the run never got to record (its process killed between Prefect making the flow
-    run and the flow body starting; :func:`flows.prefect.leftovers.unrecorded_flow_runs`)."""
+
+def build_flow(plan: Plan, *, named: bool = False) -> Flow[..., Any]:
+    """The Prefect flow of a Plan, built once per Plan object in this process.
+
+    Its body executes the :class:`RunRequest` that :func:`call_flow` put in the caller's context,
+    or, for a flow run Prefect started by itself, a request of trigger ``api``. ``named``: its
+    flow runs are named after the requested run's id — a run recorded before it starts (not a
+    sub-process) is found in Prefect's UI by its id, and crash detection finds a flow run the run
+    never got to record (its process killed between Prefect making the flow run and the flow body
+    starting; :func:`flows.prefect.leftovers.unrecorded_flow_runs`)."""
+    key = (id(plan), named)
+    found = _FLOWS.get(key)
+    if found is not None and found[0] is plan:
+        return found[1]
 
     async def _entry(**params: Any) -> Any:
-        return await run_body(plan, params, request or RunRequest(trigger="api"))
+        request = _REQUEST.get()
+        token = _REQUEST.set(None)  # a flow this body starts carries its own request, never this one
+        try:
+            return await run_body(plan, params, request or RunRequest(trigger="api"))
+        finally:
+            _REQUEST.reset(token)
 
     made = as_flow(_entry, plan, attribute_name(plan.name))
-    if request is not None and request.run_id and request.parent_run_id is None:
-        run_id = request.run_id
-        return made.with_options(flow_run_name=lambda: run_id)
+    if named:
+        made = made.with_options(flow_run_name=_requested_run_id)
+    if len(_FLOWS) >= _FLOWS_MAX:
+        _FLOWS.clear()
+    _FLOWS[key] = (plan, made)
     return made
+
+
+def _requested_run_id() -> str:
+    """The name of a named flow's run: the id of the run requested (Prefect asks before the body starts)."""
+    request = _REQUEST.get()
+    if request is None or not request.run_id:
+        raise RuntimeError("a named Ergon flow was started without a run request (use flows.prefect.build.call_flow)")
+    return request.run_id
+
+
+async def call_flow(plan: Plan, params: dict[str, Any], request: RunRequest) -> Any:
+    """Run the flow of ``plan`` for ``request`` in this event loop; Prefect's final state."""
+    named = bool(request.run_id) and request.parent_run_id is None
+    made: Any = build_flow(plan, named=named)
+    token = _REQUEST.set(request)
+    try:
+        return await made(**params, return_state=True)
+    finally:
+        _REQUEST.reset(token)
 
 
 class PrefectBackend:
@@ -120,8 +165,7 @@ class PrefectBackend:
         return await PrefectExecutor.for_run()
 
     async def run_subflow(self, plan: Plan, params: dict[str, Any], request: RunRequest) -> Any:
-        child: Any = build_flow(plan, request)
-        return await child(**params, return_state=True)
+        return await call_flow(plan, params, request)
 
     async def run_workstream(self, name: str, launch_id: str, body: Callable[[str | None], Awaitable[Any]]) -> Any:
         """An agent's workstream in a flow run of its own (:mod:`flows.prefect.workstreams`)."""
@@ -160,9 +204,8 @@ def run_in_process(plan: Plan, params: dict[str, Any], request: RunRequest) -> A
 
     from prefect.context import SyncClientContext
 
-    compiled: Any = build_flow(plan, request)
     # One sync Prefect client for the whole run: without a client context Prefect makes a new one
     # for every result-store lookup (twice a run, three times with the run's flow-run name), and
     # each new client loads the CA bundle, ~25 ms of CPU even for a plain-HTTP API.
     with SyncClientContext.get_or_create():
-        return asyncio.run(compiled(**params, return_state=True))
+        return asyncio.run(call_flow(plan, params, request))

@@ -1,7 +1,8 @@
 """How a run was asked for: the one object that travels from whoever starts a run to its flow body.
 
 The run owner (:mod:`flows.runs`) builds a :class:`RunRequest` and hands it to the Prefect
-adapter, which binds it to the flow it builds for that run (:func:`flows.prefect.build.build_flow`);
+adapter, which hands it to the flow's body through the caller's context
+(:func:`flows.prefect.build.call_flow`);
 a parent run builds one for each sub-process; a run Prefect starts by itself (a deployment, a
 schedule, Prefect's UI) has none until its flow body makes one.
 """

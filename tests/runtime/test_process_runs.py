@@ -424,6 +424,48 @@ def test_prefect_records_carry_node_names(run_def, prefect_api):
     assert {"first", "second"} <= got
 
 
+def test_each_run_of_one_plan_names_its_own_flow_run(prefect_api, store, definitions):
+    """A Plan's flow is built once per process and shared by its runs and its sub-process visits:
+    each run's flow run is still named after that run (how crash detection finds a flow run the
+    run never recorded), and a sub-process's flow run is not named after its parent."""
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+
+    from flows import runs
+    from flows.catalog import Catalog
+    from flows.prefect.build import build_flow
+    from flows.store import runs as run_store
+
+    (definitions / "kid.yaml").write_text(process("kid", {"n": "{type: integer}"}, """
+  start: {type: tool, tool: noop, transitions: [{to: done}]}
+  done: {type: final}
+"""))
+    (definitions / "twice.yaml").write_text(process("twice", {"n": "{type: integer}"}, """
+  start: {type: process, process: kid, transitions: [{to: again}]}
+  again: {type: process, process: kid, transitions: [{to: done}]}
+  done: {type: final}
+"""))
+    catalog = Catalog.load()
+    compiled = catalog.compile("twice")
+    first = runs.start(compiled, {}, catalog=catalog)
+    second = runs.start(compiled, {}, catalog=catalog)
+    assert (first.status, second.status) == ("completed", "completed")
+    assert build_flow(compiled.plan, named=True) is build_flow(compiled.plan, named=True)
+
+    async def flow_run_name(prefect_id: str) -> str:
+        async with get_client() as client:
+            return (await client.read_flow_run(prefect_id)).name
+
+    for result in (first, second):
+        run = run_store.get_run(result.run_id)
+        assert asyncio.run(flow_run_name(run.prefect_flow_run_id)) == result.run_id
+        children = run_store.child_runs(result.run_id)
+        assert len(children) == 2 and all(c.status == "completed" for c in children)
+        for child in children:
+            assert asyncio.run(flow_run_name(child.prefect_flow_run_id)) not in {first.run_id, second.run_id, child.id}
+
+
 def test_condition_takes_first_matching_branch_else_default(run_def):
     text = process("router", {"amount": "{type: number}", "route": "{type: string}"}, """
   start:
