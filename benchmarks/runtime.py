@@ -21,8 +21,10 @@ cumulative time per visit).
 
 * ``phases``  — the chain's two sides cut at the flow body's start and end and the first and
                 last visit: where the difference lies (medians; not run unless named).
+* ``alone``   — the chain with every visit called directly instead of as a Prefect task run:
+                Ergon's engine and store alone, per visit (not run unless named).
 
-Usage: ``python benchmarks/runtime.py [chain|phases|foreach|concurrent ...] [--repeat N] [--profile]``. Uses
+Usage: ``python benchmarks/runtime.py [chain|phases|alone|foreach|concurrent ...] [--repeat N] [--profile]``. Uses
 ``PREFECT_API_URL`` when set, otherwise starts a Prefect server under a temporary ERGON_HOME.
 ``--tags always`` runs every visit as a tagged Prefect task (Prefect's concurrency lease per task
 run) instead of Ergon's default; ``--tags off`` without tags.
@@ -296,6 +298,51 @@ def bench_chain_phases(repeat: int, n: int = 200) -> str:
     return "\n".join(lines)
 
 
+def bench_engine_alone(repeat: int, n: int = 200) -> str:
+    """Ergon's own cost per visit with Prefect taken out: the chain's flow body
+    (``flows.runs.execution.execute``, the real engine and store) with every visit called directly
+    instead of as a Prefect task run. Single-threaded and without a server, so it varies far less
+    than the side-by-side runs; median of ``repeat`` runs after one warm-up."""
+    import flows.tools.builtins  # noqa: F401  (registers `noop`)
+    from compiler import workspace_from_texts
+    from flows.catalog import Catalog
+    from flows.runs.execution import execute
+    from flows.runs.request import RunRequest
+
+    class Direct:
+        async def visit(self, node, run_name, attempt_fn):  # type: ignore[no-untyped-def]
+            return await attempt_fn(1)
+
+    class NoPrefect:
+        flow_run_id = None
+        pauses = None
+
+        async def executor(self) -> Direct:
+            return Direct()
+
+        async def run_subflow(self, *args):  # type: ignore[no-untyped-def]
+            raise NotImplementedError("the chain has no sub-process")
+
+        def cancel_requested(self) -> bool:
+            return False
+
+    compiled = _compile(chain_definition(n), "bench_chain")
+    catalog = Catalog(workspace_from_texts({}))
+
+    def once() -> tuple[float, float]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = asyncio.run(execute(compiled.plan, {}, RunRequest(catalog=catalog), NoPrefect()))  # type: ignore[arg-type]
+        assert result.status == "completed", result
+        return time.perf_counter() - wall, time.process_time() - cpu
+
+    once()
+    runs = [once() for _ in range(repeat)]
+    wall = statistics.median(r[0] for r in runs) / n * 1000
+    cpu = statistics.median(r[1] for r in runs) / n * 1000
+    return (f"chain of {n} without Prefect (Ergon's engine and store alone, median of {repeat}): "
+            f"{wall:.3f} ms wall, {cpu:.3f} ms CPU a visit")
+
+
 def bench_foreach(repeat: int, n: int = 1000, concurrency: int = 50, profile: bool = False) -> Figures:
     from prefect import flow, task
     from prefect.cache_policies import NO_CACHE
@@ -375,6 +422,8 @@ def main() -> None:
           f"; ERGON_TASK_TAGS={args.tags}")
     if "chain" in args.which:
         print(bench_chain(args.repeat, profile=args.profile).line("chain of 200 no-op nodes", "prefect"), flush=True)
+    if "alone" in args.which:
+        print(bench_engine_alone(max(args.repeat, 5)), flush=True)
     if "phases" in args.which:
         print(bench_chain_phases(args.repeat), flush=True)
     if "foreach" in args.which:
