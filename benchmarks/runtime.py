@@ -11,9 +11,10 @@ CPU a run caused (from its start until the server is idle again), Ergon's agains
 * ``foreach`` — a foreach over 1,000 no-op items, ``max_concurrency: 50``, vs. Prefect's
                 ``task.map`` of 1,000 no-op tasks on a 50-thread task runner (aim: ≤ 1.1×).
 
-Figures are medians of ``--repeat`` runs (default 5), and the median of the rounds' own ratios with
-its bootstrap interval (``benchmarks/paired.py``: the steadier figure on a noisy machine). Each comparison also prints the CPU this
-process spent on each side and from it Ergon's own CPU per visit beyond Prefect's task run
+Figures are medians of ``--repeat`` runs (default 5), and the median of the rounds' own ratios
+with its bootstrap interval (``benchmarks/paired.py``: how sure the ratio is). Each comparison
+also prints the CPU this process spent on each side and from it Ergon's own CPU per visit beyond
+Prefect's task run
 (aim ≤ 2 ms); ``--profile`` adds where that time goes (cProfile of one run, Ergon's functions by
 cumulative time per visit).
 * ``concurrent`` — 50 runs at once on the SQLite store (5 processes × 10 runs): wall time,
@@ -203,7 +204,10 @@ def _profile(ergon_run, visits: int, top: int = 10) -> str:
     return "\n".join(lines)
 
 
-def bench_chain(repeat: int, n: int = 200, profile: bool = False) -> Figures:
+def _chain_baseline(n: int, marks: dict[str, float] | None = None,
+                    spans: list[tuple[float, float]] | None = None):  # type: ignore[no-untyped-def]
+    """The chain's baseline, a run of it per call: a Prefect flow awaiting ``n`` no-op tasks in
+    sequence. ``marks`` gets the body's start and end, ``spans`` each task's (for ``phases``)."""
     from prefect import flow, task
     from prefect.cache_policies import NO_CACHE
 
@@ -213,11 +217,22 @@ def bench_chain(repeat: int, n: int = 200, profile: bool = False) -> Figures:
 
     @flow(name="baseline_chain", persist_result=False)
     async def baseline() -> None:
+        if marks is not None:
+            marks["body"] = time.perf_counter()
         for i in range(n):
+            started = time.perf_counter()
             await noop_task.with_options(task_run_name=f"n{i}")(i)
+            if spans is not None:
+                spans.append((started, time.perf_counter()))
+        if marks is not None:
+            marks["body_end"] = time.perf_counter()
 
+    return lambda: asyncio.run(baseline())
+
+
+def bench_chain(repeat: int, n: int = 200, profile: bool = False) -> Figures:
     compiled = _compile(chain_definition(n), "bench_chain")
-    return _compare(repeat, lambda: _run_ergon(compiled, {}), lambda: asyncio.run(baseline()), n, profile)
+    return _compare(repeat, lambda: _run_ergon(compiled, {}), _chain_baseline(n), n, profile)
 
 
 def _marked(run, marks: dict[str, float]) -> None:  # type: ignore[no-untyped-def]
@@ -233,25 +248,9 @@ def bench_chain_phases(repeat: int, n: int = 200) -> str:
     Medians of ``repeat`` alternating runs, each on an idle server."""
     import flows.prefect.build as build
     from flows.runtime.engine import Engine
-    from prefect import flow, task
-    from prefect.cache_policies import NO_CACHE
 
     marks: dict[str, float] = {}
     spans: list[tuple[float, float]] = []
-
-    @task(cache_policy=NO_CACHE, persist_result=False)
-    async def noop_task(i: int) -> dict:
-        return {}
-
-    @flow(name="baseline_chain", persist_result=False)
-    async def baseline() -> None:
-        marks["body"] = time.perf_counter()
-        for i in range(n):
-            started = time.perf_counter()
-            await noop_task.with_options(task_run_name=f"n{i}")(i)
-            spans.append((started, time.perf_counter()))
-        marks["body_end"] = time.perf_counter()
-
     visit, execute = Engine._visit, build.execute
 
     async def timed_visit(self, node):  # type: ignore[no-untyped-def]
@@ -269,7 +268,7 @@ def bench_chain_phases(repeat: int, n: int = 200) -> str:
             marks["body_end"] = time.perf_counter()
 
     compiled = _compile(chain_definition(n), "bench_chain")
-    sides = {"prefect": lambda: asyncio.run(baseline()), "ergon": lambda: _run_ergon(compiled, {})}
+    sides = {"prefect": _chain_baseline(n, marks, spans), "ergon": lambda: _run_ergon(compiled, {})}
     phases: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
     Engine._visit, build.execute = timed_visit, timed_execute  # type: ignore[method-assign]
     try:
