@@ -8,7 +8,8 @@ median (the rounds resampled with replacement; a fixed seed, so a printed figure
 reproduced from the printed runs).
 
 An aim is shown *met* when the whole interval is at or under it, *not met* when the whole
-interval is above it, and *not shown* otherwise: more rounds narrow the interval.
+interval is above it, and *not shown* otherwise (and always below :data:`MIN_ROUNDS` rounds):
+more rounds narrow the interval.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from dataclasses import dataclass
 RESAMPLES = 4000
 #: the interval's coverage
 COVERAGE = 0.90
+#: fewer rounds than this decide nothing: the bootstrap of one or two ratios is only those ratios
+MIN_ROUNDS = 3
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,8 @@ class PairedRatio:
     rounds: int
 
     def verdict(self, aim: float) -> str:
+        if self.rounds < MIN_ROUNDS:
+            return "not shown"
         if self.high <= aim:
             return "met"
         if self.low > aim:

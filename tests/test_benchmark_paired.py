@@ -22,6 +22,7 @@ def test_the_interval_holds_the_median_and_decides_the_verdict():
     assert spread.low < 1.1 < spread.high
     assert spread.verdict(1.1) == "not shown"
     assert paired_ratio([1.3, 1.4, 1.35], [1.0, 1.0, 1.0]).verdict(1.1) == "not met"
+    assert paired_ratio([1.04], [1.0]).verdict(1.1) == "not shown", "one round decides nothing"
     assert "paired ratio 1.10" in spread.describe(1.1) and "9 rounds" in spread.describe(1.1)
 
 
