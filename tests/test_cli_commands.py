@@ -79,3 +79,33 @@ def test_check_imports_the_compiler_and_nothing_of_the_runtime() -> None:
     for heavy in ("prefect", "sqlmodel", "sqlalchemy", "litellm", "streamlit", "flows.store", "flows.runtime",
                   "flows.cli.deploy", "flows.cli.runs", "flows.cli.submissions"):
         assert heavy not in modules, f"`ergon check` imported {heavy}"
+
+
+_COLLECTOR_AFTER = """
+import gc, json, sys
+from flows import cli
+entry = sys.argv[1]
+sys.argv = ["ergon", *sys.argv[2:]]
+if entry == "main":
+    try:
+        cli.main()
+    except SystemExit as stop:
+        code = stop.code
+else:
+    code = cli.run(sys.argv[1:])
+print(json.dumps({"code": code, "enabled": gc.isenabled(), "frozen": gc.get_freeze_count()}))
+"""
+
+
+def test_the_ergon_process_freezes_what_the_compiler_import_made_and_collects_again() -> None:
+    # The process entry freezes the start-up objects (no collection walks them again, nor the one
+    # at exit) and turns the collector back on for the command's own work.
+    after = _python(_COLLECTOR_AFTER, "main", "check", "definitions/kyc_check.yaml")
+    assert after["code"] == 0 and after["enabled"] is True
+    assert after["frozen"] > 10_000  # the compiler's modules, classes and validators (about 70,000)
+
+
+def test_a_command_run_in_process_pauses_the_collector_only() -> None:
+    # A caller that lives on (tests, embedding code) must not have its uncollected garbage frozen.
+    after = _python(_COLLECTOR_AFTER, "run", "check", "definitions/kyc_check.yaml")
+    assert after == {"code": 0, "enabled": True, "frozen": 0}

@@ -105,6 +105,10 @@ def main() -> None:
 
     from cyclopts import CycloptsError
 
+    from flows.cli import start_up
+
+    start_up.FREEZE = True  # this process runs one command and ends (see flows.cli.start_up)
+
     try:
         code = app(result_action="return_value")
     except BrokenPipeError:

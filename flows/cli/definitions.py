@@ -11,6 +11,7 @@ from cyclopts import Parameter
 from rich.console import Console
 
 from flows.cli.output import error
+from flows.cli.start_up import heavy_imports
 
 DEFAULT_DIR = "definitions"
 console = Console(highlight=False, soft_wrap=True)
@@ -35,7 +36,8 @@ def check(*paths: str, json_: Annotated[bool, Parameter(name="--json")] = False)
     json_
         Print the diagnostics as one JSON array.
     """
-    from compiler import check_workspace, load_workspace
+    with heavy_imports():
+        from compiler import check_workspace, load_workspace
 
     targets = paths or (DEFAULT_DIR,)
     missing = [p for p in targets if not Path(p).exists()]
@@ -65,7 +67,8 @@ def schema(kind: Annotated[str | None, Parameter(name="--kind")] = None) -> int:
         One kind (process, pipeline, interaction, template, workflow, form, environment);
         default: one schema accepting any kind.
     """
-    from compiler.schema_export import definition_schema
+    with heavy_imports():
+        from compiler.schema_export import definition_schema
 
     try:
         print(json.dumps(definition_schema(kind), indent=2))
@@ -75,7 +78,8 @@ def schema(kind: Annotated[str | None, Parameter(name="--kind")] = None) -> int:
 
 
 def _plan_or_report(name: str, folder: str):
-    from compiler import CompileError, compile_plan, load_workspace
+    with heavy_imports():
+        from compiler import CompileError, compile_plan, load_workspace
 
     target = Path(name)
     ws = load_workspace([target] if target.is_file() else [folder], context_dirs=_context_dirs((name,)))
