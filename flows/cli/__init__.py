@@ -8,7 +8,8 @@ so nothing is imported before it is needed: every command is registered *lazily*
 imported only when that command runs or shows its own help — `ergon check` imports the compiler
 and not the store, Prefect or the deploy code; `ergon --help` imports no command module at all.
 Inside the modules, heavy imports (prefect, litellm, streamlit) happen in the commands that need
-them.
+them; the definition commands import the compiler with the garbage collector paused
+(:mod:`flows.cli.start_up`).
 """
 
 from __future__ import annotations
