@@ -128,18 +128,11 @@ class PrefectExecutor:
 
     def __init__(self, limited: frozenset[str] | None = None) -> None:
         self._limited = limited
-        #: id of a plan node → (the node, its configured Prefect task, the tags its visits record);
-        #: by identity, as a sub-process's nodes may share ids with its parent's
-        self._per_node: dict[int, tuple[PlanNode, Any, tuple[str, ...]]] = {}
 
     @classmethod
     async def for_run(cls) -> PrefectExecutor:
         return cls(await limited_tags())
 
     async def visit(self, node: PlanNode, run_name: str, attempt_fn: Callable[[int], Awaitable[Any]]) -> Any:
-        found = self._per_node.get(id(node))
-        if found is None or found[0] is not node:  # once per node: every visit has the same tags and task
-            prefect_tags, recorded = split_tags(node_tags(node), self._limited)
-            found = self._per_node[id(node)] = (node, _configured_task(node, prefect_tags), tuple(recorded))
-        _, configured, recorded_tags = found
-        return await configured(VisitCall(run_name, attempt_fn, recorded_tags))
+        prefect_tags, recorded = split_tags(node_tags(node), self._limited)
+        return await _configured_task(node, prefect_tags)(VisitCall(run_name, attempt_fn, tuple(recorded)))
