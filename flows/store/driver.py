@@ -9,8 +9,8 @@ of a foreach of interactions (a model call's record and the item's close): 1.30 
 A :class:`DriverStatement` is SQL text built once per table and set of columns, each parameter
 passed through its column's own SQLAlchemy bind processor, so the database gets the same JSON
 text, timestamps and booleans a Core statement would write. It runs in the caller's open
-transaction (a :func:`flows.store.db.connection`), and a driver error is raised as SQLAlchemy's
-(``IntegrityError`` for a missing run, as a Core statement's would be).
+transaction (a :func:`flows.store.db.hot_transaction`, or a Core connection), and a driver error
+is raised as SQLAlchemy's (``IntegrityError`` for a missing run, as a Core statement's would be).
 
 Only SQLite takes this path; PostgreSQL keeps Core statements (its driver's round trip dwarfs the
 difference, and a deployment's store is not on a flow's event loop the way the embedded file is).
@@ -19,11 +19,22 @@ difference, and a deployment's store is not on a flow's event loop the way the e
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 
-__all__ = ["DriverStatement", "insert", "sql", "update_by_id"]
+__all__ = ["DriverConnection", "DriverStatement", "insert", "sql", "update_by_id"]
+
+
+class DriverConnection(Protocol):
+    """What a statement needs of the transaction it runs in: a Core connection, or the store's
+    own :class:`flows.store.db.HotTransaction`."""
+
+    @property
+    def dialect(self) -> sa.Dialect: ...
+
+    @property
+    def connection(self) -> Any: ...
 
 _Param = tuple[str, Callable[[Any], Any] | None]
 
@@ -35,12 +46,12 @@ class DriverStatement:
         self.text = text
         self.params = list(params)
 
-    def run(self, conn: sa.Connection, values: Mapping[str, Any]) -> sa.Row[Any] | tuple[Any, ...] | int | None:
+    def run(self, conn: DriverConnection, values: Mapping[str, Any]) -> sa.Row[Any] | tuple[Any, ...] | int | None:
         """Execute in ``conn``'s transaction: the first row when the statement returns rows,
         else the number of rows it changed."""
         parameters = [process(values.get(name)) if process else values.get(name) for name, process in self.params]
         driver_error = conn.dialect.loaded_dbapi.Error
-        cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+        cursor = conn.connection.driver_connection.cursor()
         try:
             cursor.execute(self.text, parameters)
             if cursor.description is not None:

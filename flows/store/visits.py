@@ -2,9 +2,9 @@
 
 The engine writes a visit per node it runs, so :func:`start_visit` with an allocated sequence,
 :func:`close_visit` and :func:`record_llm_call` are on the path of every node visit or model
-call: they run on a plain connection (:func:`flows.store.db.connection`), not ORM sessions, and on
-SQLite straight on the driver's cursor (:mod:`flows.store.driver`), elsewhere as Core statements
-built once. :func:`checkpoint_visit` / :func:`close_visit` close a visit and store the run's
+call: they run in :func:`flows.store.db.hot_transaction`, not ORM sessions — on SQLite on the
+process's writer connection, straight on the driver's cursor (:mod:`flows.store.driver`),
+elsewhere as Core statements built once. :func:`checkpoint_visit` / :func:`close_visit` close a visit and store the run's
 new context in ONE transaction — the durability point resume relies on.
 
 **A visit is one statement when it can be.** The engine's :func:`start_visit` (with its own
@@ -36,7 +36,7 @@ from sqlmodel import SQLModel, col, func, insert, select, update
 
 from flows.store import driver
 from flows.store._common import add_row, check, get_row, lock_run, mappings, ms_between, page, require_row
-from flows.store.db import connection, defer_writes, flush_deferred, session
+from flows.store.db import connection, defer_writes, flush_deferred, hot_transaction, session
 from flows.store.errors import NotFound, StoreError
 from flows.store.models import (
     VISIT_STATUSES,
@@ -91,12 +91,15 @@ def _has_pending() -> bool:
     return bool(_pending)
 
 
-def _write_pending(conn: sa.Connection) -> None:
+def _write_pending(conn: driver.DriverConnection) -> None:
     with _pending_lock:
         rows = [row for row, _ in _pending.values()]
         _pending.clear()
-    if rows:
-        conn.execute(_INSERT_VISIT, rows)
+    if rows and _on_driver(conn):  # a HotTransaction takes driver statements only
+        for row in rows:
+            _insert_visit(conn, row)
+    elif rows:
+        _core(conn).execute(_INSERT_VISIT, rows)
 
 
 defer_writes(_has_pending, _write_pending)
@@ -244,7 +247,8 @@ def close_visit(
     with _pending_lock:
         pending = _pending.pop(visit_id, None)
         started = _open.pop(visit_id, None)
-    with connection(write=True) as conn:
+    # a template step's submission rows are Core inserts: they need a Core connection
+    with connection(write=True) if submission is not None else hot_transaction() as conn:
         if pending is not None:  # never written: the whole visit in one statement
             _insert_visit(conn, {**pending[0], **values})
         elif not _update_visit(conn, visit_id, values) and started is not None:
@@ -252,7 +256,7 @@ def close_visit(
         if submission is not None:
             from flows.store.submissions import insert_rows
 
-            insert_rows(conn, submission[1])
+            insert_rows(_core(conn), submission[1])
         return _save_context(conn, run_id, context, now) if context is not None else _run_status(conn, run_id)
 
 
@@ -260,38 +264,44 @@ def close_visit(
 # Core statements built once (building each statement and its cache key per call was about a
 # third of a visit's store CPU).
 
-def _on_driver(conn: sa.Connection) -> bool:
+def _on_driver(conn: driver.DriverConnection) -> bool:
     return conn.dialect.name == "sqlite"
 
 
-def _insert_visit(conn: sa.Connection, row: dict[str, Any]) -> None:
+def _core(conn: driver.DriverConnection) -> sa.Connection:
+    """The Core connection of a store off SQLite (only SQLite's hot path has HotTransactions)."""
+    assert isinstance(conn, sa.Connection), "a Core statement in a driver-only transaction"
+    return conn
+
+
+def _insert_visit(conn: driver.DriverConnection, row: dict[str, Any]) -> None:
     if _on_driver(conn):
         driver.insert(_VISITS, _VISIT_NAMES, conn.dialect).run(conn, row)
     else:
-        conn.execute(_INSERT_VISIT, row)
+        _core(conn).execute(_INSERT_VISIT, row)
 
 
-def _update_visit(conn: sa.Connection, visit_id: str, values: dict[str, Any]) -> bool:
+def _update_visit(conn: driver.DriverConnection, visit_id: str, values: dict[str, Any]) -> bool:
     """Whether the visit's row was there to update."""
     if _on_driver(conn):
         return driver.update_by_id(_VISITS, tuple(values), conn.dialect).run(conn, {**values, "id": visit_id}) == 1
-    return conn.execute(update(_VISITS).where(_VISITS.c.id == visit_id).values(**values)).rowcount == 1
+    return _core(conn).execute(update(_VISITS).where(_VISITS.c.id == visit_id).values(**values)).rowcount == 1
 
 
-def _save_context(conn: sa.Connection, run_id: str, context: dict, now: datetime) -> RunStatus | None:
+def _save_context(conn: driver.DriverConnection, run_id: str, context: dict, now: datetime) -> RunStatus | None:
     """Store the run's context (and beat its heart); the run's status as of this transaction."""
     values = {"run_id": run_id, "context": context, "now": now}
     if not _on_driver(conn):
-        return conn.execute(_SAVE_CONTEXT, values).scalar()
+        return _core(conn).execute(_SAVE_CONTEXT, values).scalar()
     found = driver.sql("save_context", f"UPDATE {_RUNS.name} SET context = ?, heartbeat_at = ? WHERE id = ? RETURNING status",
                        [("context", _RUNS.c.context), ("now", _RUNS.c.heartbeat_at), ("run_id", _RUNS.c.id)],
                        conn.dialect).run(conn, values)
     return found[0] if found else None  # type: ignore[index]
 
 
-def _run_status(conn: sa.Connection, run_id: str) -> RunStatus | None:
+def _run_status(conn: driver.DriverConnection, run_id: str) -> RunStatus | None:
     if not _on_driver(conn):
-        return conn.execute(_RUN_STATUS, {"run_id": run_id}).scalar()
+        return _core(conn).execute(_RUN_STATUS, {"run_id": run_id}).scalar()
     found = driver.sql("run_status", f"SELECT status FROM {_RUNS.name} WHERE id = ?", [("run_id", _RUNS.c.id)],
                        conn.dialect).run(conn, {"run_id": run_id})
     return found[0] if found else None  # type: ignore[index]
@@ -474,15 +484,15 @@ def record_llm_call(
     )
     spend = {"run_id": run_id, "cost": cost_usd, "tokens": tokens_in + tokens_out}
     # on the path of every model call: the driver's cursor on SQLite, else Core statements built once
-    with connection(write=True) as conn:
+    with hot_transaction() as conn:
         if _on_driver(conn):
             driver.insert(_LLM_CALLS, tuple(values), conn.dialect).run(conn, values)
             driver.sql("add_spend", f"UPDATE {_RUNS.name} SET cost_usd = cost_usd + ?, tokens = tokens + ? WHERE id = ?",
                        [("cost", _RUNS.c.cost_usd), ("tokens", _RUNS.c.tokens), ("run_id", _RUNS.c.id)],
                        conn.dialect).run(conn, spend)
         else:
-            conn.execute(_INSERT_LLM_CALL, values)
-            conn.execute(_ADD_SPEND, spend)
+            _core(conn).execute(_INSERT_LLM_CALL, values)
+            _core(conn).execute(_ADD_SPEND, spend)
     return LlmCall.model_construct(**values)
 
 
