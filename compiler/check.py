@@ -4,12 +4,22 @@ Passes are pure functions ``check(unit, ws) -> Iterable[Finding]`` listed in
 ``compiler.passes.PASSES``; they run only on definitions that parsed. The driver adds the
 workspace-wide checks (unique names), turns each finding's document path into file:line:col,
 and returns every diagnostic at once.
+
+A clean check of a definition means its run loads nothing broken: where it names another
+definition its run loads (an interaction, a sub-process, an environment, a form — see
+:func:`compiler.passes.references.definition_references`), and that one, or one it loads in
+turn, has errors of its own, the reference gets a ``broken-reference`` error quoting the first
+of them. This holds when the referenced file is only context (``ergon check one.yaml`` loads
+the folder around it but reports on the file alone), which is how a definition calling a
+broken interaction used to check clean and then fail in the middle of its run. A referenced
+definition's ``process-cycle`` error is left out: the referrer is on that cycle and has its own.
 """
 
 from __future__ import annotations
 
 from compiler.errors import Diagnostic, Finding, Report, format_path
 from compiler.passes import PASSES
+from compiler.passes.references import definition_references
 from compiler.workspace import Unit, Workspace
 
 
@@ -57,8 +67,63 @@ def check_workspace(ws: Workspace) -> Report:
     """All diagnostics of the reported units, sorted by file and position."""
     dupes = _duplicate_names(ws)
     report = Report()
+    own = OwnFindings(ws)
     for unit in ws.reported_units():
-        for finding in [*unit_findings(unit, ws), *dupes.get(id(unit), [])]:
+        for finding in [*own(unit), *dupes.get(id(unit), []), *broken_references(unit, ws, own)]:
             report.diagnostics.append(locate(unit, finding))
     report.diagnostics = report.sorted()
     return report
+
+
+class OwnFindings:
+    """:func:`unit_findings` of a workspace's units, each unit's worked out once per check (a
+    definition many others name is checked once, not once per referrer)."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self._ws = ws
+        self._done: dict[int, tuple[Unit, list[Finding]]] = {}  # the unit is kept: its id stays its own
+
+    def __call__(self, unit: Unit) -> list[Finding]:
+        entry = self._done.get(id(unit))
+        if entry is None:
+            entry = self._done[id(unit)] = (unit, unit_findings(unit, self._ws))
+        return entry[1]
+
+
+def broken_references(unit: Unit, ws: Workspace, own: OwnFindings | None = None) -> list[Finding]:
+    """A ``broken-reference`` finding at each place ``unit`` names a definition whose run-time
+    load would meet errors: its own, or those of a definition it names in turn."""
+    own = own or OwnFindings(ws)
+    out = []
+    for path, sort, target in definition_references(unit, ws):
+        found = _first_error(target, ws, own, seen={id(unit)})
+        if found is None:
+            continue
+        via, where, count = found
+        what = f"{sort} `{target.name}`"
+        if via:  # the error is further down: name the way there
+            what += " loads " + ", which loads ".join(f"{s} `{n}`" for s, n in via) + ", which"
+        more = f" (and {count - 1} more)" if count > 1 else ""
+        out.append(Finding(
+            "broken-reference", path,
+            f"{what} has errors: {where.file}:{where.line}:{where.col}: {where.message}{more}",
+            hint=f"fix {where.file} first (`ergon check {where.file}` lists its errors): a run of this "
+                 "definition would load it and fail there"))
+    return out
+
+
+def _first_error(unit: Unit, ws: Workspace, own: OwnFindings, seen: set[int]) -> tuple[list[tuple[str, str]], Diagnostic, int] | None:
+    """The first error met loading ``unit``, depth first: (the definitions passed through on the
+    way as (sort, name), the error located, how many errors its file has); None when clean."""
+    if id(unit) in seen:
+        return None
+    seen.add(id(unit))
+    errors = [f for f in own(unit) if f.severity == "error" and f.code != "process-cycle"]
+    if errors:
+        return [], locate(unit, errors[0]), len(errors)
+    for _, sort, target in definition_references(unit, ws):
+        found = _first_error(target, ws, own, seen)
+        if found is not None:
+            via, where, count = found
+            return [(sort, target.name or "?"), *via], where, count
+    return None

@@ -80,6 +80,7 @@ CODES: dict[str, str] = {
     "not-enforced": "a limit Ergon would not keep (an environment model's `rpm`); the message says what to use",
     "unknown-form": "a form name that is not defined",
     "unknown-environment": "an environment name that is not defined",
+    "broken-reference": "a definition this one's run loads (an interaction, a sub-process, an environment, a form), or one that loads in turn, has errors of its own",
     "unknown-field": "a reference to a field the context schema (or an interaction's input schema, or a `runJavascriptCode` step's `data`) does not have",
     # templates and guards
     "template-syntax": "a template does not parse: Jinja2, or a Handlebars or JST prompt segment",

@@ -17,6 +17,11 @@ tool manifest). A wrong name gets a "did you mean" hint, or the list of what exi
 * ``unknown-environment`` — ``environment`` on nodes, processes, pipelines and interactions.
 
 Foreach/branch children and the nodes of inline child definitions are resolved too.
+
+:func:`definition_references` lists the places a definition names another definition of the
+workspace that its run loads (an interaction, a sub-process, an environment, a form): the check
+driver follows them to refuse a definition whose run would load one with errors
+(``broken-reference``, :mod:`compiler.check`).
 """
 
 from __future__ import annotations
@@ -25,10 +30,22 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from compiler.builtin_interactions import AGENT_ONLY, PROCESS_AGENT_NODE
-from compiler.errors import Finding, did_you_mean
-from compiler.ir import AgentNode, InteractionDef, InteractionNode, PipelineDef, ProcessDef, ProcessNode, ToolNode
+from compiler.errors import DocPath, Finding, did_you_mean
+from compiler.ir import (
+    AgentNode,
+    InteractionDef,
+    InteractionNode,
+    PipelineDef,
+    ProcessDef,
+    ProcessNode,
+    TemplateDef,
+    ToolNode,
+    WorkflowDef,
+)
+from compiler.lower import has_refs
 from compiler.tools import BUILTIN_INTERACTIONS, PROCESS_CONTROL_TOOLS, ToolCatalogue
 from compiler.walk import NodeSite, iter_definitions, iter_nodes
+from compiler.workspace import Unit
 
 #: Kinds a `process` node may run: anything that compiles to a process or a pipeline.
 RUNNABLE_KINDS = ("process", "pipeline", "template", "workflow")
@@ -149,3 +166,61 @@ def _environment(name: str | None, path: tuple, envs: Iterable[str]) -> Iterator
     if name is not None and name not in envs:
         yield Finding("unknown-environment", path, f"no environment is named `{name}`",
                       hint=_hint(name, envs, what="environments"))
+
+
+def definition_references(unit, ws) -> Iterator[tuple[DocPath, str, Unit]]:
+    """Each place ``unit`` names another definition of the workspace that its run loads:
+    (where the name is written, the kind of thing named, the named unit), in document order.
+
+    Left out: names that resolve to nothing (the passes above report those), the built-in
+    ``sys:`` interactions, a sub-process pinned to a published version (``process_version``: the
+    run loads the stored version, checked when it was published) and a workflow's interaction
+    named by a ``${…}`` expression (known only at run time)."""
+    defn = unit.defn
+    named = _Lookup(ws)
+    if isinstance(defn, InteractionDef):
+        yield from named.at(("environment",), "environment", defn.environment)
+    elif isinstance(defn, (ProcessDef, PipelineDef)):
+        for graph, base in iter_definitions(defn):
+            yield from named.at((*base, "environment"), "environment", graph.environment)
+            for site in iter_nodes(graph, base):
+                node, path = site.node, site.path
+                if isinstance(node, (InteractionNode, AgentNode)):
+                    yield from named.at((*path, "interaction"), "interaction", node.interaction)
+                    yield from named.at((*path, "environment"), "environment", node.environment)
+                elif isinstance(node, ProcessNode) and node.process_definition is None and node.process_version is None:
+                    yield from named.at((*path, "process"), "process", node.process)
+    elif isinstance(defn, TemplateDef):
+        yield from named.at(("input_form",), "form", defn.input_form)
+        for i, template_step in enumerate(defn.steps):
+            yield from named.at(("steps", i, "output_form"), "form", template_step.output_form)
+            yield from named.at(("steps", i, "environment"), "environment", template_step.environment)
+    elif isinstance(defn, WorkflowDef):
+        for i, step in enumerate(defn.steps):
+            if step.type == "workflow":
+                yield from named.at(("steps", i, "name"), "process", step.name)
+            elif step.name == "executeInteraction":
+                interaction = step.params.get("interaction")
+                if isinstance(interaction, str) and not has_refs(interaction):
+                    yield from named.at(("steps", i, "params", "interaction"), "interaction", interaction)
+
+
+#: The kinds of definition a reference of each sort may name.
+_REFERENCED_KINDS: dict[str, tuple[str, ...]] = {
+    "interaction": ("interaction",),
+    "process": RUNNABLE_KINDS,
+    "environment": ("environment",),
+    "form": ("form",),
+}
+
+
+class _Lookup:
+    """The workspace's definitions by name, per sort of reference (gathered once per call)."""
+
+    def __init__(self, ws) -> None:
+        self._by_sort = {sort: ws.named(*kinds) for sort, kinds in _REFERENCED_KINDS.items()}
+
+    def at(self, path: DocPath, sort: str, name: str | None) -> Iterator[tuple[DocPath, str, Unit]]:
+        unit = self._by_sort[sort].get(name) if name is not None else None
+        if unit is not None:
+            yield path, sort, unit
