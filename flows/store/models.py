@@ -2,8 +2,9 @@
 
 Conventions, and why:
 
-* Ids are 32-character uuid4 hex strings made in Python, so a caller knows an id before the
-  row exists (Prefect task names, artifact keys, log lines) and ids sort nowhere in particular.
+* Ids are 32-character uuid4 hex strings made in Python (:func:`flows.store.ids.new_id`), so a
+  caller knows an id before the row exists (Prefect task names, artifact keys, log lines) and ids
+  sort nowhere in particular.
 * Datetimes are timezone-aware UTC (SQLModel's ``UTCDateTime``), also on SQLite.
 * JSON columns are ``JSON`` everywhere and ``JSONB`` on PostgreSQL (indexable, compact).
 * Status and kind columns are plain strings in the database, checked by the entity modules;
@@ -19,13 +20,14 @@ Changing anything here needs a migration: ``alembic -c flows/store/alembic.ini r
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
+
+from flows.store.ids import new_id
 
 #: JSON on every database, JSONB on PostgreSQL.
 JSONType = sa.JSON().with_variant(JSONB(), "postgresql")
@@ -67,10 +69,6 @@ WORKSTREAM_PHASES: tuple[WorkstreamPhase, ...] = get_args(WorkstreamPhase)
 SUBMISSION_ORIGINS: tuple[SubmissionOrigin, ...] = get_args(SubmissionOrigin)
 VERSION_SOURCES: tuple[VersionSource, ...] = get_args(VersionSource)
 TRANSFORMATION_KINDS: tuple[TransformationKind, ...] = get_args(TransformationKind)
-
-
-def new_id() -> str:
-    return uuid.uuid4().hex
 
 
 def utcnow() -> datetime:
