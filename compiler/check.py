@@ -13,6 +13,9 @@ of them. This holds when the referenced file is only context (``ergon check one.
 the folder around it but reports on the file alone), which is how a definition calling a
 broken interaction used to check clean and then fail in the middle of its run. A referenced
 definition's ``process-cycle`` error is left out: the referrer is on that cycle and has its own.
+Every other error counts, a sub-process's ``maybe-unset`` of a field its caller passes
+included: that child fails when run on its own, and checking its folder reports it anyway; the
+fix is to declare the field ``required``, which its callers then pass.
 """
 
 from __future__ import annotations

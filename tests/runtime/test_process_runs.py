@@ -350,7 +350,7 @@ def test_sub_processes_nest_only_to_the_depth_cap(run_def, monkeypatch):
     transitions: [{{to: done}}]
   done: {{type: final}}
 """) for i in range(3)}
-    files["lvl3.yaml"] = process("lvl3", {}, "\n  start: {type: final}\n")
+    files["lvl3.yaml"] = process("lvl3", {"got": "{}"}, "\n  start: {type: final}\n")
     result = run_def(files, "lvl0")
     assert result["status"] == "failed"
     from flows.store import runs as run_store

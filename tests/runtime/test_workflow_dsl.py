@@ -112,6 +112,7 @@ context:
   schema:
     type: object
     properties: {value: {type: integer}, counter: {type: integer}}
+    required: [value]
 initial: inc
 nodes:
   inc: {type: tool, tool: increment, input: {value: "{{value}}"}, writes: [counter], transitions: [{to: done}]}
