@@ -9,7 +9,7 @@ imported only when that command runs or shows its own help — `ergon check` imp
 and not the store, Prefect or the deploy code; `ergon --help` imports no command module at all.
 Inside the modules, heavy imports (prefect, litellm, streamlit) happen in the commands that need
 them; the definition commands import the compiler with the garbage collector paused
-(:mod:`flows.cli.start_up`).
+(:mod:`flows.heap`).
 """
 
 from __future__ import annotations
@@ -106,9 +106,9 @@ def main() -> None:
 
     from cyclopts import CycloptsError
 
-    from flows.cli import start_up
+    from flows import heap
 
-    start_up.FREEZE = True  # this process runs one command and ends (see flows.cli.start_up)
+    heap.mark_one_run_process()  # this process runs one command and ends (see flows.heap)
 
     try:
         code = app(result_action="return_value")

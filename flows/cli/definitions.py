@@ -11,7 +11,7 @@ from cyclopts import Parameter
 from rich.console import Console
 
 from flows.cli.output import error
-from flows.cli.start_up import heavy_imports
+from flows.heap import heavy_imports
 
 DEFAULT_DIR = "definitions"
 console = Console(highlight=False, soft_wrap=True)

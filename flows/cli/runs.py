@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from flows.cli.acting import Who, resolved
 from flows.cli.output import diagnostics, err, error, out
+from flows.heap import heavy_imports
 
 if TYPE_CHECKING:  # the store is imported by the commands that use it (a fast `ergon --help`)
     from flows.store.models import RunStatus
@@ -112,11 +113,12 @@ def run(
         A template's input: this submission of its input form (see `ergon submissions`). Each
         step writes a submission of its output form, every value citing the values it came from.
     """
-    from flows import runs
-    from flows.catalog import DefinitionNotFound
-    from flows.cli.inputs import parse_pairs, read_input_file
-    from flows.runs.sources import catalog_for_start
-    from flows.store import runs as run_store
+    with heavy_imports():  # the compiler, the store (see flows.heap)
+        from flows import runs
+        from flows.catalog import DefinitionNotFound
+        from flows.cli.inputs import parse_pairs, read_input_file
+        from flows.runs.sources import catalog_for_start
+        from flows.store import runs as run_store
 
     console = err if json_ else out
     try:

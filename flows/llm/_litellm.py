@@ -1,8 +1,9 @@
-"""The one place litellm is imported: lazily (it costs ~3 s), offline and quiet.
+"""The one place litellm is imported: lazily (1.7 s), offline, quiet, with the collector paused.
 
 The environment variables must be set before the first import: litellm fetches its price map
 from GitHub at import unless told it is offline, and logs at INFO. ``setdefault`` leaves a
-user's explicit choice alone.
+user's explicit choice alone. The import runs inside :func:`flows.heap.heavy_imports`: with the
+garbage collector on it took 2.7 s, six full collections walking the objects it was making.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import os
 import threading
 from typing import Any
+
+from flows.heap import heavy_imports
 
 _QUIET_ENV = {
     "LITELLM_OFFLINE_MODE": "true",          # no price-map download, no blog/beta-header fetches
@@ -30,7 +33,8 @@ def litellm() -> Any:
             if _module is None:
                 for key, value in _QUIET_ENV.items():
                     os.environ.setdefault(key, value)
-                import litellm as mod
+                with heavy_imports(garbage=True):
+                    import litellm as mod
 
                 mod.suppress_debug_info = True  # no "Give Feedback / Get Help" banner on errors
                 mod.telemetry = False

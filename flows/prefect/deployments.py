@@ -35,14 +35,19 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from prefect.runtime import flow_run
+from flows.heap import heavy_imports
 
-from flows.prefect.build import as_flow, attribute_name, run_body
-from flows.prefect.schedules import prefect_schedules, schedule_slug_of_current_run
-from flows.runs.request import RunRequest
-from flows.store import db
-from flows.store import definitions as definition_store
-from flows.store import runs as run_store
+# Prefect's flow-run process imports this module first thing: its imports (the engine, the store)
+# run with the collector paused, as everything :func:`_build` does (see flows.heap).
+with heavy_imports():
+    from prefect.runtime import flow_run
+
+    from flows.prefect.build import as_flow, attribute_name, run_body
+    from flows.prefect.schedules import prefect_schedules, schedule_slug_of_current_run
+    from flows.runs.request import RunRequest
+    from flows.store import db
+    from flows.store import definitions as definition_store
+    from flows.store import runs as run_store
 
 #: The work pool deployments go to unless ``--work-pool`` says otherwise.
 DEFAULT_WORK_POOL = "ergon"
@@ -88,17 +93,21 @@ def _build(attribute: str) -> Any:
     and a worker that prefetches scheduled runs starts the process before the tick: whatever is
     done here (compiling the definition; the store's schema check, engine and ORM set-up) is done
     while the run waits for its start time, instead of between the tick and the first node.
+    All of it runs with the garbage collector paused, and in the flow-run process Prefect starts
+    for the run, what exists then is frozen (:mod:`flows.heap`): no collection during the run
+    walks Prefect's, the compiler's and the store's start-up objects again.
     """
-    from flows.catalog import Catalog
+    with heavy_imports():
+        from flows.catalog import Catalog
 
-    catalog = Catalog.load()
-    target = _target(attribute, catalog)
-    try:
-        db.warm_up()
-    except Exception:  # noqa: BLE001 - only a head start: the body's own init_db reports a store it cannot use
-        pass
-    compiled = compile_target(target, catalog)
-    return deployment_flow(compiled, attribute, catalog=catalog, version=target.version)
+        catalog = Catalog.load()
+        target = _target(attribute, catalog)
+        try:
+            db.warm_up()
+        except Exception:  # noqa: BLE001 - only a head start: the body's own init_db reports a store it cannot use
+            pass
+        compiled = compile_target(target, catalog)
+        return deployment_flow(compiled, attribute, catalog=catalog, version=target.version)
 
 
 def _target(attribute: str, catalog: Any) -> Target:

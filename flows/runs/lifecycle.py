@@ -31,6 +31,7 @@ from typing import Any, cast
 from compiler import CompileError, Diagnostic
 from flows.catalog import Catalog, Compiled, DefinitionNotFound
 from flows.errors import DefinitionError, RunError
+from flows.heap import heavy_imports
 from flows.identity import own_name
 from flows.runs.inputs import validate_inputs
 from flows.runs.request import RunRequest
@@ -192,9 +193,10 @@ def start(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog, run_i
     cassette: every model response is stored in it, or every model call answered from it (a miss
     fails the node loudly). ``version`` is the published version being run.
     """
-    from flows.llm.cassettes import use_cassette
-    from flows.prefect.build import run_in_process
-    from flows.runs.answers import run_ended
+    with heavy_imports():  # Prefect and the engine; in `ergon run`'s process frozen afterwards (flows.heap)
+        from flows.llm.cassettes import use_cassette
+        from flows.prefect.build import run_in_process
+        from flows.runs.answers import run_ended
 
     if run_id is None:
         run = create(compiled, inputs, catalog=catalog, trigger=trigger, started_by=started_by, version=version,

@@ -167,3 +167,40 @@ def test_deploy_refuses_bad_input_with_the_reason(deploy_env, definitions, tmp_p
     broken = cli(["deploy", "broken", "--no-register", "--prefect-file", target], deploy_env)
     assert broken.returncode == 2 and "unknown-target" in broken.stderr
     assert not (tmp_path / "p.yaml").exists(), "nothing written when a definition is refused"
+
+
+HEAP_PROBE = """
+format_version: 1
+process: heap_probe
+initial: look
+context:
+  schema: {type: object, properties: {frozen: {type: integer}, collector_on: {type: boolean}}}
+nodes:
+  look: {type: tool, tool: heap_state, writes: [frozen, collector_on], transitions: [{to: done}]}
+  done: {type: final}
+"""
+
+
+@pytest.mark.prefect
+def test_a_flow_run_process_freezes_what_start_up_made(deploy_env, definitions, pool, tmp_path):
+    # The worker's flow-run process runs one run and ends: Prefect's, the compiler's and the store's
+    # start-up objects are frozen there, so no collection during the run walks them (flows.heap).
+    from deploy_helpers import Worker, start_deployment, wait_for
+
+    from flows.store import runs as run_store
+
+    (definitions / "heap_probe.yaml").write_text(HEAP_PROBE)
+    deployed = cli(["deploy", "heap_probe", "--work-pool", pool, "--prefect-file", str(tmp_path / "prefect.yaml")],
+                   deploy_env)
+    assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+    worker = Worker(pool, deploy_env, tmp_path / "worker.log").start()
+    try:
+        prefect_run = start_deployment("heap_probe/heap_probe", {})
+        done = wait_for("the run to end", lambda: (
+            (r := run_store.get_run_by_prefect_id(str(prefect_run.id))) is not None
+            and r.status in ("completed", "failed", "crashed") and r), diagnose=worker.tail)
+    finally:
+        worker.stop()
+    assert done.status == "completed", done.error
+    assert done.context["collector_on"] is True
+    assert done.context["frozen"] > 100_000, "Prefect's modules alone make more objects than this"

@@ -67,3 +67,11 @@ def marks() -> list[str]:
 def echo(value: Any = None) -> Any:
     """Return ``value`` unchanged (workflow-DSL tests: projection and fetch)."""
     return value
+
+
+@tool
+def heap_state() -> dict:
+    """What the garbage collector of the process running the visit looks like (see flows.heap)."""
+    import gc
+
+    return {"frozen": gc.get_freeze_count(), "collector_on": gc.isenabled()}

@@ -1,0 +1,141 @@
+"""The garbage collector around heavy imports (:mod:`flows.heap`): paused while they run, and what
+start-up made frozen only in a process that runs one thing — the `ergon` command, Prefect's
+flow-run process — never in a caller that lives on.
+
+The probes that freeze run in a fresh interpreter: a frozen object stays frozen for the process.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import json
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _python(code: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+_NESTED = """
+import gc, json, weakref
+from flows import heap
+heap.mark_one_run_process()
+
+class Node:
+    pass
+
+with heap.heavy_imports():
+    with heap.heavy_imports(garbage={garbage}):
+        cycle = Node(); cycle.me = cycle  # what an import leaves behind: garbage only a collection finds
+        ref = weakref.ref(cycle)
+        del cycle
+    inner_done_collector_on = gc.isenabled()
+print(json.dumps({{"inner_done_collector_on": inner_done_collector_on, "collector_on": gc.isenabled(),
+                  "frozen": gc.get_freeze_count(), "garbage_kept": ref() is not None}}))
+"""
+
+
+@pytest.mark.parametrize("garbage", [True, False])
+def test_a_one_run_process_freezes_when_the_outermost_block_ends(garbage: bool) -> None:
+    after = _python(_NESTED.format(garbage=garbage))
+    assert after["inner_done_collector_on"] is False, "an inner block must not turn the collector back on"
+    assert after["collector_on"] is True and after["frozen"] > 1_000
+    # a block that says it leaves garbage has it collected before the freeze; otherwise it is kept
+    assert after["garbage_kept"] is (not garbage)
+
+
+def test_a_process_that_lives_on_only_pauses_the_collector() -> None:
+    import gc
+
+    from flows import heap
+
+    frozen = gc.get_freeze_count()
+    with heap.heavy_imports(garbage=True):
+        assert not gc.isenabled()
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
+
+
+def test_a_caller_that_turned_the_collector_off_keeps_it_off() -> None:
+    import gc
+
+    from flows import heap
+
+    gc.disable()
+    try:
+        with heap.heavy_imports():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_prefects_flow_run_process_is_a_one_run_process(monkeypatch) -> None:
+    # A worker or `serve` runs a deployment's flow run as `python -m prefect.engine`.
+    from flows import heap
+
+    assert not heap.one_run_process()  # pytest's own process lives on
+    engine = types.ModuleType("__main__")
+    engine.__spec__ = importlib.machinery.ModuleSpec(heap.PREFECT_ENGINE_MAIN, None)
+    monkeypatch.setitem(sys.modules, "__main__", engine)
+    assert heap.one_run_process()
+
+
+_LITELLM_IMPORT = """
+import gc, json
+from flows.llm._litellm import litellm
+full = []
+gc.callbacks.append(lambda phase, info: phase == "stop" and info["generation"] == 2 and full.append(1))
+litellm()
+print(json.dumps({"full_collections": len(full), "collector_on": gc.isenabled()}))
+"""
+
+
+def test_litellm_is_imported_without_a_full_collection() -> None:
+    # With the collector on, importing litellm ran six full collections over what it was making.
+    after = _python(_LITELLM_IMPORT)
+    assert after == {"full_collections": 0, "collector_on": True}
+
+
+HEAP_STATE = """
+format_version: 1
+process: heap_probe
+initial: look
+context:
+  schema: {type: object, properties: {frozen: {type: integer}, collector_on: {type: boolean}}}
+nodes:
+  look: {type: tool, tool: heap_state, writes: [frozen, collector_on], transitions: [{to: done}]}
+  done: {type: final}
+"""
+
+
+@pytest.mark.prefect
+def test_a_run_in_a_process_that_lives_on_freezes_nothing(run_def) -> None:
+    import gc
+
+    frozen = gc.get_freeze_count()
+    result = run_def({"heap_probe.yaml": HEAP_STATE}, "heap_probe")
+    assert result["status"] == "completed"
+    assert result["context"]["frozen"] == frozen and result["context"]["collector_on"] is True
+
+
+@pytest.mark.prefect
+def test_ergon_run_freezes_what_start_up_made(prefect_api, store, definitions) -> None:
+    # `ergon run` (also what the dashboard and triggers start) runs one run and ends.
+    import os
+
+    (definitions / "heap_probe.yaml").write_text(HEAP_STATE)
+    done = subprocess.run([sys.executable, "-m", "flows.cli", "run", "heap_probe", "--json"], cwd=ROOT,
+                          env=os.environ, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(done.stdout)
+    assert result["status"] == "completed" and result["context"]["collector_on"] is True
+    assert result["context"]["frozen"] > 100_000, "Prefect's modules alone make more objects than this"
