@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT / "tests" / "llm"))
 
 from benchmarks.home import prefect_for_benchmark  # noqa: E402
 from benchmarks.paired import paired_ratio  # noqa: E402
-from benchmarks.settle import wait_until_idle  # noqa: E402
+from benchmarks.settle import settle_heap, wait_until_idle  # noqa: E402
 
 ITEMS = 200
 WINDOW = 20
@@ -221,8 +221,9 @@ def main() -> None:
     by_hand = prefect_flow(server.url)
 
     def measure(side: str, run) -> None:
-        # each run on an idle Prefect server (its event backlog drained: benchmarks/settle.py)
+        # each run on an idle Prefect server (its event backlog drained) and a settled heap: benchmarks/settle.py
         wait_until_idle()
+        settle_heap()
         started = time.process_time()
         times[side].append(run())
         cpu[side].append(time.process_time() - started)

@@ -11,6 +11,14 @@ server has used less than :data:`IDLE_CPU` of a core for :data:`IDLE_SAMPLES` on
 :func:`server_cpu_seconds` also lets a benchmark report the server-side cost of a run (CPU from
 its start until the server is idle again), Ergon's against the baseline's.
 
+:func:`settle_heap` brings this process's heap to the state a run's own process is in: both sides
+run in this one process, which holds ~240,000 objects once Prefect is loaded (~500,000 with
+litellm); a full collection walks all of them (0.1 s, 0.23–0.4 s with litellm) and lands in
+whichever run — Ergon's or the baseline's — crosses the collector's threshold, a pause as large
+as the difference being measured. Ergon's own run processes (`ergon run`, Prefect's flow-run
+process) freeze what start-up made (:mod:`flows.heap`); the benchmark collects and freezes before
+every measured run, the baseline's too, which a hand-written flow's process would not have.
+
 Only a server Ergon started (``ERGON_HOME/prefect/server.json``) can be watched, or one whose
 process id the caller passes (``pid=``, a server the benchmark started itself); with a server
 given by ``PREFECT_API_URL`` the functions fall back to a fixed pause and report ``None``.
@@ -18,6 +26,7 @@ given by ``PREFECT_API_URL`` the functions fall back to a fixed pause and report
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import time
@@ -81,10 +90,18 @@ def wait_until_idle(pid: int | None = None) -> float:
     return time.perf_counter() - started
 
 
+def settle_heap() -> None:
+    """Collect this process's garbage and freeze the rest, so no collection during the next
+    measured run walks what earlier runs and imports left (see the module docstring)."""
+    gc.collect()
+    gc.freeze()
+
+
 def measured(fn, *args, **kwargs) -> tuple[float, float | None]:
-    """Run ``fn`` on an idle server: (wall seconds of ``fn``, server CPU seconds it caused,
-    counted until the server is idle again)."""
+    """Run ``fn`` on an idle server and a settled heap: (wall seconds of ``fn``, server CPU
+    seconds it caused, counted until the server is idle again)."""
     wait_until_idle()
+    settle_heap()
     cpu_before = server_cpu_seconds()
     started = time.perf_counter()
     fn(*args, **kwargs)
