@@ -15,7 +15,8 @@ generation (:func:`gc.freeze`), so no later collection, nor the one at exit, wal
 Those processes are
 
 * the `ergon` command (:func:`flows.cli.main` calls :func:`mark_one_run_process`): `ergon run`,
-  which is also what the dashboard and triggers start for a run, `ergon check`, and the rest;
+  which is also what the dashboard and triggers start for a run, `ergon check`, and the rest —
+  a command that serves (`ergon serve`) freezes what its start-up made, as a server should;
 * the flow-run process a Prefect worker or ``serve`` starts for a deployment's run
   (``python -m prefect.engine``, recognised by its main module).
 
