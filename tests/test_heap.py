@@ -3,6 +3,7 @@ start-up made frozen only in a process that runs one thing — the `ergon` comma
 flow-run process — never in a caller that lives on.
 
 The probes that freeze run in a fresh interpreter: a frozen object stays frozen for the process.
+Runs seen from inside their process: ``tests/deploy/test_one_run_processes.py``.
 """
 
 from __future__ import annotations
@@ -103,39 +104,3 @@ def test_litellm_is_imported_without_a_full_collection() -> None:
     # With the collector on, importing litellm ran six full collections over what it was making.
     after = _python(_LITELLM_IMPORT)
     assert after == {"full_collections": 0, "collector_on": True}
-
-
-HEAP_STATE = """
-format_version: 1
-process: heap_probe
-initial: look
-context:
-  schema: {type: object, properties: {frozen: {type: integer}, collector_on: {type: boolean}}}
-nodes:
-  look: {type: tool, tool: heap_state, writes: [frozen, collector_on], transitions: [{to: done}]}
-  done: {type: final}
-"""
-
-
-@pytest.mark.prefect
-def test_a_run_in_a_process_that_lives_on_freezes_nothing(run_def) -> None:
-    import gc
-
-    frozen = gc.get_freeze_count()
-    result = run_def({"heap_probe.yaml": HEAP_STATE}, "heap_probe")
-    assert result["status"] == "completed"
-    assert result["context"]["frozen"] == frozen and result["context"]["collector_on"] is True
-
-
-@pytest.mark.prefect
-def test_ergon_run_freezes_what_start_up_made(prefect_api, store, definitions) -> None:
-    # `ergon run` (also what the dashboard and triggers start) runs one run and ends.
-    import os
-
-    (definitions / "heap_probe.yaml").write_text(HEAP_STATE)
-    done = subprocess.run([sys.executable, "-m", "flows.cli", "run", "heap_probe", "--json"], cwd=ROOT,
-                          env=os.environ, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    result = json.loads(done.stdout)
-    assert result["status"] == "completed" and result["context"]["collector_on"] is True
-    assert result["context"]["frozen"] > 100_000, "Prefect's modules alone make more objects than this"
