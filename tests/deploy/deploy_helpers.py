@@ -80,6 +80,23 @@ def wait_for(what: str, probe: Callable[[], Any], timeout: float = 120, every: f
     raise AssertionError(f"timed out waiting for {what}" + (f"\n{diagnose()}" if diagnose else ""))
 
 
+def deploy(name: str, pool: str, env: dict[str, str], prefect_file: Path) -> None:
+    """``ergon deploy NAME`` onto ``pool``, registered with Prefect; the test fails with its output otherwise."""
+    done = cli(["deploy", name, "--work-pool", pool, "--prefect-file", str(prefect_file)], env)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def run_in(flow_run_id: Any, *statuses: str) -> Callable[[], Any]:
+    """A :func:`wait_for` probe: the Ergon run of a Prefect flow run, once its status is one of ``statuses``."""
+    from flows.store import runs as run_store
+
+    def probe() -> Any:
+        run = run_store.get_run_by_prefect_id(str(flow_run_id))
+        return run if run is not None and run.status in statuses else None
+
+    return probe
+
+
 def flow_run(flow_run_id: Any) -> Any:
     from prefect.client.orchestration import get_client
 

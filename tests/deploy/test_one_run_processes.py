@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from deploy_helpers import ROOT, Worker, cli, start_deployment, wait_for
+from deploy_helpers import ROOT, Worker, deploy, run_in, start_deployment, wait_for
 
 pytestmark = pytest.mark.prefect
 
@@ -51,18 +51,13 @@ def test_ergon_run_freezes_what_start_up_made(prefect_api, store, definitions) -
 def test_a_flow_run_process_freezes_what_start_up_made(deploy_env, definitions, pool, tmp_path):
     # The worker's flow-run process runs one run and ends: Prefect's, the compiler's and the store's
     # start-up objects are frozen there, so no collection during the run walks them (flows.heap).
-    from flows.store import runs as run_store
-
     (definitions / "heap_probe.yaml").write_text(HEAP_STATE)
-    deployed = cli(["deploy", "heap_probe", "--work-pool", pool, "--prefect-file", str(tmp_path / "prefect.yaml")],
-                   deploy_env)
-    assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+    deploy("heap_probe", pool, deploy_env, tmp_path / "prefect.yaml")
     worker = Worker(pool, deploy_env, tmp_path / "worker.log").start()
     try:
         prefect_run = start_deployment("heap_probe/heap_probe", {})
-        done = wait_for("the run to end", lambda: (
-            (r := run_store.get_run_by_prefect_id(str(prefect_run.id))) is not None
-            and r.status in ("completed", "failed", "crashed") and r), diagnose=worker.tail)
+        done = wait_for("the run to end", run_in(prefect_run.id, "completed", "failed", "crashed"),
+                        diagnose=worker.tail)
     finally:
         worker.stop()
     assert done.status == "completed", done.error

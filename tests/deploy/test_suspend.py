@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from deploy_helpers import Worker, cli, flow_run, pid_alive, start_deployment, wait_for
+from deploy_helpers import Worker, cli, deploy, flow_run, pid_alive, run_in, start_deployment, wait_for
 from testing_tools import marks
 
 pytestmark = pytest.mark.prefect
@@ -46,15 +46,11 @@ def test_a_human_task_suspends_under_a_deployment_and_resumes_from_the_checkpoin
     from flows.store import visits as visit_store
 
     (definitions / "approval.yaml").write_text(APPROVAL)
-    deployed = cli(["deploy", "approval", "--work-pool", pool, "--prefect-file", str(tmp_path / "prefect.yaml")],
-                   deploy_env)
-    assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+    deploy("approval", pool, deploy_env, tmp_path / "prefect.yaml")
     worker = Worker(pool, deploy_env, tmp_path / "worker.log").start()
     try:
         prefect_run = start_deployment("approval/approval", {"party": "ACME"})
-        run = wait_for("the run to pause on its task", lambda: (
-            (r := run_store.get_run_by_prefect_id(str(prefect_run.id))) is not None and r.status == "paused" and r),
-            diagnose=worker.tail)
+        run = wait_for("the run to pause on its task", run_in(prefect_run.id, "paused"), diagnose=worker.tail)
         suspended = wait_for("Prefect to show the run suspended", lambda: (
             (s := flow_run(prefect_run.id).state).name == "Suspended" and s), diagnose=worker.tail)
         assert suspended.is_paused()
@@ -119,15 +115,11 @@ def test_a_suspended_user_choice_does_not_run_its_node_again(deploy_env, definit
     from flows.store import visits as visit_store
 
     (definitions / "choice.yaml").write_text(CHOICE)
-    deployed = cli(["deploy", "choice", "--work-pool", pool, "--prefect-file", str(tmp_path / "prefect.yaml")],
-                   deploy_env)
-    assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+    deploy("choice", pool, deploy_env, tmp_path / "prefect.yaml")
     worker = Worker(pool, deploy_env, tmp_path / "worker.log").start()
     try:
         prefect_run = start_deployment("choice/choice", {})
-        run = wait_for("the run to pause on the choice", lambda: (
-            (r := run_store.get_run_by_prefect_id(str(prefect_run.id))) is not None and r.status == "paused" and r),
-            diagnose=worker.tail)
+        run = wait_for("the run to pause on the choice", run_in(prefect_run.id, "paused"), diagnose=worker.tail)
         wait_for("Prefect to show the run suspended", lambda: flow_run(prefect_run.id).state.name == "Suspended",
                  diagnose=worker.tail)
         wait_for("the suspended run's process to exit", lambda: not pid_alive(run.pid), timeout=60)
@@ -161,9 +153,7 @@ def test_a_refused_answer_through_prefect_suspends_the_run_again_with_the_reason
     people.add_user("lea", ["legal"])
     (definitions / "approval.yaml").write_text(APPROVAL.replace('title: "Approve {{ party }}"',
                                                                 'title: "Approve {{ party }}"\n      assignee: group:legal'))
-    deployed = cli(["deploy", "approval", "--work-pool", pool, "--prefect-file", str(tmp_path / "prefect.yaml")],
-                   deploy_env)
-    assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+    deploy("approval", pool, deploy_env, tmp_path / "prefect.yaml")
     worker = Worker(pool, deploy_env, tmp_path / "worker.log").start()
 
     def suspended_keyset(other_than=None):
