@@ -9,12 +9,10 @@ costs, and resolving a command rewrites its help.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from fresh_python import ROOT, python_json
 
 _OWN_HELP = """
 import importlib, inspect, json
@@ -39,12 +37,6 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """
 
 
-def _python(code: str, *args: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def _paragraphs(text: str) -> list[str]:
     return [" ".join(p.split()) for p in text.strip().split("\n\n")]
 
@@ -52,7 +44,7 @@ def _paragraphs(text: str) -> list[str]:
 def test_each_command_is_listed_with_its_own_help() -> None:
     from flows.cli import COMMANDS
 
-    own = _python(_OWN_HELP)
+    own = python_json(_OWN_HELP)
     assert set(own) == set(COMMANDS)
     for name, (_target, listed) in COMMANDS.items():
         assert _paragraphs(listed) == _paragraphs(own[name]), f"`{name}`: flows.cli.COMMANDS and the command disagree"
@@ -66,13 +58,13 @@ def test_help_lists_every_command_without_importing_any() -> None:
     assert done.returncode == 0, done.stderr
     listed = {line.strip("│ ").split()[0] for line in done.stdout.splitlines() if line.startswith("│ ")}
     assert set(COMMANDS) <= listed
-    modules = _python(_MODULES_AFTER, "--help")["modules"]
+    modules = python_json(_MODULES_AFTER, "--help")["modules"]
     assert [m for m in modules if m.startswith("flows.cli.")] == []
     assert "compiler" not in modules
 
 
 def test_check_imports_the_compiler_and_nothing_of_the_runtime() -> None:
-    result = _python(_MODULES_AFTER, "check", "definitions/kyc_check.yaml")
+    result = python_json(_MODULES_AFTER, "check", "definitions/kyc_check.yaml")
     assert result["code"] == 0
     modules = set(result["modules"])
     assert "compiler" in modules and "flows.cli.definitions" in modules
@@ -100,12 +92,12 @@ print(json.dumps({"code": code, "enabled": gc.isenabled(), "frozen": gc.get_free
 def test_the_ergon_process_freezes_what_the_compiler_import_made_and_collects_again() -> None:
     # The process entry freezes the start-up objects (no collection walks them again, nor the one
     # at exit) and turns the collector back on for the command's own work.
-    after = _python(_COLLECTOR_AFTER, "main", "check", "definitions/kyc_check.yaml")
+    after = python_json(_COLLECTOR_AFTER, "main", "check", "definitions/kyc_check.yaml")
     assert after["code"] == 0 and after["enabled"] is True
     assert after["frozen"] > 10_000  # the compiler's modules, classes and validators (about 70,000)
 
 
 def test_a_command_run_in_process_pauses_the_collector_only() -> None:
     # A caller that lives on (tests, embedding code) must not have its uncollected garbage frozen.
-    after = _python(_COLLECTOR_AFTER, "run", "check", "definitions/kyc_check.yaml")
+    after = python_json(_COLLECTOR_AFTER, "run", "check", "definitions/kyc_check.yaml")
     assert after == {"code": 0, "enabled": True, "frozen": 0}

@@ -9,21 +9,12 @@ Runs seen from inside their process: ``tests/deploy/test_one_run_processes.py``.
 from __future__ import annotations
 
 import importlib.machinery
-import json
-import subprocess
 import sys
 import types
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _python(code: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
+from fresh_python import python_json
 
 
 _NESTED = """
@@ -47,7 +38,7 @@ print(json.dumps({{"inner_done_collector_on": inner_done_collector_on, "collecto
 
 @pytest.mark.parametrize("garbage", [True, False])
 def test_a_one_run_process_freezes_when_the_outermost_block_ends(garbage: bool) -> None:
-    after = _python(_NESTED.format(garbage=garbage))
+    after = python_json(_NESTED.format(garbage=garbage), timeout=180)
     assert after["inner_done_collector_on"] is False, "an inner block must not turn the collector back on"
     assert after["collector_on"] is True and after["frozen"] > 1_000
     # a block that says it leaves garbage has it collected before the freeze; otherwise it is kept
@@ -102,5 +93,5 @@ print(json.dumps({"full_collections": len(full), "collector_on": gc.isenabled()}
 
 def test_litellm_is_imported_without_a_full_collection() -> None:
     # With the collector on, importing litellm ran six full collections over what it was making.
-    after = _python(_LITELLM_IMPORT)
+    after = python_json(_LITELLM_IMPORT, timeout=180)
     assert after == {"full_collections": 0, "collector_on": True}
