@@ -53,26 +53,18 @@ class StoreRecorder:
     @classmethod
     def open(cls, plan: Plan, *, request: RunRequest, prefect_flow_run_id: str | None, inputs: dict[str, Any],
              host: str, pid: int, catalog_sources: list[str] | None = None) -> StoreRecorder:
-        run = None
-        if request.run_id:
-            run = run_store.get_run(request.run_id)
-        if run is None and prefect_flow_run_id:
-            run = run_store.get_run_by_prefect_id(prefect_flow_run_id)
-        if run is None:
-            run = run_store.create_run(
+        found = run_store.take_up_run(request.run_id, prefect_flow_run_id, pid=pid, host=host)
+        if found is None:
+            created = run_store.create_run(
                 plan.name, content_hash=request.content_hash, inputs=inputs,
                 trigger=request.trigger, started_by=request.started_by, parent_run_id=request.parent_run_id,
                 parent_visit_id=request.parent_visit_id, prefect_flow_run_id=prefect_flow_run_id,
                 run_id=request.run_id, catalog_sources=catalog_sources,
                 run_type=request.run_type or plan.run_type,
             )
-        elif prefect_flow_run_id and run.prefect_flow_run_id != prefect_flow_run_id:
-            run_store.update_run(run.id, prefect_flow_run_id=prefect_flow_run_id)
-        past = visit_store.visits_for_run(run.id)
-        if run.status != "running":
-            run_store.set_run_status(run.id, "running", pid=pid, host=host)
-        else:
-            run_store.update_run(run.id, pid=pid, host=host)
+            found = run_store.take_up_run(created.id, prefect_flow_run_id, pid=pid, host=host)
+            assert found is not None, "a run created a moment ago is gone"
+        run, past = found
         return cls(run.id, fresh=not past, context=dict(run.context or {}), past=past, run_type=run.run_type)
 
     def set_context(self, context: dict[str, Any]) -> None:
@@ -83,8 +75,8 @@ class StoreRecorder:
             error_kind: ErrorKind | None = None) -> None:
         from flows.runs import answers
 
-        run_store.update_run_context(self.run_id, context, heartbeat=False)
-        run = run_store.set_run_status(self.run_id, status, outcome=outcome, error=error, error_kind=error_kind)
+        run = run_store.set_run_status(self.run_id, status, outcome=outcome, error=error, error_kind=error_kind,
+                                       context=context)
         if status == "crashed":
             answers.run_stopped(run)  # its tasks keep their answers for the resumed run
         else:
@@ -121,11 +113,11 @@ class StoreRecorder:
     def start_visit(self, *, node: PlanNode, attempt: int, input: Any, parent_visit_id: str | None = None,
                     item_key: str | None = None) -> str:
         self._sequence += 1
-        visit = visit_store.start_visit(self.run_id, node.id, node.type, input=input, item_key=item_key,
-                                        parent_visit_id=parent_visit_id, attempt=attempt, sequence=self._sequence,
-                                        prefect_task_run_id=TASK_RUN_ID.get())
-        self._started[visit.id] = visit.started_at
-        return visit.id
+        visit_id, started_at = visit_store.begin_visit(
+            self.run_id, node.id, node.type, sequence=self._sequence, input=input, item_key=item_key,
+            parent_visit_id=parent_visit_id, attempt=attempt, prefect_task_run_id=TASK_RUN_ID.get())
+        self._started[visit_id] = started_at
+        return visit_id
 
     def reopen_visit(self, visit_id: str) -> None:
         self._started[visit_id] = visit_store.reopen_visit(visit_id)

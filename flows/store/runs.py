@@ -27,6 +27,7 @@ from typing import Any, Literal, overload
 from sqlmodel import col, func, or_, select, update
 
 from flows.store import definitions as definition_store
+from flows.store import visits as visit_store
 from flows.store._common import add_row, check, get_row, mappings, page, require_row
 from flows.store.db import session
 from flows.store.errors import InvalidTransition, NotFound, StoreError
@@ -156,10 +157,12 @@ def set_run_status(
     pid: int | None = None,
     host: str | None = None,
     expect: Iterable[RunStatus] | None = None,
+    context: dict | None = None,
 ) -> Run:
     """Move a run to ``status``; raises :class:`InvalidTransition` for an impossible change, and
     when ``expect`` is given and the run is not in one of those statuses (a compare-and-set: of
-    two processes claiming the same change, one wins).
+    two processes claiming the same change, one wins). ``context``, when given, is stored in the
+    same transaction: a run is never seen ended without its final context.
 
     Setting the same status again is allowed (retries of the same report). Going to ``running``
     stamps ``started_at`` (first time), the heartbeat, and the pid/host of the calling process
@@ -176,21 +179,59 @@ def set_run_status(
         current: RunStatus = run.status  # type: ignore[assignment]
         if expect is not None and current not in expect:
             raise InvalidTransition(f"run {run_id} is {current}, not {' or '.join(expect)}")
-        if status != current and status not in RUN_TRANSITIONS[current]:
-            allowed = ", ".join(sorted(RUN_TRANSITIONS[current])) or "nothing (final)"
-            raise InvalidTransition(f"run {run_id}: cannot go from {current} to {status} (allowed: {allowed})")
-        if status == "running" and current != "running":
-            _mark_running(run, now, pid, host)
-        elif status == "pending" and pid is not None:  # claimed to start again: its owner until it runs
-            run.pid, run.host = pid, host or socket.gethostname()
-        if status in RUN_TERMINAL:
-            run.ended_at = run.ended_at if current == status else now
-        run.status = status
+        _move(run, status, now, pid=pid, host=host)
         run.outcome = outcome if outcome is not None else run.outcome
         run.error = error if error is not None else run.error
         run.error_kind = error_kind if error_kind is not None else run.error_kind
+        if context is not None:
+            run.context = context
         s.add(run)
     return run
+
+
+def take_up_run(run_id: str | None, prefect_flow_run_id: str | None, *, pid: int, host: str,
+                now: datetime | None = None) -> tuple[Run, list[NodeVisit]] | None:
+    """The run a flow body is about to execute, taken up by this process in one transaction:
+    ``run_id``'s, else the latest one linked to ``prefect_flow_run_id`` (Prefect ran the same flow
+    run again). It is linked to that flow run and marked ``running`` here (``pid``/``host``, by
+    :func:`set_run_status`'s rules: a run that ended cannot run again), and returned with its
+    visits so far in the order they started. None when neither names a run.
+
+    One transaction instead of four (read, link, visits, status): on PostgreSQL each was a round
+    trip of its own, and on SQLite each took the write lock."""
+    now = now or utcnow()
+    with session(write=True) as s:
+        run = s.get(Run, run_id, with_for_update=True) if run_id else None
+        if run is None and prefect_flow_run_id:
+            q = (select(Run).where(Run.prefect_flow_run_id == prefect_flow_run_id)
+                 .order_by(col(Run.created_at).desc()).limit(1).with_for_update())
+            run = s.exec(q).first()
+        if run is None:
+            return None
+        if prefect_flow_run_id:
+            run.prefect_flow_run_id = prefect_flow_run_id
+        if run.status == "running":  # executed again in place (a retried flow run): its new process
+            run.pid, run.host = pid, host
+        else:
+            _move(run, "running", now, pid=pid, host=host)
+        s.add(run)
+        past = list(s.exec(visit_store.in_order(run.id)).all())
+    return run, past
+
+
+def _move(run: Run, status: RunStatus, now: datetime, *, pid: int | None, host: str | None) -> None:
+    """Give ``run`` its new ``status`` (and what goes with it), or raise :class:`InvalidTransition`."""
+    current: RunStatus = run.status  # type: ignore[assignment]
+    if status != current and status not in RUN_TRANSITIONS[current]:
+        allowed = ", ".join(sorted(RUN_TRANSITIONS[current])) or "nothing (final)"
+        raise InvalidTransition(f"run {run.id}: cannot go from {current} to {status} (allowed: {allowed})")
+    if status == "running" and current != "running":
+        _mark_running(run, now, pid, host)
+    elif status == "pending" and pid is not None:  # claimed to start again: its owner until it runs
+        run.pid, run.host = pid, host or socket.gethostname()
+    if status in RUN_TERMINAL:
+        run.ended_at = run.ended_at if current == status else now
+    run.status = status
 
 
 def _mark_running(run: Run, now: datetime, pid: int | None, host: str | None) -> None:

@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from flows.store import db
 from flows.store import definitions as definition_store
 from flows.store import runs as run_store
+from flows.store import visits as visit_store
 from flows.store.errors import InvalidTransition, NotFound, StoreError
 from flows.store.models import Run, new_id
 
@@ -68,6 +69,41 @@ def test_resuming_a_failed_run_clears_the_failure(store):
     assert (failed.error, failed.ended_at) == ("boom", T0 + timedelta(seconds=1))
     resumed = run_store.set_run_status(run.id, "running", now=T0 + timedelta(seconds=9))
     assert (resumed.status, resumed.error, resumed.ended_at, resumed.started_at) == ("running", None, None, T0)
+
+
+def test_a_run_ends_with_its_final_context_in_the_same_transaction(store):
+    run = run_store.create_run("d", context={"a": 1})
+    run_store.set_run_status(run.id, "running")
+    with pytest.raises(InvalidTransition):
+        run_store.set_run_status(run.id, "pending", context={"a": 9})  # refused: the context stays too
+    assert run_store.get_run(run.id).context == {"a": 1}
+    run_store.set_run_status(run.id, "completed", outcome="ok", context={"a": 2})
+    assert (run_store.get_run(run.id).status, run_store.get_run(run.id).context) == ("completed", {"a": 2})
+
+
+def test_a_flow_body_takes_up_its_run_with_the_visits_so_far(store):
+    run = run_store.create_run("d")
+    for n, node in enumerate(["a", "b"], start=1):
+        visit_store.start_visit(run.id, node, "tool", sequence=n)
+    taken, past = run_store.take_up_run(run.id, "pf-1", pid=4242, host="there", now=T0)
+    assert (taken.id, taken.status, taken.pid, taken.host, taken.started_at) == (run.id, "running", 4242, "there", T0)
+    assert [v.node_id for v in past] == ["a", "b"]
+    stored = run_store.get_run(run.id)
+    assert (stored.status, stored.prefect_flow_run_id, stored.pid) == ("running", "pf-1", 4242)
+    # Prefect ran the same flow run again (a retry, another process): found by the flow run's id
+    again, _ = run_store.take_up_run("not-recorded", "pf-1", pid=77, host="elsewhere")
+    assert (again.id, again.pid, again.started_at) == (run.id, 77, T0)
+    assert run_store.take_up_run("not-recorded", "pf-unknown", pid=1, host="h") is None
+    assert run_store.take_up_run(None, None, pid=1, host="h") is None
+
+
+def test_a_run_that_ended_is_not_taken_up_again(store):
+    run = run_store.create_run("d")
+    run_store.set_run_status(run.id, "running")
+    run_store.set_run_status(run.id, "completed")
+    with pytest.raises(InvalidTransition, match="from completed to running"):
+        run_store.take_up_run(run.id, "pf-2", pid=1, host="h")
+    assert run_store.get_run(run.id).prefect_flow_run_id is None, "nothing of the refused take-up is kept"
 
 
 def test_context_usage_and_updates(store):
