@@ -16,7 +16,8 @@ snapshot that is already stale. Taking the write lock up front lets the busy tim
 (:func:`defer_writes`; the engine's visit rows, :mod:`flows.store.visits`): every transaction on
 the default database first writes them — a write transaction inside itself, before anything
 else, a read transaction in a write transaction of its own just before — so nothing this process
-reads or writes can miss or precede them.
+reads or writes can miss or precede them. A transaction that carried them and rolled back hands
+them back to their module (``restore``), so the next transaction writes them instead.
 
 **The hot path's transactions** (a visit's checkpoint, a model call's record) on SQLite run on a
 driver connection the process keeps for them (:func:`hot_transaction`): ``BEGIN IMMEDIATE``, the
@@ -53,26 +54,35 @@ _engines: dict[str, Engine] = {}
 # One writer at a time per SQLite engine inside a process: threads then queue on a lock instead
 # of polling SQLite's busy handler (which sleeps up to 100 ms between tries).
 _write_locks: dict[Engine, threading.RLock] = {}
-#: (has work?, write it into this connection) of each module that defers rows (see the module docstring)
-_deferred: list[tuple[Callable[[], bool], Callable[[DriverConnection], None]]] = []
+#: (has work?, write it into this connection, the transaction ended: committed?) of each module
+#: that defers rows (see the module docstring)
+_deferred: list[tuple[Callable[[], bool], Callable[[DriverConnection], None], Callable[[bool], None]]] = []
 
 
-def defer_writes(has_work: Callable[[], bool], write: Callable[[DriverConnection], None]) -> None:
+def defer_writes(has_work: Callable[[], bool], write: Callable[[DriverConnection], None],
+                 ended: Callable[[bool], None]) -> None:
     """Register deferred rows: ``write(conn)`` starts every transaction on the default database
     while ``has_work()`` (see the module docstring); ``conn`` is a Core connection, or on SQLite's
-    hot path a :class:`HotTransaction` (driver statements only)."""
-    _deferred.append((has_work, write))
+    hot path a :class:`HotTransaction` (driver statements only). ``ended(committed)`` is called
+    in the same thread when a transaction ``write`` wrote into has ended: the rows it wrote are
+    in the database, or (rolled back) must be deferred again."""
+    _deferred.append((has_work, write, ended))
 
 
 def _write_deferred(conn: DriverConnection) -> None:
-    for has_work, write in _deferred:
+    for has_work, write, _ in _deferred:
         if has_work():
             write(conn)
 
 
+def _deferred_ended(committed: bool) -> None:
+    for _, _, ended in _deferred:
+        ended(committed)
+
+
 def flush_deferred() -> None:
     """Write the deferred rows now, in a transaction of their own (nothing when there are none)."""
-    if any(has_work() for has_work, _ in _deferred):
+    if any(has_work() for has_work, _, _ in _deferred):
         with connection(write=True):
             pass
 _migrated: set[str] = set()
@@ -171,14 +181,19 @@ def session(*, write: bool = False, url: str | None = None) -> Iterator[Session]
     with _write_locks[engine] if sqlite_writer else nullcontext(), Session(engine, expire_on_commit=False) as s:
         if sqlite_writer:
             s.connection(execution_options={IMMEDIATE: True})
-        if write and url is None and _deferred:
-            _write_deferred(s.connection())
+        carries = write and url is None and bool(_deferred)
         try:
+            if carries:
+                _write_deferred(s.connection())
             yield s
             s.commit()
         except BaseException:
             s.rollback()
+            if carries:
+                _deferred_ended(False)
             raise
+        if carries:
+            _deferred_ended(True)
 
 
 @contextmanager
@@ -191,11 +206,19 @@ def connection(*, write: bool = False) -> Iterator[sa.Connection]:
     engine = get_engine()
     sqlite_writer = write and engine.dialect.name == "sqlite"
     options = {IMMEDIATE: True} if sqlite_writer else {}
+    carries = write and bool(_deferred)
     with _write_locks[engine] if sqlite_writer else nullcontext(), engine.connect() as conn:
-        with conn.execution_options(**options).begin():
-            if write and _deferred:
-                _write_deferred(conn)
-            yield conn
+        try:
+            with conn.execution_options(**options).begin():
+                if carries:
+                    _write_deferred(conn)
+                yield conn
+        except BaseException:
+            if carries:
+                _deferred_ended(False)
+            raise
+        if carries:
+            _deferred_ended(True)
 
 
 class HotTransaction:
@@ -243,15 +266,20 @@ def hot_transaction() -> Iterator[sa.Connection | HotTransaction]:
     with _write_locks[engine]:
         tx = _writer(engine)
         sql("begin", "BEGIN IMMEDIATE", [], engine.dialect).run(tx, {})
+        carries = bool(_deferred)
         try:
-            if _deferred:
+            if carries:
                 _write_deferred(tx)
             yield tx
             sql("commit", "COMMIT", [], engine.dialect).run(tx, {})
         except BaseException:
             if tx.connection.driver_connection.in_transaction:
                 tx.connection.driver_connection.execute("ROLLBACK")
+            if carries:
+                _deferred_ended(False)
             raise
+        if carries:
+            _deferred_ended(True)
 
 
 def alembic_config(url: str | None = None):

@@ -171,8 +171,8 @@ def test_an_items_close_after_its_start_row_was_written_updates_it_whole(store, 
     assert visit_store.get_visit(item.id).status == "running"
     status = visit_store.close_visit(item.id, run.id, started_at=T0, status="failed", output=None, error="no «label»",
                                      error_kind="model", input={"topic": "ü"})
-    assert status == "pending"  # the run's status, read in the same transaction
-    got = visit_store.get_visit(item.id)
+    assert status is None  # an item's end waits for the next transaction: no status read
+    got = visit_store.get_visit(item.id)  # a read of this process writes it first
     assert (got.status, got.error, got.error_kind, got.input, got.output, got.context_diff, got.item_key) == (
         "failed", "no «label»", "model", {"topic": "ü"}, None, [], "k-1")
     assert got.started_at == T0 and got.ended_at.tzinfo is not None and got.duration_ms == ms_between(T0, got.ended_at)
@@ -214,3 +214,66 @@ def test_a_driver_insert_must_name_every_column_whose_default_is_pythons(store):
     table = SQLModel.metadata.tables["llm_calls"]
     with pytest.raises(ValueError, match="id, .*created_at"):
         driver.insert(table, ("run_id", "model"), db.get_engine().dialect)
+
+
+def _raw_status(visit_id: str) -> str | None:
+    """The visit's status as another process sees it: a connection of its own, no flush."""
+    import sqlite3
+
+    from flows.store import db
+
+    with sqlite3.connect(db.get_engine().url.database) as other:
+        found = other.execute("SELECT status FROM node_visits WHERE id = ?", (visit_id,)).fetchone()
+    return found[0] if found else None
+
+
+def _item(run, parent, key, sequence):
+    return visit_store.start_visit(run.id, "each/node", "tool", parent_visit_id=parent.id, item_key=key,
+                                   sequence=sequence, now=T0)
+
+
+def test_an_items_end_waits_for_the_parents_close_which_writes_it_first(store, run):
+    """A fan-out item's close is not a transaction: its end goes with the next one, here its
+    parent's checkpoint (the fan-out's durability point), in the same transaction."""
+    parent = visit_store.start_visit(run.id, "each", "foreach", sequence=1, now=T0)
+    first, second = _item(run, parent, "a", 2), _item(run, parent, "b", 3)
+    from flows.store import db
+
+    db.flush_deferred()  # the first item's start is in the database; the second's end will merge into its start
+    assert visit_store.close_visit(first.id, run.id, started_at=T0, status="completed", output={"n": 1}) is None
+    third = _item(run, parent, "c", 4)
+    assert visit_store.close_visit(third.id, run.id, started_at=T0, status="completed", output={"n": 3}) is None
+    assert (_raw_status(first.id), _raw_status(third.id)) == ("running", None)  # nothing written yet
+    visit_store.close_visit(parent.id, run.id, started_at=T0, status="completed", output=[1, 3], context={"n": 2})
+    assert (_raw_status(first.id), _raw_status(third.id), _raw_status(parent.id)) == ("completed", "completed",
+                                                                                      "completed")
+    assert _raw_status(second.id) == "running"  # still running: only its start was written
+    assert [visit_store.get_visit(v.id).output for v in (first, third)] == [{"n": 1}, {"n": 3}]
+
+
+def test_an_items_end_carried_by_a_transaction_that_rolled_back_is_written_by_the_next(store, run):
+    from flows.store import db
+
+    parent = visit_store.start_visit(run.id, "each", "foreach", sequence=1, now=T0)
+    item = _item(run, parent, "a", 2)
+    db.flush_deferred()
+    visit_store.close_visit(item.id, run.id, started_at=T0, status="completed", output={"n": 1})
+    with pytest.raises(RuntimeError), db.session(write=True):
+        raise RuntimeError("a refused write of the same process")  # it carried the item's end, then rolled back
+    assert _raw_status(item.id) == "running"
+    db.flush_deferred()
+    assert _raw_status(item.id) == "completed" and visit_store.get_visit(item.id).output == {"n": 1}
+
+
+def test_an_items_end_alone_is_written_by_the_flusher_soon_after(store, run):
+    """No transaction follows (a long fan-out's other items still run): the flusher thread writes
+    it, so the dashboard's process sees the item end within about FLUSH_AFTER."""
+    import time
+
+    parent = visit_store.start_visit(run.id, "each", "foreach", sequence=1, now=T0)
+    item = _item(run, parent, "a", 2)
+    visit_store.close_visit(item.id, run.id, started_at=T0, status="completed", output={"n": 1})
+    deadline = time.monotonic() + 10 * visit_store.FLUSH_AFTER
+    while _raw_status(item.id) != "completed" and time.monotonic() < deadline:
+        time.sleep(visit_store.FLUSH_AFTER / 4)
+    assert _raw_status(item.id) == "completed"
