@@ -16,8 +16,9 @@ snapshot that is already stale. Taking the write lock up front lets the busy tim
 (:func:`defer_writes`; the engine's visit rows, :mod:`flows.store.visits`): every transaction on
 the default database first writes them — a write transaction inside itself, before anything
 else, a read transaction in a write transaction of its own just before — so nothing this process
-reads or writes can miss or precede them. A transaction that carried them and rolled back hands
-them back to their module (``restore``), so the next transaction writes them instead.
+reads or writes can miss or precede them. When a transaction that carried them ends, their
+module hears whether it committed (``ended``): rolled back, the rows are deferred again and the
+next transaction writes them instead.
 
 **The hot path's transactions** (a visit's checkpoint, a model call's record) on SQLite run on a
 driver connection the process keeps for them (:func:`hot_transaction`): ``BEGIN IMMEDIATE``, the
