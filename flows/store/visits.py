@@ -28,7 +28,12 @@ again, as the items still running at the crash always did (a model call's record
 transaction, so a resumed item's model answers are reused all the same). What it buys: a
 commit per item gave the CPU to Prefect's event and log threads at every item, measured on the
 foreach benchmark as 0.3 ms an item (1,000 no-op items, window 50: 3.59 s against 3.30 s with
-no item writes at all).
+no item writes at all). On SQLite only: there the process's write transactions take turns under
+one lock, so the flusher's never runs beside the engine's. On PostgreSQL they can: an end queued
+after the flusher's transaction took the item's start row would update a row not yet committed
+and then insert it again. With deferred ends there, one run in 20 concurrent ones
+(``benchmarks/concurrent_pg.py``) failed an item; the cause was not pinned down, so on
+PostgreSQL an item's end still commits on its own.
 
 The readers return whole rows for the engine and the CLI; the dashboard's questions (a run's
 visits without their 64 KB input/output/diff, one node's visits, a page's calls) are here too,
@@ -50,7 +55,7 @@ from sqlmodel.sql.expression import SelectOfScalar
 
 from flows.store import driver
 from flows.store._common import add_row, check, get_row, lock_run, mappings, ms_between, page, require_row
-from flows.store.db import connection, defer_writes, flush_deferred, hot_transaction, session
+from flows.store.db import connection, defer_writes, flush_deferred, hot_transaction, is_sqlite, session
 from flows.store.errors import NotFound, StoreError
 from flows.store.models import (
     VISIT_STATUSES,
@@ -319,7 +324,8 @@ def close_visit(
             # never written: the whole visit, one statement, goes with the deferred rows that start
             # the next transaction, in start order (a fan-out's parent before its items)
             _pending[visit_id] = ({**pending[0], **values}, pending[1])
-        if context is None and submission is None and started is not None and started["parent_visit_id"]:
+        if (context is None and submission is None and started is not None and started["parent_visit_id"]
+                and is_sqlite()):
             # a fan-out item: its end waits for the next transaction (see the module docstring)
             if pending is None:
                 _ending[visit_id] = (started, values, time.monotonic())
