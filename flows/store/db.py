@@ -65,19 +65,23 @@ def defer_writes(has_work: Callable[[], bool], write: Callable[[DriverConnection
     """Register deferred rows: ``write(conn)`` starts every transaction on the default database
     while ``has_work()`` (see the module docstring); ``conn`` is a Core connection, or on SQLite's
     hot path a :class:`HotTransaction` (driver statements only). ``ended(committed)`` is called
-    in the same thread when a transaction ``write`` wrote into has ended: the rows it wrote are
-    in the database, or (rolled back) must be deferred again."""
+    in the same thread, once, when a transaction ``write`` was called in has ended — even when
+    ``write`` raised: the rows it wrote are in the database, or (rolled back) must be deferred
+    again. Transactions ``write`` was not called in are not reported, so a module may hold
+    something (a lock) from ``write`` to ``ended``, nested transactions included."""
     _deferred.append((has_work, write, ended))
 
 
-def _write_deferred(conn: DriverConnection) -> None:
-    for has_work, write, _ in _deferred:
+def _write_deferred(conn: DriverConnection, wrote: list[Callable[[bool], None]]) -> None:
+    """Write every module's deferred rows into ``conn``; ``wrote`` collects whom to tell the end."""
+    for has_work, write, ended in _deferred:
         if has_work():
+            wrote.append(ended)  # before writing: a write that raises still hears its transaction end
             write(conn)
 
 
-def _deferred_ended(committed: bool) -> None:
-    for _, _, ended in _deferred:
+def _deferred_ended(wrote: list[Callable[[bool], None]], committed: bool) -> None:
+    for ended in wrote:
         ended(committed)
 
 
@@ -182,19 +186,17 @@ def session(*, write: bool = False, url: str | None = None) -> Iterator[Session]
     with _write_locks[engine] if sqlite_writer else nullcontext(), Session(engine, expire_on_commit=False) as s:
         if sqlite_writer:
             s.connection(execution_options={IMMEDIATE: True})
-        carries = write and url is None and bool(_deferred)
+        wrote: list[Callable[[bool], None]] = []
         try:
-            if carries:
-                _write_deferred(s.connection())
+            if write and url is None and _deferred:
+                _write_deferred(s.connection(), wrote)
             yield s
             s.commit()
         except BaseException:
             s.rollback()
-            if carries:
-                _deferred_ended(False)
+            _deferred_ended(wrote, False)
             raise
-        if carries:
-            _deferred_ended(True)
+        _deferred_ended(wrote, True)
 
 
 @contextmanager
@@ -207,19 +209,17 @@ def connection(*, write: bool = False) -> Iterator[sa.Connection]:
     engine = get_engine()
     sqlite_writer = write and engine.dialect.name == "sqlite"
     options = {IMMEDIATE: True} if sqlite_writer else {}
-    carries = write and bool(_deferred)
+    wrote: list[Callable[[bool], None]] = []
     with _write_locks[engine] if sqlite_writer else nullcontext(), engine.connect() as conn:
         try:
             with conn.execution_options(**options).begin():
-                if carries:
-                    _write_deferred(conn)
+                if write and _deferred:
+                    _write_deferred(conn, wrote)
                 yield conn
         except BaseException:
-            if carries:
-                _deferred_ended(False)
+            _deferred_ended(wrote, False)
             raise
-        if carries:
-            _deferred_ended(True)
+        _deferred_ended(wrote, True)
 
 
 class HotTransaction:
@@ -267,20 +267,18 @@ def hot_transaction() -> Iterator[sa.Connection | HotTransaction]:
     with _write_locks[engine]:
         tx = _writer(engine)
         sql("begin", "BEGIN IMMEDIATE", [], engine.dialect).run(tx, {})
-        carries = bool(_deferred)
+        wrote: list[Callable[[bool], None]] = []
         try:
-            if carries:
-                _write_deferred(tx)
+            if _deferred:
+                _write_deferred(tx, wrote)
             yield tx
             sql("commit", "COMMIT", [], engine.dialect).run(tx, {})
         except BaseException:
             if tx.connection.driver_connection.in_transaction:
                 tx.connection.driver_connection.execute("ROLLBACK")
-            if carries:
-                _deferred_ended(False)
+            _deferred_ended(wrote, False)
             raise
-        if carries:
-            _deferred_ended(True)
+        _deferred_ended(wrote, True)
 
 
 def alembic_config(url: str | None = None):

@@ -28,12 +28,14 @@ again, as the items still running at the crash always did (a model call's record
 transaction, so a resumed item's model answers are reused all the same). What it buys: a
 commit per item gave the CPU to Prefect's event and log threads at every item, measured on the
 foreach benchmark as 0.3 ms an item (1,000 no-op items, window 50: 3.59 s against 3.30 s with
-no item writes at all). On SQLite only: there the process's write transactions take turns under
-one lock, so the flusher's never runs beside the engine's. On PostgreSQL they can: an end queued
-after the flusher's transaction took the item's start row would update a row not yet committed
-and then insert it again. With deferred ends there, one run in 20 concurrent ones
-(``benchmarks/concurrent_pg.py``) failed an item; the cause was not pinned down, so on
-PostgreSQL an item's end still commits on its own.
+no item writes at all).
+
+**One transaction carries deferred rows at a time.** On SQLite the process's write transactions
+take turns under one lock anyway. On PostgreSQL they run side by side, and a row the flusher's
+transaction took is invisible to the others until it commits: an item's end taken by the
+engine's next transaction would update nothing and then insert the row again, colliding with
+the flusher's. So the transaction that takes deferred rows holds :data:`_in_flight` until it
+ends, and every other write of a visit row waits for it first (:func:`_settled`).
 
 The readers return whole rows for the engine and the CLI; the dashboard's questions (a run's
 visits without their 64 KB input/output/diff, one node's visits, a page's calls) are here too,
@@ -55,7 +57,7 @@ from sqlmodel.sql.expression import SelectOfScalar
 
 from flows.store import driver
 from flows.store._common import add_row, check, get_row, lock_run, mappings, ms_between, page, require_row
-from flows.store.db import connection, defer_writes, flush_deferred, hot_transaction, is_sqlite, session
+from flows.store.db import connection, defer_writes, flush_deferred, hot_transaction, session
 from flows.store.errors import NotFound, StoreError
 from flows.store.models import (
     VISIT_STATUSES,
@@ -107,9 +109,13 @@ _ending: dict[str, tuple[dict[str, Any], dict[str, Any], float]] = {}
 #: visit id → its start row, for every visit started here and not closed (pending or written)
 _open: dict[str, dict[str, Any]] = {}
 _pending_lock = threading.Lock()
+#: held by the thread whose transaction carries deferred rows, from taking them until that
+#: transaction ends; whoever writes a visit row that may be among them takes it first (see
+#: :func:`_settled`). Re-entrant: a close's own transaction may be the one carrying.
+_in_flight = threading.RLock()
 _flusher: threading.Thread | None = None
-#: what the transaction open in this thread took from :data:`_pending` and :data:`_ending`, handed
-#: back should it roll back
+#: per thread, one entry per transaction open in it that took deferred rows: what it took from
+#: :data:`_pending` and :data:`_ending` (``None`` until written), handed back should it roll back
 _carried = threading.local()
 
 
@@ -117,7 +123,21 @@ def _has_pending() -> bool:
     return bool(_pending or _ending)
 
 
+def _settled() -> threading.RLock:
+    """Wait until no other transaction of this process is writing deferred rows, and keep it so.
+
+    On SQLite the process's write transactions take turns anyway. On PostgreSQL they run side by
+    side: a visit's start row taken by the flusher's transaction is invisible to another until
+    that one commits, so an update of it would find nothing and an insert would collide with it."""
+    return _in_flight
+
+
 def _write_pending(conn: driver.DriverConnection) -> None:
+    _in_flight.acquire()  # released by _pending_ended, when this transaction has ended
+    stack = getattr(_carried, "stack", None)
+    if stack is None:
+        stack = _carried.stack = []
+    stack.append(None)
     with _pending_lock:
         rows, ends = dict(_pending), dict(_ending)
         _pending.clear()
@@ -136,22 +156,24 @@ def _write_pending(conn: driver.DriverConnection) -> None:
             _insert_visit(conn, {**started, **values})
     # written: should the transaction roll back for its own reasons, they are deferred again (rows
     # that fail to write themselves are dropped, as they were before: they would fail every time)
-    _carried.rows = (rows, ends)
+    stack[-1] = (rows, ends)
 
 
 def _pending_ended(committed: bool) -> None:
-    carried = getattr(_carried, "rows", None)
-    _carried.rows = None
-    if carried is None or committed:
-        return
-    rows, ends = carried
-    with _pending_lock:  # deferred again; anything queued since for the same visit is newer
-        for visit_id, entry in rows.items():
-            # a start row whose visit has closed since: the close inserted the whole visit
-            if visit_id in _open or entry[0].get("ended_at") is not None:
-                _pending.setdefault(visit_id, entry)
-        for visit_id, end in ends.items():
-            _ending.setdefault(visit_id, end)
+    try:
+        carried = _carried.stack.pop()
+        if carried is None or committed:
+            return
+        rows, ends = carried
+        with _pending_lock:  # deferred again; anything queued since for the same visit is newer
+            for visit_id, entry in rows.items():
+                # a start row whose visit has closed since: the close inserted the whole visit
+                if visit_id in _open or entry[0].get("ended_at") is not None:
+                    _pending.setdefault(visit_id, entry)
+            for visit_id, end in ends.items():
+                _ending.setdefault(visit_id, end)
+    finally:
+        _in_flight.release()
 
 
 defer_writes(_has_pending, _write_pending, _pending_ended)
@@ -197,7 +219,7 @@ def _next_sequence(s, run_id: str) -> int:
 def mark_visit_suspended(visit_id: str) -> None:
     """A running visit whose run suspends now (its process ends on purpose): ``paused`` before the
     process goes, so that crash detection never takes the suspension for a death."""
-    with connection(write=True) as conn:
+    with connection(write=True) as conn, _settled():
         conn.execute(update(_VISITS).where(_VISITS.c.id == visit_id, _VISITS.c.status == "running")
                      .values(status="paused"))
 
@@ -208,7 +230,7 @@ def reopen_visit(visit_id: str) -> datetime:
     Returns the start the engine times it from: now, less the time it already ran (the time the
     run lay stopped is not the visit's)."""
     now = utcnow()
-    with connection(write=True) as conn:
+    with connection(write=True) as conn, _settled():
         ran = conn.execute(select(_VISITS.c.duration_ms).where(_VISITS.c.id == visit_id)).scalar()
         conn.execute(update(_VISITS).where(_VISITS.c.id == visit_id)
                      .values(status="running", ended_at=None, error=None, error_kind=None))
@@ -218,7 +240,7 @@ def reopen_visit(visit_id: str) -> datetime:
 def set_next_node(visit_id: str, next_node: str | None) -> None:
     """Point a closed visit at another next node (a supervisor's or an operator's transition):
     a resumed run continues there."""
-    with session(write=True) as s:
+    with session(write=True) as s, _settled():
         visit = require_row(s, NodeVisit, visit_id)
         visit.next_node = next_node
         s.add(visit)
@@ -324,14 +346,13 @@ def close_visit(
             # never written: the whole visit, one statement, goes with the deferred rows that start
             # the next transaction, in start order (a fan-out's parent before its items)
             _pending[visit_id] = ({**pending[0], **values}, pending[1])
-        if (context is None and submission is None and started is not None and started["parent_visit_id"]
-                and is_sqlite()):
+        if context is None and submission is None and started is not None and started["parent_visit_id"]:
             # a fan-out item: its end waits for the next transaction (see the module docstring)
             if pending is None:
                 _ending[visit_id] = (started, values, time.monotonic())
             return None
     # a template step's submission rows are Core inserts: they need a Core connection
-    with connection(write=True) if submission is not None else hot_transaction() as conn:
+    with connection(write=True) if submission is not None else hot_transaction() as conn, _settled():
         if pending is None and not _update_visit(conn, visit_id, values) and started is not None:
             _insert_visit(conn, {**started, **values})  # the transaction that carried its start row rolled back
         if submission is not None:
@@ -401,7 +422,7 @@ def finish_visit(
     """Close a visit: status, output, context diff, error, next node, end time and duration."""
     check(status, VISIT_STATUSES, "visit status")
     now = now or utcnow()
-    with session(write=True) as s:
+    with session(write=True) as s, _settled():
         return _close_visit(s, visit_id, status, output, context_diff, error, next_node, now)
 
 
@@ -435,7 +456,7 @@ def checkpoint_visit(
     """
     check(status, VISIT_STATUSES, "visit status")
     now = now or utcnow()
-    with session(write=True) as s:
+    with session(write=True) as s, _settled():
         visit = _close_visit(s, visit_id, status, output, context_diff, error, next_node, now)
         if visit.run_id != run_id:
             raise StoreError(f"visit {visit_id} belongs to run {visit.run_id}, not {run_id}")

@@ -103,3 +103,38 @@ def test_concurrent_visits_of_one_run_on_postgres(pg):
         for future in [pool.submit(write, f"t{t}") for t in range(4)]:
             future.result()
     assert [v.sequence for v in visit_store.visits_for_run(run_id)] == list(range(1, 41))
+
+
+def test_an_items_end_waits_for_the_flushers_transaction_that_holds_its_start_row(pg):
+    """On PostgreSQL the flusher's transaction runs beside the engine's. While it holds an item's
+    start row uncommitted, the item's end and the parent's checkpoint that carries it wait for it,
+    rather than update nothing and insert the row again (a duplicate key once it commits)."""
+    import threading
+
+    run = run_store.create_run(f"pg-{uuid.uuid4().hex[:8]}")
+    run_store.set_run_status(run.id, "running")
+    parent = visit_store.start_visit(run.id, "each", "foreach", sequence=1)
+    db.flush_deferred()
+    item = visit_store.start_visit(run.id, "each/node", "tool", parent_visit_id=parent.id, item_key="a", sequence=2)
+    took, release, failed = threading.Event(), threading.Event(), []
+
+    def flusher() -> None:  # the flusher's transaction: takes the item's start row, commits later
+        try:
+            with db.connection(write=True):
+                took.set()
+                release.wait(10)
+        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+            failed.append(exc)
+
+    holder = threading.Thread(target=flusher)
+    holder.start()
+    assert took.wait(10)
+    visit_store.close_visit(item.id, run.id, started_at=item.started_at, status="completed", output={"n": 1})
+    threading.Timer(0.3, release.set).start()  # the checkpoint below waits until the flusher commits
+    status = visit_store.close_visit(parent.id, run.id, started_at=parent.started_at, status="completed",
+                                     output=[{"n": 1}], context={"n": 1})
+    holder.join(10)
+    assert failed == [] and status == "running"
+    got = visit_store.get_visit(item.id)
+    assert (got.status, got.output, got.item_key, got.ended_at is not None) == ("completed", {"n": 1}, "a", True)
+    assert [v.id for v in visit_store.visits_for_run(run.id)] == [parent.id, item.id]
