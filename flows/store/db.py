@@ -193,8 +193,10 @@ def session(*, write: bool = False, url: str | None = None) -> Iterator[Session]
             yield s
             s.commit()
         except BaseException:
-            s.rollback()
-            _deferred_ended(wrote, False)
+            try:
+                s.rollback()
+            finally:  # even when the rollback fails: a module may hold a lock until it hears the end
+                _deferred_ended(wrote, False)
             raise
         _deferred_ended(wrote, True)
 
@@ -274,9 +276,11 @@ def hot_transaction() -> Iterator[sa.Connection | HotTransaction]:
             yield tx
             sql("commit", "COMMIT", [], engine.dialect).run(tx, {})
         except BaseException:
-            if tx.connection.driver_connection.in_transaction:
-                tx.connection.driver_connection.execute("ROLLBACK")
-            _deferred_ended(wrote, False)
+            try:
+                if tx.connection.driver_connection.in_transaction:
+                    tx.connection.driver_connection.execute("ROLLBACK")
+            finally:  # as in session(): the end is reported even when the rollback fails
+                _deferred_ended(wrote, False)
             raise
         _deferred_ended(wrote, True)
 

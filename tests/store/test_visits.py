@@ -277,3 +277,34 @@ def test_an_items_end_alone_is_written_by_the_flusher_soon_after(store, run):
     while _raw_status(item.id) != "completed" and time.monotonic() < deadline:
         time.sleep(visit_store.FLUSH_AFTER / 4)
     assert _raw_status(item.id) == "completed"
+
+
+def test_a_transaction_whose_rollback_fails_still_lets_go_of_the_deferred_rows(store, run, monkeypatch):
+    """The transaction that carries deferred rows holds the visits' write turn until it ends; a
+    rollback that fails too must not keep it, or every later visit write of the process would hang."""
+    import threading
+
+    from sqlmodel import Session
+
+    from flows.store import db
+
+    visit_store.start_visit(run.id, "n", "tool", sequence=1, now=T0)  # a deferred row to carry
+
+    def broken_rollback(self):
+        raise OSError("the connection went away")
+
+    monkeypatch.setattr(Session, "rollback", broken_rollback)
+    with pytest.raises(OSError), db.session(write=True):
+        raise RuntimeError("a refused write of the same process")
+    monkeypatch.undo()
+    free: list[bool] = []
+
+    def another_thread_writes() -> None:
+        free.append(visit_store._in_flight.acquire(timeout=2))
+        if free[-1]:
+            visit_store._in_flight.release()
+
+    other = threading.Thread(target=another_thread_writes)
+    other.start()
+    other.join()
+    assert free == [True]
