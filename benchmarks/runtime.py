@@ -10,6 +10,10 @@ CPU a run caused (from its start until the server is idle again), Ergon's agains
                 tasks in sequence (aim: ≤ 1.1×).
 * ``foreach`` — a foreach over 1,000 no-op items, ``max_concurrency: 50``, vs. Prefect's
                 ``task.map`` of 1,000 no-op tasks on a 50-thread task runner (aim: ≤ 1.1×).
+                A third side runs in the same rounds for reference: Prefect's own async path,
+                an async flow awaiting 1,000 async no-op tasks behind a semaphore of 50 — what
+                Ergon's foreach does on Prefect (its items are async task runs on the flow's
+                event loop), so Ergon's share of the difference is told apart from Prefect's.
 
 Figures are medians of ``--repeat`` runs (default 5), and the median of the rounds' own ratios
 with its bootstrap interval (``benchmarks/paired.py``: how sure the ratio is). Each comparison
@@ -41,6 +45,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,6 +131,7 @@ class Figures:
     base_best: float
     paired: PairedRatio
     profile: str = ""
+    reference: Reference | None = None
 
     def line(self, label: str, base_label: str) -> str:
         per_visit = (self.ergon_cpu - self.base_cpu) / self.visits * 1000
@@ -139,7 +145,32 @@ class Figures:
         if self.ergon_server_cpu is not None and self.base_server_cpu is not None:
             text += (f"\n{'':<30} Prefect server CPU per run: ergon {self.ergon_server_cpu:.1f} s, "
                      f"baseline {self.base_server_cpu:.1f} s")
+        if self.reference is not None:
+            text += "\n" + self.reference.line(self)
         return text + (f"\n{self.profile}" if self.profile else "")
+
+
+@dataclass
+class Reference:
+    """A third side run in the same rounds, for reference only (no aim): the median and fastest
+    run, CPU, and the paired ratios of Ergon to it and of it to the baseline."""
+
+    label: str
+    wall: float
+    cpu: float
+    best: float
+    ergon_to_it: PairedRatio
+    it_to_base: PairedRatio
+
+    def line(self, figures: Figures) -> str:
+        per_visit = (figures.ergon_cpu - self.cpu) / figures.visits * 1000
+        return (f"{'':<30} reference, {self.label}: {self.wall:.2f} s (fastest {self.best:.2f}), "
+                f"CPU {self.cpu:.2f} s\n"
+                f"{'':<32}it against the baseline: paired {self.it_to_base.median:.2f} "
+                f"({self.it_to_base.low:.2f}-{self.it_to_base.high:.2f}), fastest {self.best / figures.base_best:.2f}\n"
+                f"{'':<32}Ergon against it: paired {self.ergon_to_it.median:.2f} "
+                f"({self.ergon_to_it.low:.2f}-{self.ergon_to_it.high:.2f}), fastest {figures.ergon_best / self.best:.2f}; "
+                f"CPU {per_visit:.2f} ms per visit beyond it")
 
 
 def _timed(fn) -> tuple[float, float | None, float]:
@@ -155,20 +186,32 @@ def _timed(fn) -> tuple[float, float | None, float]:
     return wall, server, cpu[0]
 
 
-def _compare(repeat: int, ergon_run, baseline_run, visits: int, profile: bool = False) -> Figures:
-    """Alternate the two sides, each on an idle server (see benchmarks/settle.py); medians of N."""
-    ergon, base = [], []
+def _compare(repeat: int, ergon_run, baseline_run, visits: int, profile: bool = False,
+             reference: tuple[str, Callable[[], None]] | None = None) -> Figures:
+    """Alternate the sides, each on an idle server (see benchmarks/settle.py); medians of N.
+    ``reference`` (a label and a run) is a third side timed in the same rounds, for reference."""
+    ergon, base, ref = [], [], []
     for _ in range(repeat):
         base.append(_timed(baseline_run))
         ergon.append(_timed(ergon_run))
-    for side, runs in (("prefect", base), ("ergon", ergon)):
+        if reference is not None:
+            ref.append(_timed(reference[1]))
+    sides = [("prefect", base), ("ergon", ergon)] + ([("ref", ref)] if reference is not None else [])
+    for side, runs in sides:
         walls, cpus = (", ".join(f"{r[i]:.2f}" for r in runs) for i in (0, 2))
         print(f"  {side:<8} runs: {walls} s; CPU {cpus} s", flush=True)
     e, b = _median_run(ergon), _median_run(base)
-    return Figures(e[0], b[0], statistics.median(r[2] for r in ergon), statistics.median(r[2] for r in base),
-                   visits, e[1], b[1], min(r[0] for r in ergon), min(r[0] for r in base),
-                   paired_ratio([r[0] for r in ergon], [r[0] for r in base]),
-                   _profile(ergon_run, visits) if profile else "")
+    ergon_walls, base_walls = [r[0] for r in ergon], [r[0] for r in base]
+    figures = Figures(e[0], b[0], statistics.median(r[2] for r in ergon), statistics.median(r[2] for r in base),
+                      visits, e[1], b[1], min(ergon_walls), min(base_walls),
+                      paired_ratio(ergon_walls, base_walls),
+                      _profile(ergon_run, visits) if profile else "")
+    if reference is not None:
+        ref_walls = [r[0] for r in ref]
+        figures.reference = Reference(reference[0], _median_run(ref)[0], statistics.median(r[2] for r in ref),
+                                      min(ref_walls), paired_ratio(ergon_walls, ref_walls),
+                                      paired_ratio(ref_walls, base_walls))
+    return figures
 
 
 def _median_run(runs: list[tuple[float, float | None, float]]) -> tuple[float, float | None, float]:
@@ -345,6 +388,7 @@ def bench_engine_alone(repeat: int, n: int = 200) -> str:
 def bench_foreach(repeat: int, n: int = 1000, concurrency: int = 50, profile: bool = False) -> Figures:
     from prefect import flow, task
     from prefect.cache_policies import NO_CACHE
+    from prefect.context import SyncClientContext
     from prefect.task_runners import ThreadPoolTaskRunner
 
     @task(cache_policy=NO_CACHE, persist_result=False)
@@ -355,8 +399,28 @@ def bench_foreach(repeat: int, n: int = 1000, concurrency: int = 50, profile: bo
     def baseline() -> None:
         noop_task.map(range(n)).result()
 
+    @task(cache_policy=NO_CACHE, persist_result=False)
+    async def async_noop_task(i: int) -> dict:
+        return {}
+
+    @flow(name="reference_async", persist_result=False)
+    async def async_flow() -> None:
+        window = asyncio.Semaphore(concurrency)
+
+        async def one(i: int) -> None:
+            async with window:
+                await async_noop_task(i)
+
+        await asyncio.gather(*(one(i) for i in range(n)))
+
+    def reference() -> None:
+        # as Ergon runs its flows (flows.prefect.build.run_in_process): one sync client for the run
+        with SyncClientContext.get_or_create():
+            asyncio.run(async_flow())
+
     compiled = _compile(foreach_definition(concurrency), "bench_foreach")
-    return _compare(repeat, lambda: _run_ergon(compiled, {"items": list(range(n))}), baseline, n, profile)
+    return _compare(repeat, lambda: _run_ergon(compiled, {"items": list(range(n))}), baseline, n, profile,
+                    reference=("Prefect's async path (async tasks behind a semaphore)", reference))
 
 
 CONCURRENT_WORKER = """
