@@ -24,6 +24,7 @@ from typing import Any, Literal
 import pydantic
 from prefect import Flow, flow
 from prefect.client.schemas.objects import FlowRun, State
+from prefect.context import AsyncClientContext, FlowRunContext, TagsContext
 from prefect.runtime import flow_run
 from prefect.states import Cancelled, Failed
 
@@ -90,7 +91,7 @@ def local_result_storage() -> Path:
 
     Ergon persists no Prefect results (its store is the checkpoint), but a flow without a result
     storage of its own makes Prefect's engine ask the server for its default result storage each
-    time it sets up the run's result store: a round trip, twice for every run of a named flow
+    time it sets up the run's result store: a round trip, twice for every run
     (measured: ~3.5 ms each). Naming the local path, which is what Prefect falls back to, asks
     nobody; a server default result storage block would hold nothing of Ergon's either way."""
     from prefect.settings import get_current_settings
@@ -114,21 +115,16 @@ _REQUEST: ContextVar[RunRequest | None] = ContextVar("ergon_run_request", defaul
 #: Flows built in this process, per Plan object and naming: building a Prefect ``Flow`` builds the
 #: pydantic model that validates its parameters (~8 ms of CPU), once per run before, and once per
 #: visit of a sub-process node. Keyed by the object (kept alive here), never by its content.
-_FLOWS: dict[tuple[int, bool], tuple[Plan, Flow[..., Any]]] = {}
+_FLOWS: dict[int, tuple[Plan, Flow[..., Any]]] = {}
 _FLOWS_MAX = 256
 
 
-def build_flow(plan: Plan, *, named: bool = False) -> Flow[..., Any]:
+def build_flow(plan: Plan) -> Flow[..., Any]:
     """The Prefect flow of a Plan, built once per Plan object in this process.
 
     Its body executes the :class:`RunRequest` that :func:`call_flow` put in the caller's context,
-    or, for a flow run Prefect started by itself, a request of trigger ``api``. ``named``: its
-    flow runs are named after the requested run's id — a run recorded before it starts (not a
-    sub-process) is found in Prefect's UI by its id, and crash detection finds a flow run the run
-    never got to record (its process killed between Prefect making the flow run and the flow body
-    starting; :func:`flows.prefect.leftovers.unrecorded_flow_runs`)."""
-    key = (id(plan), named)
-    found = _FLOWS.get(key)
+    or, for a flow run Prefect started by itself, a request of trigger ``api``."""
+    found = _FLOWS.get(id(plan))
     if found is not None and found[0] is plan:
         return found[1]
 
@@ -141,31 +137,45 @@ def build_flow(plan: Plan, *, named: bool = False) -> Flow[..., Any]:
             _REQUEST.reset(token)
 
     made = as_flow(_entry, plan, attribute_name(plan.name))
-    if named:
-        made = made.with_options(flow_run_name=_requested_run_id)
     if len(_FLOWS) >= _FLOWS_MAX:
         _FLOWS.clear()
-    _FLOWS[key] = (plan, made)
+    _FLOWS[id(plan)] = (plan, made)
     return made
 
 
-def _requested_run_id() -> str:
-    """The name of a named flow's run: the id of the run requested (Prefect asks before the body starts)."""
-    request = _REQUEST.get()
-    if request is None or not request.run_id:
-        raise RuntimeError("a named Ergon flow was started without a run request (use flows.prefect.build.call_flow)")
-    return request.run_id
-
-
 async def call_flow(plan: Plan, params: dict[str, Any], request: RunRequest) -> Any:
-    """Run the flow of ``plan`` for ``request`` in this event loop; Prefect's final state."""
-    named = bool(request.run_id) and request.parent_run_id is None
-    made: Any = build_flow(plan, named=named)
+    """Run the flow of ``plan`` for ``request`` in this event loop; Prefect's final state.
+
+    A run recorded before it starts (not a sub-process), started outside any flow run, gets a flow
+    run named after its id from the moment Prefect makes it: it is found in Prefect's UI by that
+    id, and crash detection finds a flow run the run never got to record
+    (:func:`flows.prefect.leftovers.unrecorded_flow_runs`)."""
+    made: Any = build_flow(plan)
     token = _REQUEST.set(request)
     try:
+        if request.run_id and request.parent_run_id is None and FlowRunContext.get() is None:
+            return await _run_named(made, params, request.run_id)
         return await made(**params, return_state=True)
     finally:
         _REQUEST.reset(token)
+
+
+async def _run_named(made: Flow[..., Any], params: dict[str, Any], name: str) -> Any:
+    """Make the flow run with its name, then hand it to Prefect's engine (as a runner hands it a
+    deployment's flow run). Prefect's own call makes the flow run unnamed and renames it as the
+    run starts (``flow_run_name``): a process killed in between left a ``Pending`` flow run no
+    name could find. This costs no extra request: the rename's becomes the engine's update of a
+    flow run it was given."""
+    from prefect.flow_engine import run_flow_async
+    from prefect.states import Pending
+    from prefect.utilities.callables import get_call_parameters
+
+    parameters = get_call_parameters(made.fn, (), params)  # with the defaults, as calling the flow does
+    async with AsyncClientContext.get_or_create() as context:  # the engine takes this client too
+        created = await context.client.create_flow_run(
+            made, name=name, parameters=made.serialize_parameters(parameters), state=Pending(),
+            tags=TagsContext.get().current_tags)
+        return await run_flow_async(made, flow_run=created, parameters=parameters, return_type="state")
 
 
 class PrefectBackend:

@@ -28,8 +28,8 @@ _OPEN = ("PENDING", "RUNNING", "PAUSED")
 
 def unrecorded_flow_runs(run_id: str, before: Any = None) -> list[str]:
     """The flow runs of an Ergon run that may be left ``Pending``, ``Running`` or ``Paused``
-    without the run knowing them: a run's top-level flow runs are named after the run
-    (:func:`flows.prefect.build.build_flow`), and a process killed after Prefect made one but
+    without the run knowing them: a run's top-level flow runs are made with the run's id as their
+    name (:func:`flows.prefect.build.call_flow`), and a process killed after Prefect made one but
     before the flow body recorded its id leaves one the store cannot name. Only those created
     before ``before`` (an aware datetime: when the run was found stopped) are returned, so a
     resume that started since is never among them."""

@@ -137,3 +137,52 @@ def test_a_flow_run_whose_process_died_before_the_run_knew_it_is_crashed_too(pre
     with get_client(sync_client=True) as client:
         flow_runs = [fr for fr in client.read_flow_runs(limit=200) if run_id in (fr.name or "")]
     assert [fr.state.type.value for fr in flow_runs] == ["CRASHED"], [(fr.name, fr.state) for fr in flow_runs]
+
+
+def test_a_flow_run_whose_process_died_as_prefect_made_it_is_crashed_too(prefect_api, store, definitions):
+    """The narrowest window: the process is killed the moment Prefect has made the run's flow
+    run (``Pending``), before its engine did anything else with it. Crash detection finds the flow
+    run by its name, so the name must be the run's id from the moment it exists — not given later
+    by a rename as the flow run starts (a resume killed there once left its flow run ``Pending``)."""
+    from datetime import datetime, timezone
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+
+    (definitions / "made_then_killed.yaml").write_text(TWO.replace("two_steps", "made_then_killed"))
+    env = {**os.environ, "ERGON_DATABASE_URL": store, "ERGON_DEFINITIONS": str(definitions), "COLUMNS": "200"}
+    script = textwrap.dedent("""
+        import os
+        from prefect.client.orchestration import PrefectClient
+        from flows import runs
+        from flows.catalog import Catalog
+
+        made = PrefectClient.create_flow_run
+
+        async def made_then_killed(self, *args, **kwargs):
+            await made(self, *args, **kwargs)
+            os._exit(9)
+
+        PrefectClient.create_flow_run = made_then_killed
+        catalog = Catalog.load()
+        compiled = runs.compile_definition("made_then_killed", catalog=catalog)
+        run = runs.create(compiled, {}, catalog=catalog)
+        print(run.id, flush=True)
+        runs.start(compiled, {}, catalog=catalog, run_id=run.id)
+    """)
+    since = datetime.now(timezone.utc)
+    made = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert made.returncode == 9, made.stderr[-2000:]
+    run_id = made.stdout.strip().splitlines()[-1]
+
+    def flow_runs() -> list:
+        with get_client(sync_client=True) as client:
+            rows = client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=["made_then_killed"])),
+                                         limit=200)
+        return [fr for fr in rows if fr.created and fr.created >= since]
+
+    assert [fr.state.type.value for fr in flow_runs()] == ["PENDING"], "the kill landed as Prefect made the flow run"
+    listed = subprocess.run([*ERGON, "runs", "list", "--json"], env=env, capture_output=True, text=True, timeout=120)
+    [row] = [r for r in json.loads(listed.stdout)["runs"] if r["run_id"] == run_id]
+    assert row["status"] == "crashed"
+    assert [(fr.name, fr.state.type.value) for fr in flow_runs()] == [(run_id, "CRASHED")]

@@ -451,7 +451,7 @@ def test_each_run_of_one_plan_names_its_own_flow_run(prefect_api, store, definit
     first = runs.start(compiled, {}, catalog=catalog)
     second = runs.start(compiled, {}, catalog=catalog)
     assert (first.status, second.status) == ("completed", "completed")
-    assert build_flow(compiled.plan, named=True) is build_flow(compiled.plan, named=True)
+    assert build_flow(compiled.plan) is build_flow(compiled.plan)
 
     async def flow_run_name(prefect_id: str) -> str:
         async with get_client() as client:
