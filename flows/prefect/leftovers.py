@@ -5,7 +5,8 @@ Prefect only hears how a flow run ended from the process that executes it. A pro
 it, in two windows:
 
 * before the run ended in the store: the run is marked ``crashed``
-  (:func:`flows.runs.lifecycle.detect_crashed`), and its flow runs become ``Crashed``;
+  (:func:`flows.runs.lifecycle.detect_crashed`), and its flow runs become ``Crashed``, with
+  their open subflow runs (a human task's, a workstream's, a sub-process run's);
 * after the store recorded the run's end but before Prefect's engine reported the flow run's
   final state: the flow runs get the store's state (``Completed``, ``Failed``, ``Cancelled``),
   so Prefect's UI, automations and concurrency slots agree with the store.
@@ -62,8 +63,25 @@ def end_flow_runs(flow_run_ids: list[str], status: str, message: str) -> list[st
     return changed
 
 
+def open_subflow_runs(flow_run_ids: list[str]) -> list[str]:
+    """The subflow runs still open under ``flow_run_ids``, at any depth: a human task's own flow
+    run, a workstream's, a sub-process run's. One the dead process made but had no time to record
+    (its task, its child run) is found here only."""
+    found: list[str] = []
+    parents = list(flow_run_ids)
+    http, api = rest.client()
+    with http:
+        while parents:
+            body = {"flow_runs": {"parent_flow_run_id": {"any_": parents}, "state": {"type": {"any_": list(_OPEN)}}},
+                    "limit": 200}
+            rows: Any = rest.post(http, f"{api}/flow_runs/filter", body)
+            parents = [r["id"] for r in rows if r["id"] not in found]
+            found += parents
+    return found
+
+
 def mark_crashed(flow_run_ids: list[str], message: str) -> None:
-    """Move flow runs a dead process left ``Paused`` (or ``Running``) to ``Crashed``: Prefect's
-    own resume form would otherwise accept an answer for them and leave them ``Running`` with
-    nothing executing them."""
-    end_flow_runs(flow_run_ids, "crashed", message)
+    """Move flow runs a dead process left ``Pending``, ``Running`` or ``Paused``, and their open
+    subflow runs, to ``Crashed``: Prefect's own resume form would otherwise accept an answer for
+    them and leave them ``Running`` with nothing executing them."""
+    end_flow_runs(list(dict.fromkeys(flow_run_ids + open_subflow_runs(flow_run_ids))), "crashed", message)

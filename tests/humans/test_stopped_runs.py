@@ -245,3 +245,59 @@ def test_an_answer_the_killed_process_never_took_is_kept(env, definitions, token
         resumed.communicate(timeout=60)
     run = run_store.get_run(task.run_id)
     assert run.context["decision"] == "approve" and run.context["counter"] == 1
+
+
+def test_a_task_flow_run_the_killed_process_never_recorded_is_crashed_too(env, definitions):
+    """Two parallel tasks wait in subflows of their own; the process is killed the moment Prefect
+    made the first one, before its task could record it. Crash detection ends it with the run's
+    flow run: no flow run of the dead process stays ``Pending`` in Prefect."""
+    import json
+    import sys
+    import textwrap
+    from datetime import datetime, timezone
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+    from test_parallel_tasks import APPROVALS
+
+    from flows.store import runs as run_store
+
+    (definitions / "two_approvals.yaml").write_text(APPROVALS)
+    script = textwrap.dedent("""
+        import os
+        from prefect.client.orchestration import PrefectClient
+        from flows import runs
+        from flows.catalog import Catalog
+
+        made = PrefectClient.create_flow_run
+
+        async def killed_as_a_task_waits(self, flow, *args, **kwargs):
+            created = await made(self, flow, *args, **kwargs)
+            if flow.name == "ergon-human-task":
+                os._exit(9)
+            return created
+
+        PrefectClient.create_flow_run = killed_as_a_task_waits
+        catalog = Catalog.load()
+        compiled = runs.compile_definition("two_approvals", catalog=catalog)
+        run = runs.create(compiled, {"party": "ACME"}, catalog=catalog)
+        print(run.id, flush=True)
+        runs.start(compiled, {"party": "ACME"}, catalog=catalog, run_id=run.id)
+    """)
+    since = datetime.now(timezone.utc)
+    killed = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert killed.returncode == 9, killed.stderr[-2000:]
+    run_id = killed.stdout.strip().splitlines()[-1]
+
+    def flow_runs() -> dict[str, str]:
+        """The states of the run's flow run and its task's, by name."""
+        with get_client(sync_client=True) as client:
+            rows = client.read_flow_runs(
+                flow_filter=FlowFilter(name=FlowFilterName(any_=["two_approvals", "ergon-human-task"])), limit=200)
+        return {fr.name: fr.state.type.value for fr in rows if fr.created and fr.created >= since}
+
+    assert sorted(flow_runs().values()) == ["PENDING", "RUNNING"], "the kill landed as the task's flow run was made"
+    listed = cli(["runs", "list", "--json"], env)
+    assert [r["status"] for r in json.loads(listed.stdout)["runs"] if r["run_id"] == run_id] == ["crashed"]
+    assert run_store.get_run(run_id).prefect_flow_run_id, "the run recorded its own flow run"
+    assert sorted(flow_runs().values()) == ["CRASHED", "CRASHED"], flow_runs()
