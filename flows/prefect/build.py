@@ -112,7 +112,7 @@ def _prefect_has_the_end(flow: Flow[..., Any], flow_run: FlowRun, state: State[A
 #: The request of the flow run about to start in this context (:func:`call_flow` sets it, the
 #: flow's body takes it): a flow is built once per Plan, so a run's request cannot be bound into it.
 _REQUEST: ContextVar[RunRequest | None] = ContextVar("ergon_run_request", default=None)
-#: Flows built in this process, per Plan object and naming: building a Prefect ``Flow`` builds the
+#: Flows built in this process, per Plan object: building a Prefect ``Flow`` builds the
 #: pydantic model that validates its parameters (~8 ms of CPU), once per run before, and once per
 #: visit of a sub-process node. Keyed by the object (kept alive here), never by its content.
 _FLOWS: dict[int, tuple[Plan, Flow[..., Any]]] = {}
