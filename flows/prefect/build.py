@@ -146,15 +146,18 @@ def build_flow(plan: Plan) -> Flow[..., Any]:
 async def call_flow(plan: Plan, params: dict[str, Any], request: RunRequest) -> Any:
     """Run the flow of ``plan`` for ``request`` in this event loop; Prefect's final state.
 
-    A run recorded before it starts (not a sub-process), started outside any flow run, gets a flow
-    run named after its id from the moment Prefect makes it: it is found in Prefect's UI by that
-    id, and crash detection finds a flow run the run never got to record
+    A run recorded before it starts (not a sub-process) gets a flow run named after its id, from
+    the moment Prefect makes it when started outside any flow run: it is found in Prefect's UI by
+    that id, and crash detection finds a flow run the run never got to record
     (:func:`flows.prefect.leftovers.unrecorded_flow_runs`)."""
     made: Any = build_flow(plan)
     token = _REQUEST.set(request)
     try:
-        if request.run_id and request.parent_run_id is None and FlowRunContext.get() is None:
-            return await _run_named(made, params, request.run_id)
+        if request.run_id and request.parent_run_id is None:
+            if FlowRunContext.get() is None:
+                return await _run_named(made, params, request.run_id)
+            # started from inside a flow run: Prefect's call makes it a subflow, named as it starts
+            made = made.with_options(flow_run_name=request.run_id)
         return await made(**params, return_state=True)
     finally:
         _REQUEST.reset(token)

@@ -466,6 +466,33 @@ def test_each_run_of_one_plan_names_its_own_flow_run(prefect_api, store, definit
             assert asyncio.run(flow_run_name(child.prefect_flow_run_id)) not in {first.run_id, second.run_id, child.id}
 
 
+def test_a_run_started_inside_a_flow_run_is_a_subflow_named_after_it(prefect_api, store, definitions):
+    """A run started from inside someone's own Prefect flow is a subflow of that flow run, and
+    its flow run is still named after the run (Prefect names it as it starts)."""
+    from prefect import flow
+    from prefect.client.orchestration import get_client
+
+    from flows import runs
+    from flows.catalog import Catalog
+    from flows.store import runs as run_store
+
+    (definitions / "inner.yaml").write_text(process("inner", {"n": "{type: integer}"}, """
+  start: {type: tool, tool: noop, transitions: [{to: done}]}
+  done: {type: final}
+"""))
+
+    @flow(persist_result=False)
+    def outer() -> str:
+        catalog = Catalog.load()
+        return runs.start(catalog.compile("inner"), {}, catalog=catalog).run_id
+
+    run_id = outer()
+    run = run_store.get_run(run_id)
+    assert run.status == "completed"
+    with get_client(sync_client=True) as client:
+        made = client.read_flow_run(run.prefect_flow_run_id)
+    assert (made.name, made.parent_task_run_id is not None) == (run_id, True)
+
 def test_condition_takes_first_matching_branch_else_default(run_def):
     text = process("router", {"amount": "{type: number}", "route": "{type: string}"}, """
   start:
