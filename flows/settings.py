@@ -1,9 +1,10 @@
 """Where Ergon keeps its state, and the Prefect settings it runs with — in one place.
 
 Everything local lives under ``ERGON_HOME`` (default ``.ergon/`` in the current folder): the
-SQLite store, the local Prefect server's home, the document store, logs. ``ERGON_DATABASE_URL``
-points the store elsewhere; ``PREFECT_API_URL`` points at an existing Prefect server. The
-settings Prefect itself runs with are :mod:`flows.prefect.config`'s.
+SQLite store, the home of Ergon's local Prefect server, the document store, logs.
+``ERGON_DATABASE_URL`` points the store elsewhere. Which Prefect API Ergon talks to is Prefect's
+own configuration (:mod:`flows.prefect.server`); the defaults Ergon adds to it are
+:mod:`flows.prefect.config`'s.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ def ergon_home() -> Path:
 
 
 def prefect_home() -> Path:
+    """The home of Ergon's local Prefect server (its database and log), not of the Prefect client:
+    the client keeps the user's own home and profiles."""
     return private_dir(ergon_home() / "prefect")
 
 

@@ -34,6 +34,9 @@ if not os.environ.get("ERGON_TEST_KEEP_ENV"):
         os.environ.pop(_identity, None)
     _PORT = int(os.environ.get("ERGON_TEST_PREFECT_PORT") or _free_port())
     os.environ["PREFECT_API_URL"] = f"http://127.0.0.1:{_PORT}/api"
+    # Prefect's client home (its profiles): the developer's own profile must not change what the
+    # tests see. The tests of a user's first steps set no PREFECT_* at all (tests/packaging).
+    os.environ["PREFECT_HOME"] = str(_SESSION_HOME / "prefect-client")
     os.environ["LITELLM_OFFLINE_MODE"] = "true"
 
 from flows.prefect.config import configure_prefect_env  # noqa: E402

@@ -43,7 +43,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "Create an Ergon project: example definitions, a Python tool, prefect.yaml, a README."),
     "interactions": ("flows.cli.interactions:interactions_app", "List interactions and run one on its own."),
     "runs": ("flows.cli.runs:runs_app", "Inspect and control runs."),
-    "server": ("flows.cli.runs:server_app", "The local Prefect server Ergon uses when PREFECT_API_URL is not set."),
+    "server": ("flows.cli.server:server_app",
+               "The Prefect API Ergon uses: the one Prefect's configuration names, or Ergon's local server."),
     "run": ("flows.cli.runs:run",
             "Validate a definition, run it on Prefect, show progress node by node, wait for the end.\n\n"
             "The run is recorded as started by the user you act as (--as, --token; see `ergon tokens`)."),

@@ -90,8 +90,7 @@ def deploy(
         path = Path(prefect_file)
         write_prefect_yaml(path, entries)
         out.print(f"wrote {len(entries)} deployment(s) to {path}")
-        if register:
-            register_deployments(path, entries, work_pool)
+        api = register_deployments(path, entries, work_pool) if register else None
     except CompileError as exc:
         for d in exc.diagnostics:
             print(d.format(), file=sys.stderr)
@@ -102,6 +101,8 @@ def deploy(
         when = ", ".join(_describe(s) for s in entry["schedules"]) or "no schedule"
         out.print(f"  [bold]{entry['name']}/{entry['name']}[/] → {entry['entrypoint']}  [dim]{entry['tags'][-1]}, "
                   f"version {entry['version'][:12]}, pool {work_pool}, {when}[/]")
+    if api is not None and entries:
+        next_steps(api, entries, work_pool)
     return 0
 
 
@@ -175,16 +176,16 @@ def write_prefect_yaml(path: Path, entries: list[dict[str, Any]]) -> None:
         yaml.dump(doc, fh)
 
 
-def register_deployments(path: Path, entries: list[dict[str, Any]], work_pool: str) -> None:
-    """``prefect deploy`` for exactly these entries (Prefect imports each entrypoint itself)."""
+def register_deployments(path: Path, entries: list[dict[str, Any]], work_pool: str) -> Any:
+    """``prefect deploy`` for exactly these entries (Prefect imports each entrypoint itself), on the
+    API Prefect's configuration names (Ergon's local server when none does)."""
     from flows.prefect.deployments import ensure_work_pool
-    from flows.prefect.server import ensure_api_url
+    from flows.prefect.server import ensure_api
 
-    ensure_api_url()
+    api = ensure_api()
     created, pool_type = ensure_work_pool(work_pool)
     if created:
-        out.print(f"created work pool `{work_pool}` (process); start a worker with: "
-                  f"prefect worker start --pool {work_pool}")
+        out.print(f"created work pool `{work_pool}` (process)")
     elif pool_type != "process":
         out.print(f"[yellow]note:[/] work pool `{work_pool}` is a `{pool_type}` pool; Ergon's deployments expect "
                   "workers that start flow runs as processes in the project folder")
@@ -196,6 +197,18 @@ def register_deployments(path: Path, entries: list[dict[str, Any]], work_pool: s
     if done.returncode != 0:
         detail = (done.stdout + done.stderr).strip().splitlines()[-15:]
         raise DeployError("prefect deploy failed:\n  " + "\n  ".join(detail))
+    return api
+
+
+def next_steps(api: Any, entries: list[dict[str, Any]], work_pool: str) -> None:
+    """What to run next, with the API the deployments went to and where that setting comes from."""
+    whose = "Ergon's local server; prefect.toml here points `prefect` commands at it" if api.managed \
+        else f"from {api.where}"
+    out.print(f"registered with the Prefect API at {api.url} ({whose})")
+    out.print("next, from this folder:")
+    out.print(f"  prefect worker start --pool {work_pool}   [dim]# runs the flow runs of these deployments; keep it running[/]")
+    first = entries[0]["name"]
+    out.print(f"  prefect deployment run '{first}/{first}'   [dim]# start one (or from Prefect's UI, or its schedules)[/]")
 
 
 def _describe(schedule: dict[str, Any]) -> str:

@@ -1,4 +1,4 @@
-"""Commands that run things: `run`, `runs list|show|resume|cancel|export`, `server start|stop|status`."""
+"""Commands that run things: `run`, `runs list|show|resume|cancel|export`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ if TYPE_CHECKING:  # the store is imported by the commands that use it (a fast `
     from flows.store.models import RunStatus
 
 runs_app = App(name="runs", help="Inspect and control runs.")
-server_app = App(name="server", help="The local Prefect server Ergon uses when PREFECT_API_URL is not set.")
 
 EXIT = {"completed": 0, "paused": 0, "failed": 1, "crashed": 1, "cancelled": 1}
 
@@ -542,44 +541,4 @@ def runs_export(run_id: str) -> int:
     if _find_run(run_id) is None:
         return 2
     print(json.dumps(export_store.export_run(run_id), indent=2, default=str))
-    return 0
-
-
-# ------------------------------------------------------------------------------ server
-@server_app.command(name="start")
-def server_start(*, port: int = 4200) -> int:
-    """Start the local Prefect server (kept under ERGON_HOME/prefect).
-
-    Parameters
-    ----------
-    port
-        Preferred port (a free one is used if taken).
-    """
-    from flows.prefect.server import start, ui_url
-
-    info = start(port)
-    out.print(f"Prefect server at {info.url} (pid {info.pid}); UI at {ui_url(info)}")
-    return 0
-
-
-@server_app.command(name="stop")
-def server_stop() -> int:
-    """Stop the local Prefect server."""
-    from flows.prefect.server import stop
-
-    out.print("stopped" if stop() else "no local server was running")
-    return 0
-
-
-@server_app.command(name="status")
-def server_status() -> int:
-    """Show whether the Prefect server is up."""
-    from flows.prefect.server import status, ui_url
-
-    info = status()
-    if info is None:
-        out.print("no Prefect server is running (ergon run starts one)")
-        return 1
-    out.print(f"Prefect server at {info.url}" + (f" (pid {info.pid}, started by ergon)" if info.managed else " (PREFECT_API_URL)"))
-    out.print(f"UI at {ui_url(info)}")
     return 0

@@ -1,10 +1,20 @@
-"""The local Prefect server that `ergon run` uses when no ``PREFECT_API_URL`` is set.
+"""Which Prefect API Ergon uses, and the local server it starts when the user configured none.
 
-A persistent server (not Prefect's ephemeral one) because the ephemeral server loses task-run
-records when the process exits, costs 3-15 s per run to start, and cannot be reached by the
-other processes that must resume or cancel a run. It runs detached, with its home (SQLite
-database, logs) under ``ERGON_HOME/prefect``; its address is kept in ``server.json`` there so
-every later command reuses it.
+Prefect's configuration decides (:mod:`flows.prefect.user_settings`, in Prefect's own order:
+the environment, ``.env``, ``prefect.toml``, ``pyproject.toml``, the active profile). Only when
+no source names an API does Ergon start its own local server — the embedded default of a first
+run — and then it writes that server's address into the folder's ``prefect.toml``
+(:mod:`flows.prefect.project_api`), so every ``prefect`` command run in the folder reaches it
+with nothing exported. An address the user configures later wins: Ergon's line in
+``prefect.toml`` would hide a profile (Prefect reads the file before profiles), so Ergon removes
+its line as soon as a profile or ``pyproject.toml`` names an API.
+
+The local server is a persistent one, not Prefect's ephemeral server: the ephemeral server loses
+task-run records when the process exits, costs 3-15 s per run to start, and cannot be reached by
+the other processes that must resume or cancel a run. It runs detached, with its home (SQLite
+database, logs) under ``ERGON_HOME/prefect``; its address and pid are kept in ``server.json``
+there. A stopped or crashed server is started again on the same port when it is free, so
+workers pointed at it reconnect.
 
 Prefect's UI sends its API calls to the ``api_url`` its server hands out at ``/ui-settings``,
 which Prefect derives from the *default* port unless told otherwise. When the default port is
@@ -23,11 +33,13 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from flows.prefect.config import PREFECT_DEFAULTS
+from flows.prefect import project_api, user_settings
+from flows.prefect.config import SERVER_DEFAULTS
 from flows.settings import ergon_home_path, prefect_home
 
 DEFAULT_PORT = 4200
@@ -36,9 +48,13 @@ START_TIMEOUT_SECONDS = 120
 
 @dataclass
 class ServerInfo:
+    """The Prefect API Ergon uses, and where that choice comes from."""
+
     url: str
-    pid: int | None
-    managed: bool  # started by Ergon (vs. PREFECT_API_URL given by the user)
+    pid: int | None  # the local server's process, when Ergon started it
+    managed: bool  # Ergon's local server (vs. an API the user configured)
+    source: str = "ergon"  # user_settings.Found.source, or "ergon" for a server just started
+    where: str = ""  # for people: the variable, file or profile that names the API
 
 
 def _state_file() -> Path:
@@ -50,9 +66,17 @@ def _state_file_path() -> Path:
     return ergon_home_path() / "prefect" / "server.json"
 
 
+def _state() -> dict:
+    """What ``server.json`` says of the local server last started from this ``ERGON_HOME``."""
+    try:
+        return json.loads(_state_file_path().read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 def healthy(api_url: str, timeout: float = 2.0) -> bool:
     try:
-        with urllib.request.urlopen(f"{api_url}/health", timeout=timeout) as resp:
+        with urllib.request.urlopen(f"{api_url.rstrip('/')}/health", timeout=timeout) as resp:
             return resp.status == 200
     except OSError:
         return False
@@ -79,32 +103,63 @@ def _free_port(preferred: int) -> int:
     raise RuntimeError("no free port")
 
 
-def status() -> ServerInfo | None:
-    """The server Ergon would use, if it is up."""
-    url = os.environ.get("PREFECT_API_URL")
-    if url:
-        return ServerInfo(url, None, False) if healthy(url) else None
-    state = _state_file()
-    if not state.exists():
+def _port_of(url: str) -> int | None:
+    try:
+        return urllib.parse.urlsplit(url).port
+    except ValueError:
         return None
-    info = json.loads(state.read_text())
-    if _pid_alive(info.get("pid")) and healthy(info["url"]):
-        return ServerInfo(info["url"], info["pid"], True)
-    return None
+
+
+def configured() -> ServerInfo | None:
+    """The API Ergon uses in this folder: the one the user's configuration names (also when
+    Ergon's line in ``prefect.toml`` still hides it: :func:`ensure_api` removes that line), else
+    Ergon's line; None when nothing names one. Starts nothing, changes nothing."""
+    hit = _user_api_below_ergons_line() or user_settings.first(user_settings.API_URL)
+    if hit is None or not hit.by_user:
+        return None
+    url = str(hit.value).rstrip("/")
+    state = _state()
+    ours = _is_ergons(hit) or url == str(state.get("url", "")).rstrip("/")
+    pid = state.get("pid") if ours and url == str(state.get("url", "")).rstrip("/") else None
+    return ServerInfo(url, pid if _pid_alive(pid) else None, ours, hit.source, hit.where)
+
+
+def _is_ergons(hit: user_settings.Found) -> bool:
+    return hit.source == "prefect.toml" and project_api.is_ergons()
+
+
+def _user_api_below_ergons_line() -> user_settings.Found | None:
+    """An API the user named in ``pyproject.toml`` or a profile that Ergon's line in
+    ``prefect.toml`` hides (Prefect reads ``prefect.toml`` first)."""
+    hits = user_settings.found(user_settings.API_URL)
+    if not hits or not _is_ergons(hits[0]):
+        return None
+    return next((h for h in hits[1:] if h.by_user and h.source in ("pyproject.toml", "profile")), None)
+
+
+def status() -> ServerInfo | None:
+    """The API Ergon would use, if it answers now."""
+    info = configured()
+    if info is None:
+        state = _state()  # a local server still up although nothing names it any more
+        if state.get("url") and _pid_alive(state.get("pid")) and healthy(state["url"]):
+            return ServerInfo(state["url"], state["pid"], True, "ergon", str(_state_file_path()))
+        return None
+    return info if healthy(info.url) else None
 
 
 def start(port: int = DEFAULT_PORT) -> ServerInfo:
-    """Start (or reuse) the local server and wait until it answers."""
-    current = status()
-    if current:
-        return current
+    """Start (or reuse) the local server on ``port`` (a free one when it is taken) and wait until
+    it answers. Does not make it the configured API: :func:`ensure_api_url` does that."""
+    state = _state()
+    if state.get("url") and _pid_alive(state.get("pid")) and healthy(state["url"]):
+        return ServerInfo(state["url"], state["pid"], True, "ergon", str(_state_file_path()))
     port = _free_port(port)
     url = f"http://127.0.0.1:{port}/api"
     home = prefect_home()
-    env = {**os.environ, **{k: os.environ.get(k, v) for k, v in PREFECT_DEFAULTS.items()}}
+    env = {**os.environ, **{k: os.environ.get(k, v) for k, v in SERVER_DEFAULTS.items()}}
     env.update({
         "PREFECT_HOME": str(home),
-        "PREFECT_SERVER_EPHEMERAL_ENABLED": "false",
         "PREFECT_API_DATABASE_CONNECTION_URL": os.environ.get(
             "PREFECT_API_DATABASE_CONNECTION_URL", f"sqlite+aiosqlite:///{home / 'prefect.db'}"
         ),
@@ -115,9 +170,10 @@ def start(port: int = DEFAULT_PORT) -> ServerInfo:
     if not (env.get("PREFECT_UI_API_URL") or env.get("PREFECT_SERVER_UI_API_URL")):
         env["PREFECT_UI_API_URL"] = url
     log = open(home / "server.log", "ab")
+    # started in its own home: a project's prefect.toml or .env configures its clients, not this server
     proc = subprocess.Popen(
         [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        env=env, cwd=home, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
     )
     _state_file().write_text(json.dumps({"url": url, "pid": proc.pid, "port": port}))
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
@@ -125,18 +181,19 @@ def start(port: int = DEFAULT_PORT) -> ServerInfo:
         if proc.poll() is not None:
             raise RuntimeError(f"the Prefect server exited (code {proc.returncode}); see {home / 'server.log'}")
         if healthy(url):
-            return ServerInfo(url, proc.pid, True)
+            return ServerInfo(url, proc.pid, True, "ergon", str(_state_file_path()))
         time.sleep(0.3)
     raise RuntimeError(f"the Prefect server did not answer within {START_TIMEOUT_SECONDS} s; see {home / 'server.log'}")
 
 
 def stop() -> bool:
-    """Stop the server Ergon started; False when none was running."""
-    state = _state_file()
+    """Stop the server Ergon started; False when none was running. Its line in ``prefect.toml``
+    stays: the next command that needs Prefect starts it again on the same port."""
+    state = _state_file_path()
     if not state.exists():
         return False
-    info = json.loads(state.read_text())
-    pid = info.get("pid")
+    info = _state()
+    pid = int(info.get("pid") or 0)
     stopped = False
     if _pid_alive(pid):
         os.killpg(os.getpgid(pid), signal.SIGTERM)
@@ -157,20 +214,52 @@ def ui_url(info: ServerInfo | None = None) -> str | None:
     server to name. No request is made (a link needs no health check)."""
     if explicit := os.environ.get("PREFECT_UI_URL"):
         return explicit.rstrip("/")
-    api = info.url if info is not None else os.environ.get("PREFECT_API_URL")
-    if not api and _state_file_path().exists():
-        api = json.loads(_state_file_path().read_text()).get("url")
+    if info is None:
+        info = configured()
+    api = info.url if info is not None else _state().get("url")
     if not api:
         return None
-    api = api.rstrip("/")
-    return api.removesuffix("/api")
+    if api.startswith("https://api.prefect.cloud/api/accounts/"):  # Cloud: the app's workspace page
+        return api.replace("https://api.prefect.cloud/api/", "https://app.prefect.cloud/", 1).rstrip("/")
+    return api.rstrip("/").removesuffix("/api")
 
 
 def ensure_api_url() -> str:
-    """Point this process at a Prefect API: the user's, or a local server started on demand."""
-    url = os.environ.get("PREFECT_API_URL")
-    if url:
-        return url
-    info = start()
-    os.environ["PREFECT_API_URL"] = info.url
-    return info.url
+    """The address of :func:`ensure_api`."""
+    return ensure_api().url
+
+
+def ensure_api() -> ServerInfo:
+    """Point this process at the Prefect API the folder's configuration names — the user's, or
+    Ergon's local server, started (and written into ``prefect.toml``) when none is named; returns
+    it with where it comes from."""
+    hidden = _user_api_below_ergons_line()
+    if hidden is not None:  # the user configured an API since Ergon wrote its line: theirs wins
+        project_api.forget()
+        print(f"ergon: Prefect API {hidden.value} ({hidden.where}) is used from now on; Ergon's local server "
+              "line was removed from prefect.toml", file=sys.stderr)
+        exported = os.environ.get("PREFECT_API_URL")
+        if exported and exported.rstrip("/") == str(_state().get("url", "")).rstrip("/"):
+            os.environ.pop("PREFECT_API_URL")  # exported by an Ergon process for its local server
+    info = configured()
+    if info is None:
+        info = start(_port_of(str(_state().get("url", ""))) or DEFAULT_PORT)
+        project_api.write(info.url)
+    elif info.managed and not healthy(info.url):
+        source, where = info.source, info.where
+        info = start(_port_of(info.url) or DEFAULT_PORT)
+        if project_api.is_ergons() or user_settings.first(user_settings.API_URL) is None:
+            project_api.write(info.url)  # the same port when it was free; a new one otherwise
+        info = ServerInfo(info.url, info.pid, True, source, where)
+    _export(info.url)
+    return info
+
+
+def _export(url: str) -> None:
+    """This process, and the processes it starts, use ``url``. Prefect reads its settings when
+    imported: a process that imported it already is told again."""
+    os.environ["PREFECT_API_URL"] = url
+    if "prefect.context" in sys.modules:
+        from prefect.context import refresh_global_settings_context
+
+        refresh_global_settings_context()

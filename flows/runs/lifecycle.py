@@ -42,7 +42,7 @@ from flows.store import runs as run_store
 from flows.store.errors import InvalidTransition, NotFound
 from flows.store.models import RUN_ENDED, Run, RunTrigger
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("ergon.runs")
 
 
 class StartRefused(RunError, ValueError):
@@ -64,13 +64,16 @@ def detect_crashed() -> list[Run]:
     local server is up — never by starting one (``ergon runs list`` calls this; the store alone
     decides who may answer). Runs that ended in the store but whose process died before it told
     Prefect (:func:`flows.store.runs.ended_unsettled`) give their open flow runs the store's end."""
-    from flows.prefect.server import ensure_api_url, status
+    from flows.prefect.server import configured, ensure_api_url, healthy, status
     from flows.runs.answers import run_stopped
     from flows.settings import HEARTBEAT_TIMEOUT_SECONDS
 
     crashed = list(run_store.mark_stale_runs_crashed(heartbeat_timeout=HEARTBEAT_TIMEOUT_SECONDS))
     unsettled = run_store.ended_unsettled(heartbeat_timeout=HEARTBEAT_TIMEOUT_SECONDS)
-    reach_prefect = bool(crashed or unsettled) and bool(os.environ.get("PREFECT_API_URL") or status() is not None)
+    api = configured() if crashed or unsettled else None
+    # the user's API is always there to tell; Ergon's local server only when it is up (never started for this)
+    reach_prefect = bool(crashed or unsettled) and ((api is not None and (not api.managed or healthy(api.url)))
+                                                    or status() is not None)
     if reach_prefect:
         ensure_api_url()
     for run in crashed:

@@ -1,36 +1,30 @@
 """Ergon installed from its wheel, used in a data engineer's own folder — never the checkout.
 
-The module builds a wheel of the project (no build isolation, no index: no network), installs it
-into a fresh virtualenv in a temporary folder without dependencies, and lends that virtualenv the
-dependencies of this interpreter's site-packages through a plain path line in a ``.pth`` file
-(the checkout's editable-install finder is *not* loaded that way: ``.pth`` files of a directory
-added by a path line are not processed). Every command then runs with the new virtualenv's
-``ergon``/``python`` and its cwd in a temporary project folder made by ``ergon init``.
+Every command runs with the installed virtualenv's ``ergon``/``python`` (:mod:`installed`) and
+its cwd in a temporary project folder made by ``ergon init``, against the test session's store
+and Prefect server (the first steps with nothing configured are :mod:`test_first_steps`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import sysconfig
 import urllib.request
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "deploy"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from deploy_helpers import Worker, flow_run, start_deployment, wait_for  # noqa: E402
+from installed import ROOT, last_json, run_in  # noqa: E402
 
 pytestmark = pytest.mark.prefect
 
-ROOT = Path(__file__).resolve().parents[2]
-#: what the wheel is built from (copied: building in place would leave build/ in the checkout)
-SOURCES = ("pyproject.toml", "README.md", "compiler", "flows", "ui")
 
 SLOW_TOOL = '''
 """A tool that blocks until the test releases it (the run is killed while it waits)."""
@@ -78,38 +72,6 @@ nodes:
 """
 
 
-@pytest.fixture(scope="module")
-def venv(tmp_path_factory) -> Path:
-    """A virtualenv outside the checkout with the wheel installed (and only the dependencies lent)."""
-    base = tmp_path_factory.mktemp("installed")
-    src = base / "src"
-    src.mkdir()
-    for name in SOURCES:
-        if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "node_modules"))
-        else:
-            shutil.copy(ROOT / name, src / name)
-    dist = base / "dist"
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-                            "--wheel-dir", str(dist), str(src)], capture_output=True, text=True, timeout=300)
-    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
-    (wheel,) = dist.glob("ergon-*.whl")
-
-    env_dir = base / "venv"
-    made = subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], capture_output=True, text=True)
-    assert made.returncode == 0, made.stderr
-    python = env_dir / "bin" / "python"
-    installed = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
-                                "--no-index", str(wheel)], capture_output=True, text=True, timeout=300)
-    assert installed.returncode == 0, installed.stdout[-3000:] + installed.stderr[-3000:]
-    site = Path(subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                        text=True).strip())
-    ours = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
-    # plain path lines: appended to sys.path after the venv's own site-packages; not site.addsitedir
-    (site / "ergon_test_dependencies.pth").write_text("".join(f"{p}\n" for p in sorted(ours)))
-    return env_dir
-
-
 @pytest.fixture
 def project(tmp_path) -> Path:
     folder = tmp_path / "my-repo"
@@ -123,16 +85,6 @@ def env(prefect_api, store, tmp_path) -> dict[str, str]:
     clean = {k: v for k, v in os.environ.items()
              if k not in ("PYTHONPATH", "ERGON_DEFINITIONS", "VIRTUAL_ENV", "PYTHONHOME")}
     return {**clean, "ERGON_DATABASE_URL": store, "ERGON_HOME": str(tmp_path / "home"), "COLUMNS": "200"}
-
-
-def run_in(venv: Path, cwd: Path, env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    """``ergon ARGS`` of the installed virtualenv, from ``cwd`` (with ``PWD`` set as a shell would)."""
-    return subprocess.run([str(venv / "bin" / "ergon"), *args], cwd=cwd, env={**env, "PWD": str(cwd)},
-                          capture_output=True, text=True, timeout=timeout)
-
-
-def last_json(done: subprocess.CompletedProcess) -> dict:
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def test_the_venv_imports_the_installed_wheel_not_the_checkout(venv, project, env):
