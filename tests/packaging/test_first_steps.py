@@ -84,18 +84,18 @@ def test_run_deploy_and_a_documented_worker_reach_one_server_with_nothing_export
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert last_json(ran)["status"] == "completed"
 
-    status = run_in(venv, project, user, "server", "status", "--json")
-    assert status.returncode == 0, status.stdout + status.stderr
-    server = json.loads(status.stdout)
-    assert server["managed"] and server["healthy"] and server["pid"], server
-    assert server["source"] == "prefect.toml" and server["where"] == str(project / "prefect.toml")
-    assert server["ui_url"] == server["api_url"].removesuffix("/api")
-    assert server["api_url"] in (project / "prefect.toml").read_text(), "the folder's prefect.toml names the server"
-
     try:
         deployed = run_in(venv, project, user, "deploy", timeout=600)
         assert deployed.returncode == 0, deployed.stdout + deployed.stderr
         assert "Traceback" not in deployed.stderr
+        status = run_in(venv, project, user, "server", "status", "--json")
+        assert status.returncode == 0, status.stdout + status.stderr
+        server = json.loads(status.stdout)
+        assert server["managed"] and server["healthy"] and server["pid"], server
+        assert server["source"] == "prefect.toml" and server["where"] == str(project / "prefect.toml")
+        assert server["ui_url"] == server["api_url"].removesuffix("/api")
+        assert server["api_url"] in (project / "prefect.toml").read_text(), "the folder's prefect.toml names the server"
+
         worker_command = documented_worker_command(project)
         assert " ".join(worker_command) in deployed.stdout, "ergon deploy prints the documented worker command"
 
