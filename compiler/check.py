@@ -3,7 +3,8 @@
 Passes are pure functions ``check(unit, ws) -> Iterable[Finding]`` listed in
 ``compiler.passes.PASSES``; they run only on definitions that parsed. The driver adds the
 workspace-wide checks (unique names), turns each finding's document path into file:line:col,
-and returns every diagnostic at once.
+and returns every diagnostic at once. A checked folder's ``tools/servers.yaml`` is checked too
+(its header references: :mod:`compiler.tool_servers`).
 
 A clean check of a definition means its run loads nothing broken: where it names another
 definition its run loads (an interaction, a sub-process, an environment, a form — see
@@ -23,6 +24,8 @@ from __future__ import annotations
 from compiler.errors import Diagnostic, Finding, Report, format_path
 from compiler.passes import PASSES
 from compiler.passes.references import definition_references
+from compiler.source import SourceMap
+from compiler.tool_servers import load_servers
 from compiler.workspace import Unit, Workspace
 
 
@@ -74,6 +77,12 @@ def check_workspace(ws: Workspace) -> Report:
     for unit in ws.reported_units():
         for finding in [*own(unit), *dupes.get(id(unit), []), *broken_references(unit, ws, own)]:
             report.diagnostics.append(locate(unit, finding))
+    for folder in dict.fromkeys(ws.reported_tool_folders):
+        loaded = load_servers(folder)
+        if loaded is not None:
+            doc, findings = loaded
+            servers = Unit(file=doc.file, data=doc.data, source=doc.source or SourceMap(doc.file))
+            report.diagnostics.extend(locate(servers, finding) for finding in findings)
     report.diagnostics = report.sorted()
     return report
 

@@ -550,7 +550,8 @@ class ModelEntry(IRModel):
     model: str = Field(description="litellm model string, e.g. `openai/gpt-4o-mini`.")
     name: str | None = Field(None, description="Alias of this entry (default: the model string).")
     api_base: str | None = Field(None, description="Endpoint URL (OpenAI-compatible servers).")
-    api_key: str | None = Field(None, description="`secret:NAME` (an Ergon secret) or `env:VAR`; never a literal key.")
+    api_key: str | None = Field(None, description="`secret:NAME` (an Ergon secret), `env:VAR`, `prefect-secret:NAME` "
+                                "(a Prefect Secret block) or `prefect-var:NAME` (a Prefect Variable); never a literal key.")
     parameters: ModelParameters | None = Field(None, description="Default parameters.")
     input_cost_per_token: float | None = Field(None, ge=0, description="Price for models litellm does not price.")
     output_cost_per_token: float | None = Field(None, ge=0, description="Price for models litellm does not price.")

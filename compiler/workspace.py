@@ -54,6 +54,8 @@ class Workspace:
     tools: ToolCatalogue = field(default_factory=ToolCatalogue)
     #: what passes derive from the whole workspace once and share (e.g. the call graph)
     memo: dict[str, Any] = field(default_factory=dict)
+    #: the ``tools/`` folders of the folders checked (their ``servers.yaml`` is reported on)
+    reported_tool_folders: list[Path] = field(default_factory=list)
 
     def named(self, *kinds: str) -> dict[str, Unit]:
         """Units of the given kinds by name (first one wins on duplicates)."""
@@ -102,8 +104,8 @@ def definition_files(folder: Path) -> list[Path]:
 def load_workspace(targets: Iterable[str | Path], *, context_dirs: Iterable[str | Path] = ()) -> Workspace:
     """Load ``targets`` (files or folders) and, unreported, the definitions of ``context_dirs``.
 
-    A folder target also provides tools from its ``tools/`` subfolder; a file target's folder
-    does too.
+    A folder target also provides tools from its ``tools/`` subfolder, and its
+    ``tools/servers.yaml`` is checked with it; a file target's folder provides tools too.
     """
     ws = Workspace()
     seen: set[Path] = set()
@@ -120,6 +122,7 @@ def load_workspace(targets: Iterable[str | Path], *, context_dirs: Iterable[str 
         p = Path(target)
         if p.is_dir():
             tool_dirs.append(p / "tools")
+            ws.reported_tool_folders.append(p / "tools")
             for f in definition_files(p):
                 add(f, True)
         else:
