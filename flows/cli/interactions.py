@@ -90,6 +90,7 @@ def interactions_run(
     import asyncio
     import contextlib
 
+    import flows.prefect  # noqa: F401 - registers `prefect-secret:` / `prefect-var:` keys (imports no prefect)
     from compiler.errors import did_you_mean
     from flows.catalog import Catalog
     from flows.llm.cassettes import use_cassette

@@ -6,7 +6,8 @@ model, which is deterministic and always answers with JSON valid against the req
 
 * :mod:`flows.llm.gateway` — ``complete(req)``: model resolution (environment, model string,
   ``ERGON_MODEL``, offline), retries, structured-output mode, cost, records, cassettes, resume.
-* :mod:`flows.llm.environments` — environments as litellm Routers; ``secret:``/``env:`` keys.
+* :mod:`flows.llm.environments` — environments as litellm Routers; ``secret:``/``env:``/
+  ``prefect-secret:``/``prefect-var:`` keys.
 * :mod:`flows.llm.structured` — JSON parsing, jsonschema validation, the repair turn.
 * :mod:`flows.llm.interactions` — prompt segments to messages, input validation, one call.
 * :mod:`flows.llm.offline` — the offline model ``ergon/offline``.

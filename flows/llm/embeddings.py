@@ -8,13 +8,13 @@ Which model embeds (the *embedding model*, a name):
 
 The name is resolved as chat models are (:func:`flows.llm.gateway.resolve_target`): the name of
 an ``environment`` definition → that environment's litellm Router (``Router.aembedding``, with its
-failover, load balancing and ``secret:``/``env:`` keys); any other string → a litellm model
-string (``litellm.aembedding``: ``openai/text-embedding-3-small``, ``ollama/nomic-embed-text``…,
-reading the provider's usual variables), with 429/5xx/timeouts retried with backoff as the
-gateway does. ``ERGON_MODEL`` is never used: a chat model is not an embedding model. An
-environment used for embeddings lists embedding models, and all of them should be the same model
-(the same model at several endpoints): vectors of different models are not comparable, and the
-document index is kept per embedding-model *name*.
+failover, load balancing and ``secret:``/``env:``/``prefect-secret:``/``prefect-var:`` keys); any
+other string → a litellm model string (``litellm.aembedding``: ``openai/text-embedding-3-small``,
+``ollama/nomic-embed-text``…, reading the provider's usual variables), with 429/5xx/timeouts
+retried with backoff as the gateway does. ``ERGON_MODEL`` is never used: a chat model is not an
+embedding model. An environment used for embeddings lists embedding models, and all of them
+should be the same model (the same model at several endpoints): vectors of different models are
+not comparable, and the document index is kept per embedding-model *name*.
 
 Texts go out in batches of :data:`BATCH_SIZE`; each batch is one call, recorded as an
 ``llm_calls`` row of the run when ``run_id`` is set (as chat calls are: model, tokens, cost,

@@ -23,7 +23,8 @@ retries were invisible in the call log.
 
 Keys are references, never literals: ``env:VAR`` reads the environment variable ``VAR``;
 ``secret:NAME`` opens Ergon's encrypted secret ``NAME`` (:mod:`flows.secrets`, stored with
-``ergon secrets set NAME``). A key lives only in the call's parameters (sent as the provider's
+``ergon secrets set NAME``); ``prefect-secret:NAME`` reads the Prefect Secret block ``NAME`` and
+``prefect-var:NAME`` the Prefect Variable ``NAME`` (:mod:`flows.prefect.secrets`). A key lives only in the call's parameters (sent as the provider's
 auth header) or the Router's deployments; it is never put into messages, records or error texts
 (:func:`scrub` removes it from provider error messages).
 
@@ -51,18 +52,21 @@ __all__ = ["COOLDOWN_SECONDS", "DirectModel", "EnvRouter", "cool_down", "failove
 
 
 def resolve_key(reference: str | None, *, where: str) -> str | None:
-    """The key a ``secret:NAME`` / ``env:VAR`` reference points at (None when there is none)."""
+    """The key a ``secret:NAME`` / ``env:VAR`` / ``prefect-secret:NAME`` / ``prefect-var:NAME``
+    reference points at (None when there is none)."""
+    from compiler.secret_references import parse
     from flows import secrets
 
     if reference is None:
         return None
-    kind, _, name = reference.partition(":")
-    if kind not in ("env", "secret") or not name.strip():
-        raise LlmError(f"{where}: api_key must be `secret:NAME` or `env:VAR`, not a literal key")
+    ref = parse(reference)
+    if ref is None:
+        raise LlmError(f"{where}: api_key must be `secret:NAME`, `env:VAR`, `prefect-secret:NAME` or "
+                       f"`prefect-var:NAME`, not a literal key")
     try:
         return secrets.resolve_reference(reference)
     except secrets.ReferenceNotSet:
-        raise LlmError(f"{where}: {reference} is not set (environment variable {name.strip()})") from None
+        raise LlmError(f"{where}: {reference} is not set (environment variable {ref.name})") from None
     except (LookupError, secrets.SecretError, secrets.SecretKeyError) as exc:
         # the messages name the secret and the key id, never a value
         raise LlmError(f"{where}: {exc}") from None

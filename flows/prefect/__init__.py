@@ -15,6 +15,8 @@
 * :mod:`~flows.prefect.deployments` — deployment entrypoints, ``prefect.yaml`` entries, work pools.
 * :mod:`~flows.prefect.schedules`   — trigger schedules as Prefect schedules; reading and pausing them.
 * :mod:`~flows.prefect.serve`       — ``ergon serve``'s Prefect runner.
+* :mod:`~flows.prefect.secrets`     — ``prefect-secret:NAME`` / ``prefect-var:NAME`` references:
+  Secret blocks and Variables, registered on import of this package (no Prefect import).
 
 The rest of Ergon reaches Prefect through the ports it defines (the engine's ``Executor``, the
 bodies' ``Pauses``) and through :mod:`flows.runs`, which starts runs on this package.
@@ -22,5 +24,9 @@ bodies' ``Pauses``) and through :mod:`flows.runs`, which starts runs on this pac
 """
 
 from flows.prefect.config import configure_prefect_env
+from flows.prefect.secrets import register as _register_secret_references
 
 configure_prefect_env()
+# Every process that runs nodes imports this package: its keys and headers may name Prefect's
+# Secret blocks and Variables (the lookups import prefect only when a value is needed).
+_register_secret_references()

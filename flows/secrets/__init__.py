@@ -1,4 +1,5 @@
-"""Ergon's encrypted secrets: API keys and tokens that definitions name as ``secret:NAME``.
+"""Ergon's encrypted secrets: API keys and tokens that definitions name as ``secret:NAME``; and
+the resolution of every secret reference (:mod:`compiler.secret_references`).
 
 Values are sealed with AES-256-GCM (:mod:`flows.secrets.envelope`, bound to the secret's name)
 under keys from the environment or a private key file (:mod:`flows.secrets.keys`); the store
@@ -9,8 +10,15 @@ printed, logged, written to a run record or put into a prompt.
 Public API (other modules call these):
 
 * :func:`reveal` ``(name) -> str`` — the plaintext, or :class:`SecretNotFound`;
-* :func:`resolve_reference` ``(value) -> str`` — ``secret:NAME`` / ``env:VAR`` / a literal;
+* :func:`resolve_reference` ``(value) -> str`` — ``secret:NAME`` / ``env:VAR`` /
+  ``prefect-secret:NAME`` / ``prefect-var:NAME`` / a literal. The two Prefect kinds resolve
+  through the port :mod:`flows.secret_resolvers`, which :mod:`flows.prefect.secrets` fills when
+  :mod:`flows.prefect` is imported (every process that runs nodes imports it): this package
+  never imports Prefect;
 * :func:`set_secret`, :func:`delete_secret`, :func:`list_secrets`, :func:`rotate` for the CLI.
+
+Whatever a reference resolves to is remembered for redaction (:mod:`flows.secrets.redaction`),
+whichever kind it is.
 
 Errors never contain a value or a key: a wrong or missing key is a loud
 :class:`SecretDecryptError` / :class:`~flows.secrets.keys.SecretKeyError` naming the secret and
@@ -26,10 +34,13 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from compiler import secret_references
+from flows import secret_resolvers
 from flows.secrets import envelope, redaction
 from flows.secrets.keys import KeyRing, SecretKeyError, add_key_to_file, load_keyring
 
 __all__ = [
+    "ReferenceNotFound",
     "ReferenceNotSet",
     "SecretDecryptError",
     "SecretError",
@@ -63,6 +74,11 @@ class SecretNotFound(SecretError, LookupError):
 
 class ReferenceNotSet(SecretError, LookupError):
     """An ``env:VAR`` reference whose variable is unset or empty."""
+
+
+class ReferenceNotFound(SecretError, LookupError):
+    """A reference to a value kept outside Ergon (a Prefect Secret block or Variable) that does
+    not exist there; the message names it and the command that makes it."""
 
 
 class SecretDecryptError(SecretError):
@@ -133,20 +149,33 @@ def reveal(name: str) -> str:
 
 
 def resolve_reference(value: str) -> str:
-    """``secret:NAME`` → the secret, ``env:VAR`` → ``$VAR``, anything else → itself.
+    """``secret:NAME`` → the secret, ``env:VAR`` → ``$VAR``, ``prefect-secret:NAME`` /
+    ``prefect-var:NAME`` → the Prefect Secret block's / Variable's value (through
+    :mod:`flows.secret_resolvers`), anything else → itself.
 
-    A missing secret raises :class:`SecretNotFound`, an unset variable :class:`ReferenceNotSet`
-    (both LookupErrors whose message names the reference, never a value).
+    A missing secret raises :class:`SecretNotFound`, an unset variable :class:`ReferenceNotSet`, a
+    missing Prefect block or variable :class:`ReferenceNotFound` (LookupErrors whose message names
+    the reference and how to make it, never a value); a malformed reference, or one whose
+    resolver this process has not registered, :class:`SecretError`.
     """
-    if value.startswith("secret:"):
-        return reveal(value[len("secret:"):].strip())
-    if value.startswith("env:"):
-        var = value[len("env:"):].strip()
-        resolved = os.environ.get(var)
+    ref = secret_references.parse(value)
+    if ref is None:
+        return value
+    wrong = secret_references.problem(ref)
+    if wrong is not None:
+        raise SecretError(f"{wrong.message} ({wrong.hint})")
+    if ref.kind == "secret":
+        return reveal(ref.name)
+    if ref.kind == "env":
+        resolved = os.environ.get(ref.name)
         if not resolved:
-            raise ReferenceNotSet(f"`{value}` needs the environment variable {var}, which is not set")
+            raise ReferenceNotSet(f"`{value}` needs the environment variable {ref.name}, which is not set")
         return redaction.remember(resolved)
-    return value
+    resolve = secret_resolvers.resolver(ref.kind)
+    if resolve is None:
+        raise SecretError(f"`{ref}` names a {secret_references.KINDS[ref.kind]}, and this process has not "
+                          f"loaded Ergon's Prefect integration (`flows.prefect`) that reads it")
+    return redaction.remember(resolve(ref.name))
 
 
 def set_secret(name: str, value: str) -> SecretInfo:

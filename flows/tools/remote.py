@@ -5,7 +5,8 @@
     servers:
       - name: crm                        # used in messages and as the tools' `source`
         url: https://tools.example.com/api
-        headers:                         # values: literal, `env:VAR` or `secret:NAME`
+        headers:                         # values: literal, `env:VAR`, `secret:NAME`,
+                                         # `prefect-secret:NAME` or `prefect-var:NAME`
           Authorization: secret:CRM_TOOLS_TOKEN
         timeout: 30                      # seconds per call (default 60)
 
@@ -17,7 +18,10 @@ of the answer are not used yet). A non-2xx answer or ``is_error: true`` is a :cl
 carrying the server's ``error`` message.
 
 Header values are resolved at each call, never stored or logged: ``env:VAR`` reads ``$VAR``,
-``secret:NAME`` opens Ergon's encrypted secret ``NAME`` (:mod:`flows.secrets`).
+``secret:NAME`` opens Ergon's encrypted secret ``NAME`` (:mod:`flows.secrets`),
+``prefect-secret:NAME`` reads the Prefect Secret block ``NAME`` and ``prefect-var:NAME`` the
+Prefect Variable ``NAME`` (:mod:`flows.prefect.secrets`). What they resolve to is redacted from
+every record as Ergon's own secrets are.
 
 Unlike :mod:`flows.tools.http`, server URLs may be loopback or private: an operator wrote them in
 the definitions folder, a model never chooses them. Discovery is lazy (:func:`configure` only
@@ -92,7 +96,8 @@ def configure(folder: str | Path) -> list[str]:
 
 
 def resolve_header(value: str) -> str:
-    """A header value with ``env:VAR`` / ``secret:NAME`` replaced (LookupError if unset)."""
+    """A header value with ``env:VAR`` / ``secret:NAME`` / ``prefect-secret:NAME`` /
+    ``prefect-var:NAME`` replaced (LookupError if unset, missing or malformed)."""
     from flows import secrets
 
     try:
