@@ -8,9 +8,10 @@
 * :mod:`~flows.prefect.tagging`     — task-run tags without Prefect's per-task concurrency lease.
 * :mod:`~flows.prefect.pause`       — waiting for a person: pause, own subflow, suspension.
 * :mod:`~flows.prefect.workstreams` — an agent's workstream (sub-agent) as a flow run of its own.
-* :mod:`~flows.prefect.resume`      — resuming a paused flow run with a task's answer (plain HTTP).
+* :mod:`~flows.prefect.resume`      — resuming a paused flow run with a task's answer.
 * :mod:`~flows.prefect.leftovers`   — flow runs a dead process left open, given the store's final state.
-* :mod:`~flows.prefect.rest`        — Prefect's REST API over plain HTTP, for short-lived processes.
+* :mod:`~flows.prefect.api`         — Prefect's own client, configured by Prefect's settings, for calls
+  from outside a flow run (resume, crash clean-up, health); its refusals as one-line errors.
 * :mod:`~flows.prefect.cancel`      — cancelling a flow run.
 * :mod:`~flows.prefect.deployments` — deployment entrypoints, ``prefect.yaml`` entries, work pools.
 * :mod:`~flows.prefect.schedules`   — trigger schedules as Prefect schedules; reading and pausing them.

@@ -11,20 +11,32 @@ it, in two windows:
   final state: the flow runs get the store's state (``Completed``, ``Failed``, ``Cancelled``),
   so Prefect's UI, automations and concurrency slots agree with the store.
 
-Calls go over plain HTTP (:mod:`flows.prefect.rest`): ``ergon runs list`` makes them. A flow run
-already in a final state is left as it is, so two processes settling the same run agree.
+``ergon runs list`` makes these calls, on Prefect's own client (:func:`flows.prefect.api.client`,
+configured by Prefect's settings). A flow run already in a final state is left as it is, so two
+processes settling the same run agree.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import timezone
 from typing import Any
+from uuid import UUID
 
-from flows.prefect import rest
+from flows.prefect.api import client
 
 #: The Prefect state a run the store ended gives its open flow runs.
 PREFECT_STATE = {"completed": "COMPLETED", "failed": "FAILED", "cancelled": "CANCELLED", "crashed": "CRASHED"}
 _OPEN = ("PENDING", "RUNNING", "PAUSED")
+
+
+def _open_flow_runs(prefect_client: Any, limit: int, **where: Any) -> list[Any]:
+    """The flow runs matching ``where`` (fields of Prefect's ``FlowRunFilter``) still Pending,
+    Running or Paused."""
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
+    from prefect.client.schemas.objects import StateType
+
+    state = FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType(s) for s in _OPEN]))
+    return prefect_client.read_flow_runs(flow_run_filter=FlowRunFilter(state=state, **where), limit=limit)
 
 
 def unrecorded_flow_runs(run_id: str, before: Any = None) -> list[str]:
@@ -34,31 +46,34 @@ def unrecorded_flow_runs(run_id: str, before: Any = None) -> list[str]:
     before the flow body recorded its id leaves one the store cannot name. Only those created
     before ``before`` (an aware datetime: when the run was found stopped) are returned, so a
     resume that started since is never among them."""
-    body = {"flow_runs": {"name": {"any_": [run_id]}, "state": {"type": {"any_": list(_OPEN)}}}, "limit": 50}
-    http, api = rest.client()
-    with http:
-        rows: Any = rest.post(http, f"{api}/flow_runs/filter", body)
+    with client() as prefect_client:
+        from prefect.client.schemas.filters import FlowRunFilterName
+
+        rows = _open_flow_runs(prefect_client, 50, name=FlowRunFilterName(any_=[run_id]))
     if before is not None:
         before = before if before.tzinfo else before.replace(tzinfo=timezone.utc)
-        rows = [r for r in rows if r.get("created") and datetime.fromisoformat(r["created"]) < before]
-    return [r["id"] for r in rows]
+        rows = [r for r in rows if r.created is not None and r.created < before]
+    return [str(r.id) for r in rows]
 
 
 def end_flow_runs(flow_run_ids: list[str], status: str, message: str) -> list[str]:
     """Give the flow runs still open among ``flow_run_ids`` the Prefect state of the store's
     run ``status`` (:data:`PREFECT_STATE`); returns the ones that changed."""
     state = PREFECT_STATE[status]
-    changed = []
-    http, api = rest.client()
-    with http:
+    changed: list[str] = []
+    if not flow_run_ids:
+        return changed
+    with client() as prefect_client:
+        from prefect.client.schemas.objects import State, StateType
+        from prefect.exceptions import ObjectNotFound
+
         for flow_run_id in flow_run_ids:
-            response = http.get(f"{api}/flow_runs/{flow_run_id}")
-            if response.status_code == 404:
+            try:
+                flow_run = prefect_client.read_flow_run(UUID(flow_run_id))
+            except ObjectNotFound:
                 continue
-            response.raise_for_status()
-            if (response.json().get("state") or {}).get("type") in _OPEN:
-                rest.post(http, f"{api}/flow_runs/{flow_run_id}/set_state",
-                          {"state": {"type": state, "message": message}, "force": True})
+            if flow_run.state is not None and flow_run.state.type.value in _OPEN:
+                prefect_client.set_flow_run_state(flow_run_id, State(type=StateType(state), message=message), force=True)
                 changed.append(flow_run_id)
     return changed
 
@@ -69,13 +84,15 @@ def open_subflow_runs(flow_run_ids: list[str]) -> list[str]:
     (its task, its child run) is found here only."""
     found: list[str] = []
     parents = list(flow_run_ids)
-    http, api = rest.client()
-    with http:
+    if not parents:
+        return found
+    with client() as prefect_client:
+        from prefect.client.schemas.filters import FlowRunFilterParentFlowRunId
+
         while parents:
-            body = {"flow_runs": {"parent_flow_run_id": {"any_": parents}, "state": {"type": {"any_": list(_OPEN)}}},
-                    "limit": 200}
-            rows: Any = rest.post(http, f"{api}/flow_runs/filter", body)
-            parents = [r["id"] for r in rows if r["id"] not in found]
+            rows = _open_flow_runs(prefect_client, 200,
+                                   parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[UUID(p) for p in parents]))
+            parents = [str(r.id) for r in rows if str(r.id) not in found]
             found += parents
     return found
 

@@ -7,10 +7,10 @@ Prefect receives exactly the stored answer (and, where the form asks the approve
 :data:`flows.humans.ERGON_CHECKED` in its place: Ergon checked who answered, and the engine
 takes the store's answer for a task the store has answered).
 
-The hook calls Prefect's REST endpoint (``POST /flow_runs/{id}/resume``) with plain HTTP rather
-than through the ``prefect`` client (:mod:`flows.prefect.rest`): importing Prefect costs a short-lived ``ergon tasks answer``
-process about 1.5 s, which was most of the answer-to-next-node latency. The server validates the
-input against the pause's ``RunInput`` schema exactly as the client path does.
+The hook calls ``resume_flow_run`` on Prefect's own client (:func:`flows.prefect.api.client`),
+configured by Prefect's settings like every other call Ergon makes to Prefect; the server
+validates the input against the pause's ``RunInput`` schema and answers ``ACCEPT``, or
+``REJECT``/``ABORT`` with its reason (the client returns those, it does not raise them).
 
 An answer can arrive a moment before the waiting run has finished pausing (the task row exists
 before Prefect's state is Paused and its input schema saved). The server then answers "not
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from typing import Any
+from uuid import UUID
 
 from flows.errors import ErgonError
 
@@ -42,13 +43,14 @@ def resume_answered(task: Any) -> None:
     stopped re-enters the visit that asked and records its new flow run on the task (until then
     the task names none, so the answer never goes to the dead process's flow run)."""
     from flows import humans
-    from flows.prefect import rest
+    from flows.prefect.api import client
     from flows.store import tasks as task_store
 
-    http, api = rest.client()
     deadline = time.monotonic() + SETTLE_SECONDS
     proof = humans.proof_field(task.fields) if humans.needs_proof(task) else None
-    with http:
+    with client() as prefect_client:  # the API first (client() resolves it), then Prefect's modules
+        from prefect.client.schemas.responses import SetStateStatus
+
         while True:
             row = task_store.get_task(task.id)
             waiting = row.prefect_flow_run_id if row is not None else None  # the task's subflow, or its run's
@@ -60,10 +62,10 @@ def resume_answered(task: Any) -> None:
             run_input = dict(task.answer or {})
             if proof is not None:  # the form asks the approver's token: Ergon checked who answered itself
                 run_input[proof] = humans.ERGON_CHECKED
-            result = rest.post(http, f"{api}/flow_runs/{waiting}/resume", {"run_input": run_input})
-            if result.get("status") == "ACCEPT":
+            result = prefect_client.resume_flow_run(UUID(waiting), run_input=run_input)
+            if result.status == SetStateStatus.ACCEPT:
                 return
-            reason = (result.get("details") or {}).get("reason") or result.get("status")
+            reason = getattr(result.details, "reason", None) or result.status.value
             if proof is not None and "additional properties" in str(reason).lower() and proof in str(reason):
                 proof = None  # a run that paused before its form asked for a token
                 continue

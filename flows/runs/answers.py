@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from flows import humans
+from flows.errors import ErgonError
 from flows.settings import HEARTBEAT_TIMEOUT_SECONDS, logs_dir
 from flows.store import runs as run_store
 from flows.store import tasks as task_store
@@ -130,8 +131,10 @@ def run_stopped(run: Run, *, prefect: bool = True) -> None:
                 flow_runs += unrecorded_flow_runs(run.id, before=run.ended_at)
             if flow_runs:
                 mark_crashed(list(dict.fromkeys(flow_runs)), message=f"Ergon: {run.error or 'its process stopped'}")
-        except Exception:  # noqa: BLE001 - Prefect's view is secondary; the store decides who gets answers
-            log.warning("could not mark the Prefect flow runs of run %s crashed", run.id, exc_info=True)
+        except Exception as exc:  # noqa: BLE001 - Prefect's view is secondary; the store decides who gets answers
+            # Prefect's refusal, explained in one line (an ErgonError), needs no traceback; anything else may be a bug
+            log.warning("could not mark the Prefect flow runs of run %s crashed: %s", run.id, exc,
+                        exc_info=not isinstance(exc, ErgonError))
     if run.parent_run_id:
         close_open_tasks(run.id, f"its process stopped ({run.error}); resuming run {run.parent_run_id} asks again")
 
@@ -196,6 +199,9 @@ def answer(task_id: str, user: str | User | humans.Actor, raw_answer: Any, via: 
                                                    "takes this answer when it reaches the task", errors)
     try:
         deliver(result.task)
+    except ErgonError as exc:  # Prefect refused, or no flow run waits: said to the person (errors), not a bug
+        log.info("task %s: the run was not resumed: %s", task_id, exc)
+        errors.append(str(exc))
     except Exception as exc:  # noqa: BLE001 - the answer is recorded and final; say the run did not get it
         log.warning("task %s: the run was not resumed", task_id, exc_info=True)
         errors.append(str(exc))

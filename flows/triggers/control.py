@@ -77,14 +77,12 @@ def rows(catalog: Any = None, *, ask_prefect: bool = True) -> list[ScheduleRow]:
 
 
 def _prefect_up() -> bool:
-    """Whether the Prefect API answers now (a down server must not stall the list for minutes
-    of client retries)."""
-    import os
+    """Whether the Prefect API Prefect's settings name answers now (environment, ``prefect.toml``
+    or profile; its TLS settings and headers apply). One health check within 2 s, no retries: a
+    down server must not stall the list for minutes of client retries."""
+    from flows.prefect.api import reachable
 
-    from flows.prefect.server import healthy
-
-    url = os.environ.get("PREFECT_API_URL")
-    return url is not None and healthy(url, timeout=2.0)
+    return reachable(timeout=2.0)
 
 
 def set_paused(name: str, paused: bool, catalog: Any = None) -> list[TriggerRef]:
