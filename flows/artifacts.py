@@ -18,7 +18,7 @@ from typing import Any
 from flows.store import artifacts as artifact_store
 from flows.store.models import Artifact, ArtifactType
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("ergon.artifacts")
 
 #: Called with each new artifact row, in registration order (see the module docstring).
 on_recorded: list[Callable[[Artifact], None]] = []

@@ -54,7 +54,7 @@ __all__ = [
     "on_answered", "pause_key", "proof_field", "refuse", "render_task", "task_dict", "validate_answer",
 ]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("ergon.humans")
 
 #: Called with the completed task after an answer is recorded, in registration order (a notifier;
 #: a benchmark registers :func:`flows.prefect.resume.resume_answered` to answer without the run

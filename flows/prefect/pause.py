@@ -53,7 +53,7 @@ from flows.settings import ANSWER_POLL_SECONDS
 from flows.store import tasks as task_store
 from flows.tokens import hash_token
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("ergon.pause")
 
 
 class RunSuspended(Pause):

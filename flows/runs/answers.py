@@ -43,7 +43,7 @@ from flows.store import tasks as task_store
 from flows.store.errors import TaskConflict
 from flows.store.models import RUN_ENDED, TASK_OPEN, HumanTask, Run, TaskChannel, User
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("ergon.runs")
 
 RunWait = Literal["waiting", "resumable", "over"]
 

@@ -152,7 +152,7 @@ def _tell(event: SubmissionEvent, submission_id: str, who: str | None) -> None:
 
         dispatch(event, submission_id, who)
     except Exception:  # noqa: BLE001 - a trigger's failure never undoes the change it reacts to
-        logging.getLogger(__name__).exception("submission triggers failed for %s %s", event, submission_id)
+        logging.getLogger("ergon.submissions").exception("submission triggers failed for %s %s", event, submission_id)
 
 
 __all__ = ["FormNotFound", "SubmissionInvalid", "View", "create", "export", "form_named",
