@@ -18,6 +18,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,6 +32,8 @@ from prefect.states import Cancelled, Failed
 from compiler.plan import Plan
 from flows.prefect.artifacts import register as publish_artifacts
 from flows.prefect.executor import PrefectExecutor
+from flows.prefect.logs import install as install_run_logs
+from flows.prefect.logs import run_listener
 from flows.prefect.pause import PrefectPauses
 from flows.runs.execution import execute
 from flows.runs.request import RunRequest
@@ -212,7 +215,10 @@ class PrefectBackend:
 
 
 async def run_body(plan: Plan, params: dict[str, Any], request: RunRequest) -> Any:
-    """The flow body: execute the run, and give Prefect its final state."""
+    """The flow body: execute the run, and give Prefect its final state. The run's node events
+    and Ergon's log lines go to the flow run's logs too (:mod:`flows.prefect.logs`)."""
+    install_run_logs()
+    request = replace(request, listener=run_listener(request.listener))
     return to_state(await execute(plan, params, request, PrefectBackend()))
 
 

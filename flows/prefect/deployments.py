@@ -43,11 +43,16 @@ with heavy_imports():
     from prefect.runtime import flow_run
 
     from flows.prefect.build import as_flow, attribute_name, run_body
+    from flows.prefect.logs import install as install_run_logs
     from flows.prefect.schedules import prefect_schedules, schedule_slug_of_current_run
     from flows.runs.request import RunRequest
     from flows.store import db
     from flows.store import definitions as definition_store
     from flows.store import runs as run_store
+
+# A worker's flow-run process: Ergon's log lines reach the flow run's logs, and a run suspended
+# for a person is logged as waiting, not as an error (flows.prefect.logs).
+install_run_logs()
 
 #: The work pool deployments go to unless ``--work-pool`` says otherwise.
 DEFAULT_WORK_POOL = "ergon"

@@ -88,19 +88,36 @@ async def node_visit(visit: VisitCall) -> VisitReturn:
         TASK_RUN_ID.reset(token)
 
 
-def _retry_condition(kinds: tuple[str, ...]) -> Callable[..., bool]:
-    names = {n for k in kinds for n in ERROR_KINDS.get(k, (k,))}
+class RetryCondition:
+    """A node task's ``retry_condition_fn``: retry only the listed error kinds (all when none are
+    listed), never an error retrying cannot fix (:data:`NEVER_RETRIED`)."""
 
-    def should_retry(task_obj: Any, task_run: Any, state: Any) -> bool:
-        exc = _LAST_ERROR.pop(task_run.id, None)
+    __slots__ = ("names",)
+
+    def __init__(self, kinds: tuple[str, ...]) -> None:
+        self.names = frozenset(n for k in kinds for n in ERROR_KINDS.get(k, (k,)))
+
+    def allows(self, exc: BaseException | None, state_name: str = "") -> bool:
         if isinstance(exc, NEVER_RETRIED):
             return False
-        if not names:
+        if not self.names:
             return True
-        seen = {cls.__name__ for cls in type(exc).__mro__} if exc is not None else {state.name}
-        return bool(seen & names)
+        seen = {cls.__name__ for cls in type(exc).__mro__} if exc is not None else {state_name}
+        return bool(seen & self.names)
 
-    return should_retry
+    def __call__(self, task_obj: Any, task_run: Any, state: Any) -> bool:
+        return self.allows(_LAST_ERROR.pop(task_run.id, None), state.name)
+
+
+def retried_after(exc: BaseException) -> bool:
+    """Whether Prefect runs the current visit again after ``exc`` escapes its task run: retries
+    left and the node's retry condition met, as Prefect's task engine decides it next (its count
+    of retries done is the task run's ``run_count`` minus one). False outside a task run."""
+    ctx = TaskRunContext.get()
+    if ctx is None or ctx.task_run.run_count - 1 >= ctx.task.retries:
+        return False
+    condition = ctx.task.retry_condition_fn
+    return condition.allows(exc) if isinstance(condition, RetryCondition) else condition is None
 
 
 def _delays(policy: Any) -> list[float]:
@@ -128,7 +145,7 @@ def _configured_task(node: PlanNode, prefect_tags: list[str]) -> Any:
             retry_delay_seconds=_delays(policy) or 0,
             retry_jitter_factor=policy.jitter or None,
             timeout_seconds=policy.timeout_seconds,
-            retry_condition_fn=_retry_condition(tuple(policy.retry_on)),
+            retry_condition_fn=RetryCondition(tuple(policy.retry_on)),
         )
     return found
 
