@@ -10,8 +10,10 @@ the flow's typed parameters, schedules from the
 definition's cron and interval triggers, tags (``ergon``, its kind, its version), the work pool
 (created as a ``process`` pool when missing) and version = the content hash.
 
-Run it from the project folder (where ``definitions/`` is): a worker started there runs its flow
-runs there too (the ``pull`` step of ``prefect.yaml``), and compiles the definitions it finds.
+Run it from the project folder (where ``definitions/`` is): each deployment's ``pull`` step names
+that folder (its absolute path), so a worker started anywhere — by systemd, from another
+folder — runs the flow runs there and compiles the definitions it finds. A ``pull`` the user
+wrote on an entry (a ``git_clone``) is kept when the entry is written again.
 """
 
 from __future__ import annotations
@@ -143,7 +145,8 @@ def build_entries(names: list[str], *, version: int | None, work_pool: str, supe
             continue
         if supervised and compiled.plan.control != "state_machine":
             raise DeployError(f"`{compiled.plan.name}` is a {compiled.plan.kind}: only processes run supervised")
-        entries.append(deployment_entry(compiled, version=version, work_pool=work_pool, supervised=supervised))
+        entries.append(deployment_entry(compiled, version=version, work_pool=work_pool, supervised=supervised,
+                                        folder=str(Path.cwd())))
     if errors:
         raise CompileError(errors)
     return entries
@@ -152,6 +155,8 @@ def build_entries(names: list[str], *, version: int | None, work_pool: str, supe
 def write_prefect_yaml(path: Path, entries: list[dict[str, Any]]) -> None:
     """Replace or add the entries (matched by deployment name); keep everything else in the file."""
     from ruamel.yaml import YAML
+
+    from flows.prefect.deployments import is_ergons_pull
 
     yaml = YAML()  # round-trip: the file's comments, order and other deployments survive
     yaml.preserve_quotes = True
@@ -168,6 +173,9 @@ def write_prefect_yaml(path: Path, entries: list[dict[str, Any]]) -> None:
     index = {d.get("name"): i for i, d in enumerate(deployments) if isinstance(d, dict)}
     for entry in entries:
         if entry["name"] in index:
+            before = deployments[index[entry["name"]]]
+            if "pull" in before and not is_ergons_pull(before["pull"]):
+                entry = {**entry, "pull": before["pull"]}  # steps the user wrote (a git_clone) stay
             deployments[index[entry["name"]]] = entry
         else:
             deployments.append(entry)

@@ -187,6 +187,13 @@ def _run_row(r: Any) -> dict[str, Any]:
             "created_at": r.created_at.isoformat() if r.created_at else None, "duration_s": dur, "error": r.error}
 
 
+def _where_it_ran(r: Any) -> dict[str, Any]:
+    """Where a run ran: its Prefect flow run, the deployment and work pool whose worker ran it
+    (when one did), and the host and process that executed it last."""
+    return {"prefect_flow_run_id": r.prefect_flow_run_id, "deployment": r.deployment, "work_pool": r.work_pool,
+            "host": r.host, "pid": r.ran_pid}
+
+
 def _find_run(run_id: str) -> Any:
     """The run, or None after saying so (commands then exit 2)."""
     from flows.store import db
@@ -271,12 +278,16 @@ def runs_show(run_id: str, *, json_: Annotated[bool, Parameter(name="--json")] =
     if run_rec is None:
         return 2
     visits = visit_store.visits_for_run(run_id)
+    where = _where_it_ran(run_rec)
     if json_:
-        print(json.dumps({"run": _run_row(run_rec), "context": run_rec.context,
+        print(json.dumps({"run": {**_run_row(run_rec), **where}, "context": run_rec.context,
                           "visits": [v.model_dump(mode="json") for v in visits]}, default=str))
         return 0
     r = _run_row(run_rec)
     out.print(f"[bold]{r['run_id']}[/] {r['definition']} [bold]{r['status']}[/] outcome={r['outcome']} by={r['started_by']}")
+    ran = [f"{k}={v}" for k, v in where.items() if v is not None]
+    if ran:
+        out.print(f"  [dim]{' '.join(ran)}[/]")
     if run_rec.error:
         out.print(f"  [red]{run_rec.error}[/]")
     for v in visits:

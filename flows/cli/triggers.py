@@ -175,13 +175,13 @@ def schedules_run_now(name: str) -> int:
 
     _prepare()
     try:
-        run_ids = run_now(name)
+        started = run_now(name)
     except UnknownTrigger as exc:
         return error(exc)
     except StartRefused as exc:
         for d in exc.problems:
             err.print(d.format(), markup=False)
         return 2
-    for run_id in run_ids:
-        out.print(f"started run [bold]{run_id}[/] (ergon runs show {run_id})")
+    for one in started:
+        out.print(f"started run [bold]{one.run_id}[/] {one.where} (ergon runs show {one.run_id})")
     return 0

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from flows.heap import heavy_imports
 
@@ -43,12 +43,14 @@ with heavy_imports():
     from prefect.runtime import flow_run
 
     from flows.prefect.build import as_flow, attribute_name, run_body
+    from flows.prefect.launch import ergon_run_of_current_flow_run
     from flows.prefect.logs import install as install_run_logs
     from flows.prefect.schedules import prefect_schedules, schedule_slug_of_current_run
     from flows.runs.request import RunRequest
     from flows.store import db
     from flows.store import definitions as definition_store
     from flows.store import runs as run_store
+    from flows.store.models import RunTrigger
 
 # A worker's flow-run process: Ergon's log lines reach the flow run's logs, and a run suspended
 # for a person is logged as waiting, not as an error (flows.prefect.logs).
@@ -147,12 +149,25 @@ def deployment_flow(compiled: Any, attribute: str, *, catalog: Any, version: int
     plan = compiled.plan
     content = compiled.content
 
+    accepted = set(plan.input_schema.get("properties", {}))
+
     async def _entry(**params: Any) -> Any:
         db.init_db()  # a worker's flow-run process starts with nothing set up (cheap when at head)
         slug = schedule_slug_of_current_run()
-        request = RunRequest(trigger="schedule" if slug else "api", schedule_slug=slug,
-                             content_hash=definition_store.snapshot_definition(content), catalog=catalog,
-                             run_type="supervised" if SUPERVISED_TAG in (flow_run.tags or []) else None)
+        deployment, work_pool = _deployment_of_current_run()
+        # a flow run Ergon created for a run it recorded first (flows.prefect.launch): that run
+        ergon_run = ergon_run_of_current_flow_run()
+        run = run_store.get_run(ergon_run) if ergon_run else None
+        if run is not None and run.definition_name == plan.name:
+            request = RunRequest(run_id=run.id, trigger=cast(RunTrigger, run.trigger), started_by=run.started_by,
+                                 content_hash=definition_store.snapshot_definition(content), catalog=catalog,
+                                 inputs_checked=True, deployment=deployment, work_pool=work_pool,
+                                 overrides={k: v for k, v in (run.inputs or {}).items() if k not in accepted})
+        else:
+            request = RunRequest(trigger="schedule" if slug else "api", schedule_slug=slug,
+                                 content_hash=definition_store.snapshot_definition(content), catalog=catalog,
+                                 run_type="supervised" if SUPERVISED_TAG in (flow_run.tags or []) else None,
+                                 deployment=deployment, work_pool=work_pool)
         try:
             return await run_body(plan, params, request)
         finally:  # also when the run suspends (Prefect's Pause unwinds the body)
@@ -160,6 +175,19 @@ def deployment_flow(compiled: Any, attribute: str, *, catalog: Any, version: int
                 _record_version(version)
 
     return as_flow(_entry, plan, attribute)
+
+
+def _deployment_of_current_run() -> tuple[str | None, str | None]:
+    """The deployment ("flow/deployment") and work pool of the flow run this process executes."""
+    from prefect.context import FlowRunContext
+
+    context = FlowRunContext.get()
+    current = context.flow_run if context is not None else None
+    if current is None or current.deployment_id is None:
+        return None, None
+    from prefect.runtime import deployment
+
+    return f"{flow_run.flow_name}/{deployment.name}", current.work_pool_name
 
 
 def _record_version(version: int) -> None:
@@ -200,8 +228,26 @@ def _schedule_dict(schedule: Any) -> dict[str, Any]:
 SUPERVISED_TAG = "ergon:supervised"
 
 
-def deployment_entry(compiled: Any, *, version: int | None, work_pool: str, supervised: bool = False) -> dict[str, Any]:
-    """The ``prefect.yaml`` deployment of one definition (one deployment per definition)."""
+#: The step that makes a flow run's process work in the project folder.
+WORKING_DIRECTORY_STEP = "prefect.deployments.steps.set_working_directory"
+
+
+def pull_steps(folder: str) -> list[dict[str, Any]]:
+    """A deployment's ``pull``: its flow runs work in ``folder`` (an absolute path written at
+    deploy time), wherever the worker that starts them was launched from."""
+    return [{WORKING_DIRECTORY_STEP: {"directory": folder}}]
+
+
+def is_ergons_pull(pull: Any) -> bool:
+    """Whether ``pull`` is the one step :func:`pull_steps` writes (not steps the user wrote)."""
+    return (isinstance(pull, list) and len(pull) == 1 and isinstance(pull[0], dict)
+            and list(pull[0]) == [WORKING_DIRECTORY_STEP])
+
+
+def deployment_entry(compiled: Any, *, version: int | None, work_pool: str, supervised: bool = False,
+                     folder: str | None = None) -> dict[str, Any]:
+    """The ``prefect.yaml`` deployment of one definition (one deployment per definition); with
+    ``folder``, its flow runs work in that folder (:func:`pull_steps`)."""
     plan = compiled.plan
     return {
         "name": plan.name,
@@ -213,6 +259,7 @@ def deployment_entry(compiled: Any, *, version: int | None, work_pool: str, supe
         "work_pool": {"name": work_pool},
         "schedules": schedule_entries(plan),
         "enforce_parameter_schema": True,
+        **({"pull": pull_steps(folder)} if folder else {}),
     }
 
 

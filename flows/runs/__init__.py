@@ -19,7 +19,7 @@ A definition is data (the Plan); a run is this package's (pydantic-graph's ``Gra
 """
 
 from flows.runs.cancel import AlreadyEnded, cancel
-from flows.runs.detached import replay, resume_detached, start_detached
+from flows.runs.detached import Started, replay, resume_detached, start_background, start_detached
 from flows.runtime.effects import RunResult
 from flows.runs.lifecycle import (
     ResumeRefused,
@@ -35,7 +35,7 @@ from flows.runs.lifecycle import (
 )
 
 __all__ = [
-    "AlreadyEnded", "ResumeRefused", "RunResult", "StartRefused", "cancel", "compile_definition", "create",
+    "AlreadyEnded", "ResumeRefused", "RunResult", "StartRefused", "Started", "cancel", "compile_definition", "create",
     "detect_crashed", "prepare", "replay", "resumable", "resume", "resume_detached", "snapshot_compiled", "start",
-    "start_detached",
+    "start_background", "start_detached",
 ]

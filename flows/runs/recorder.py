@@ -65,6 +65,8 @@ class StoreRecorder:
             found = run_store.take_up_run(created.id, prefect_flow_run_id, pid=pid, host=host)
             assert found is not None, "a run created a moment ago is gone"
         run, past = found
+        if request.deployment and (run.deployment, run.work_pool) != (request.deployment, request.work_pool):
+            run_store.update_run(run.id, deployment=request.deployment, work_pool=request.work_pool)
         return cls(run.id, fresh=not past, context=dict(run.context or {}), past=past, run_type=run.run_type)
 
     def set_context(self, context: dict[str, Any]) -> None:

@@ -41,3 +41,6 @@ class RunRequest:
     schedule_slug: str | None = None
     #: ``supervised``: a supervisor watches the run (None: as the run record or the definition says)
     run_type: str | None = None
+    #: the Prefect deployment ("flow/deployment") and work pool whose worker executes the run
+    deployment: str | None = None
+    work_pool: str | None = None

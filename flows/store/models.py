@@ -182,6 +182,11 @@ class Run(SQLModel, table=True):
     # the submission a template run reads (seed 000's input_ref_type: submission); no foreign
     # key: submissions ↔ runs would be a reference cycle (a submission names the run that made it)
     input_submission_id: str | None = Field(default=None, index=True)
+    # the Prefect deployment ("flow/deployment") and work pool whose worker ran it, when one did
+    deployment: str | None = None
+    work_pool: str | None = None
+    # the process that executed it last, kept after it ends (`pid` is released then)
+    ran_pid: int | None = None
 
 
 class NodeVisit(SQLModel, table=True):

@@ -211,7 +211,7 @@ def take_up_run(run_id: str | None, prefect_flow_run_id: str | None, *, pid: int
         if prefect_flow_run_id:
             run.prefect_flow_run_id = prefect_flow_run_id
         if run.status == "running":  # executed again in place (a retried flow run): its new process
-            run.pid, run.host = pid, host
+            run.pid, run.ran_pid, run.host = pid, pid, host
         else:
             _move(run, "running", now, pid=pid, host=host)
         s.add(run)
@@ -239,19 +239,20 @@ def _mark_running(run: Run, now: datetime, pid: int | None, host: str | None) ->
     run.ended_at, run.error, run.error_kind = None, None, None
     run.heartbeat_at = now
     run.pid = pid if pid is not None else os.getpid()
+    run.ran_pid = run.pid
     run.host = host or socket.gethostname()
 
 
 # Columns a caller may set directly; status has its own function, ids and timestamps never change.
 _RUN_UPDATABLE = frozenset({
     "prefect_flow_run_id", "definition_version", "outcome", "context", "error", "heartbeat_at", "pid", "host",
-    "catalog_sources", "input_submission_id",
+    "catalog_sources", "input_submission_id", "deployment", "work_pool",
 })
 
 
 def update_run(run_id: str, **fields: Any) -> Run:
     """Set some of ``prefect_flow_run_id, definition_version, outcome, context, error,
-    heartbeat_at, pid, host, catalog_sources, input_submission_id`` on a run."""
+    heartbeat_at, pid, host, catalog_sources, input_submission_id, deployment, work_pool`` on a run."""
     unknown = set(fields) - _RUN_UPDATABLE
     if unknown:
         raise StoreError(f"update_run cannot set {', '.join(sorted(unknown))} (use set_run_status for status)")

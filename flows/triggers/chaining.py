@@ -100,16 +100,17 @@ def dispatch(*, definition: str, run_id: str, status: str, outcome: str | None, 
 
 
 def _start(ref: TriggerRef, context: dict[str, Any], depth: int, source_run_id: str) -> str:
-    from flows.runs import start_detached
+    from flows.runs import start_background
     from flows.store import triggers as trigger_store
     from flows.store.models import utcnow
 
     inputs = chained_inputs(ref, context)
-    run_id = start_detached(ref.definition, inputs, started_by=ref.acting_user, trigger="on_complete",
-                            env={CHAIN_DEPTH_ENV: str(depth + 1)})
+    started = start_background(ref.definition, inputs, started_by=ref.acting_user, trigger="on_complete",
+                               env={CHAIN_DEPTH_ENV: str(depth + 1)})
+    run_id = started.run_id
     trigger_store.upsert_trigger_state(ref.definition, ref.index, kind=ref.kind, last_run_id=run_id, last_run_at=utcnow(),
                                        created_by=ref.trigger.as_user)
-    log.info("on_complete %s: started run %s after run %s", ref.name, run_id, source_run_id)
+    log.info("on_complete %s: started run %s after run %s %s", ref.name, run_id, source_run_id, started.where)
     return run_id
 
 

@@ -100,17 +100,18 @@ def set_paused(name: str, paused: bool, catalog: Any = None) -> list[TriggerRef]
     return refs
 
 
-def run_now(name: str, catalog: Any = None) -> list[str]:
-    """Start the definition of each trigger ``name`` designates now; returns the run ids."""
-    from flows.runs import start_detached
+def run_now(name: str, catalog: Any = None) -> list[Any]:
+    """Start the definition of each trigger ``name`` designates now; returns how each started
+    (:class:`flows.runs.Started`: through its deployment when it has one)."""
+    from flows.runs import start_background
     from flows.store import triggers as trigger_store
     from flows.store.models import utcnow
 
     catalog = _catalog(catalog)
-    run_ids = []
+    started = []
     for ref in find(all_refs(catalog), name, kinds=SCHEDULE_KINDS):
-        run_id = start_detached(ref.definition, dict(ref.trigger.input), started_by=ref.acting_user, trigger="schedule")
-        trigger_store.upsert_trigger_state(ref.definition, ref.index, kind=ref.kind, last_run_id=run_id, last_run_at=utcnow(),
-                                           created_by=ref.trigger.as_user)
-        run_ids.append(run_id)
-    return run_ids
+        one = start_background(ref.definition, dict(ref.trigger.input), started_by=ref.acting_user, trigger="schedule")
+        trigger_store.upsert_trigger_state(ref.definition, ref.index, kind=ref.kind, last_run_id=one.run_id,
+                                           last_run_at=utcnow(), created_by=ref.trigger.as_user)
+        started.append(one)
+    return started

@@ -129,22 +129,23 @@ def dispatch(event: SubmissionEvent, submission_id: str, who: str | None = None,
 
 def _start(ref: TriggerRef, kind: RunTrigger, submission_id: str, form: str, data: dict[str, Any], depth: int,
            catalog: Any, who: str | None) -> str:
-    from flows.runs import start_detached
+    from flows.runs import start_background
     from flows.store import triggers as trigger_store
     from flows.store.models import utcnow
 
     env = {CHAIN_DEPTH_ENV: str(depth + 1)}
     unit = catalog.ws.named("template").get(ref.definition)
     if unit is not None:  # a template reads the submission as its input
-        run_id = start_detached(ref.definition, {}, started_by=ref.acting_user, trigger=kind,
-                                catalog=catalog, env=env, submission_id=submission_id)
+        started = start_background(ref.definition, {}, started_by=ref.acting_user, trigger=kind,
+                                   catalog=catalog, env=env, submission_id=submission_id)
     else:
-        run_id = start_detached(ref.definition, mapped_inputs(ref, submission_id, form, data), started_by=ref.acting_user,
-                                trigger=kind, catalog=catalog, env=env)
+        started = start_background(ref.definition, mapped_inputs(ref, submission_id, form, data),
+                                   started_by=ref.acting_user, trigger=kind, catalog=catalog, env=env)
+    run_id = started.run_id
     trigger_store.upsert_trigger_state(ref.definition, ref.index, kind=ref.kind, last_run_id=run_id, last_run_at=utcnow(),
                                        created_by=ref.trigger.as_user)
-    log.info("%s %s: started run %s for submission %s (changed by %s)", kind, ref.name, run_id, submission_id,
-             who or "someone")
+    log.info("%s %s: started run %s for submission %s (changed by %s) %s", kind, ref.name, run_id, submission_id,
+             who or "someone", started.where)
     return run_id
 
 

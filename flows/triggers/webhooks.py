@@ -10,7 +10,9 @@ TLS in front to expose it). A request to a trigger's ``path`` must carry:
 Signing the timestamp with the body, refusing timestamps more than 5 minutes away from now, and
 refusing a signature already accepted in that window stop a captured request from being replayed.
 
-Answers (JSON): ``202 {"run_id"}`` — the run was started; ``401`` — signature or timestamp
+Answers (JSON): ``202 {"run_id", "deployment", "work_pool", "flow_run_id"}`` — the run was
+started (through the definition's deployment when it has one; the three are null when it runs
+as a process on this host); ``401`` — signature or timestamp
 missing, wrong, stale or replayed (nothing started); ``404`` — no webhook trigger has that
 path; ``409`` — the trigger is paused or disabled; ``400`` — the body is not a JSON object;
 ``413`` — body over 1 MB; ``422 {"problems": [...]}`` — the inputs do not fit the definition;
@@ -18,11 +20,12 @@ path; ``409`` — the trigger is paused or disabled; ``400`` — the body is not
 
 The JSON body (an object; empty = ``{}``) is merged **over** the trigger's ``input``: the
 trigger's values are defaults the caller may override. The run records trigger ``webhook`` and
-``started_by`` = the trigger's ``as_user``. It is started with :func:`flows.runs.start_detached`,
-so the answer does not wait for the run, and the run survives the server.
+``started_by`` = the trigger's ``as_user``. It is started with :func:`flows.runs.start_background`,
+so the answer does not wait for the run, and the run survives the server: a deployed definition
+runs on a worker of its deployment's pool, never on the host that received the webhook.
 
 The standard library's threading HTTP server is enough here: requests are few and each does a
-signature check and a process spawn; no new dependency.
+signature check and a start; no new dependency.
 """
 
 from __future__ import annotations
@@ -96,10 +99,10 @@ def _reveal(name: str) -> str:
     return reveal(name)
 
 
-def _start(ref: TriggerRef, inputs: dict[str, Any]) -> str:
-    from flows.runs import start_detached
+def _start(ref: TriggerRef, inputs: dict[str, Any]) -> Any:
+    from flows.runs import start_background
 
-    return start_detached(ref.definition, inputs, started_by=ref.acting_user, trigger="webhook")
+    return start_background(ref.definition, inputs, started_by=ref.acting_user, trigger="webhook")
 
 
 def _paused(ref: TriggerRef) -> bool:
@@ -114,7 +117,7 @@ class WebhookServer:
     """The HTTP server of a set of webhook triggers (``start()`` runs it in a thread)."""
 
     def __init__(self, refs: list[TriggerRef], *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
-                 reveal: Callable[[str], str] = _reveal, start: Callable[[TriggerRef, dict], str] = _start) -> None:
+                 reveal: Callable[[str], str] = _reveal, start: Callable[[TriggerRef, dict], Any] = _start) -> None:
         self.routes = {_norm(r.trigger.path): r for r in refs if r.kind == "webhook"}
         self._reveal, self._start_run = reveal, start
         self._seen = _SeenSignatures()
@@ -164,11 +167,14 @@ class WebhookServer:
         if not self._seen.add(headers.get(SIGNATURE_HEADER).strip()):
             return 401, {"error": "this signed request was already received (replay)"}
         try:
-            run_id = self._start_run(ref, {**ref.trigger.input, **payload})
+            started = self._start_run(ref, {**ref.trigger.input, **payload})
         except StartRefused as exc:
             return 422, {"error": "invalid inputs", "problems": [p.as_dict() for p in exc.problems]}
-        _note_run(ref, run_id)
-        return 202, {"run_id": run_id, "definition": ref.definition, "trigger": ref.name}
+        _note_run(ref, started.run_id)
+        log.info("webhook %s: run %s started %s", ref.name, started.run_id, started.where)
+        return 202, {"run_id": started.run_id, "definition": ref.definition, "trigger": ref.name,
+                     "deployment": started.deployment, "work_pool": started.work_pool,
+                     "flow_run_id": started.flow_run_id}
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self

@@ -254,8 +254,11 @@ def test_deploy_from_the_project_and_a_process_worker_runs_it(venv, project, env
     assert deployment.entrypoint == "flows.prefect.deployments.flow_hello_process", "a module path, not a checkout file"
     assert deployment.work_pool_name == pool
 
-    worker_env = {**env, "PWD": str(project), "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"}
-    worker = Worker(pool, worker_env, tmp_path / "worker.log", python=str(venv / "bin" / "python"), cwd=project).start()
+    # started elsewhere, as systemd would start it: the deployment carries the project's folder
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    worker_env = {**env, "PWD": str(elsewhere), "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"}
+    worker = Worker(pool, worker_env, tmp_path / "worker.log", python=str(venv / "bin" / "python"), cwd=elsewhere).start()
     try:
         flow_run_id = start_deployment("hello_process/hello_process", {"name": "Grace"}).id
         final = wait_for("the deployment's flow run to end",
@@ -268,4 +271,4 @@ def test_deploy_from_the_project_and_a_process_worker_runs_it(venv, project, env
     assert run.status == "completed" and run.trigger == "api"
     assert run.context["greeting"] == "Hello, Grace.", "the project's tool ran in the worker's flow run"
     assert run.catalog_sources == [str((project / "definitions").resolve())], \
-        "the worker compiled the definitions of the folder it was started from"
+        "the flow run compiled the definitions of the folder the deployment was made in, not the worker's"

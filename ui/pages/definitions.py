@@ -124,7 +124,7 @@ with start:
             st.error("Not started:\n\n" + "\n".join(f"- {p}" for p in problems))
         else:
             try:
-                st.session_state[f"_started:{name}"] = runs.start_detached(
+                st.session_state[f"_started:{name}"] = runs.start_background(
                     name, inputs, started_by=user, trigger="manual", supervised=supervised,
                     message=message if supervised else None)
             except runs.StartRefused as exc:
@@ -132,5 +132,5 @@ with start:
                          + "\n".join(f"- {_in_words(p, plan)}" for p in exc.problems))
     started = st.session_state.get(f"_started:{name}")
     if started:
-        st.success(f"Run {started} started.")
-        nav.run_link(started, f"Open run {started}")
+        st.success(f"Run {started.run_id} started {started.where}.")
+        nav.run_link(started.run_id, f"Open run {started.run_id}")

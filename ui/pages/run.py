@@ -146,12 +146,12 @@ def _actions(run: Any) -> None:
         return
     if pressed == "resume":
         try:
-            runs.resume_detached(run, user)
+            started = runs.resume_detached(run, user)
         except runs.ResumeRefused as exc:
             st.warning(str(exc))
             return
         _watch()
-        st.success("Resuming: the run continues after its last completed node.")
+        st.success(f"Resuming {started.where}: the run continues after its last completed node.")
     elif pressed == "cancel":
         try:
             status = runs.cancel(run.id, actor=user)
@@ -163,12 +163,13 @@ def _actions(run: Any) -> None:
                        else "Cancelled.")
     elif pressed == "replay":
         try:
-            new_id = runs.replay(run, user)
+            replayed_run = runs.replay(run, user)
+            new_id = replayed_run.run_id
         except runs.StartRefused as exc:
             st.error("The replay was refused:\n\n" + "\n".join(f"- {p.message}" for p in exc.problems))
         else:
             st.session_state[f"_replayed_{run.id}"] = new_id
-            nav.run_link(new_id, f"Replay started: run {new_id}")
+            nav.run_link(new_id, f"Replay started {replayed_run.where}: run {new_id}")
 
 
 def _node_options(plan: Any, visits: list[dict]) -> list[str]:

@@ -70,9 +70,9 @@ if who is not None:
                 else f"{labels[row.name]} paused: it starts no runs until you resume it.")
             st.rerun()
         if row.kind in SCHEDULE_KINDS and middle.button("Run now", key="schedules_run_now"):
-            for run_id in control.run_now(row.name, catalog):
-                st.success(f"Started run {run_id} as {row.as_user}.")
-                nav.run_link(run_id)
+            for started in control.run_now(row.name, catalog):
+                st.success(f"Started run {started.run_id} as {row.as_user}, {started.where}.")
+                nav.run_link(started.run_id)
     except UnknownTrigger as exc:
         st.error(str(exc))
     except StartRefused as exc:
