@@ -102,6 +102,25 @@ def _stdout_broken() -> bool:
     return True
 
 
+def _prefect_unreachable(exc: BaseException) -> str | None:
+    """A sentence for an error that only says Prefect's API could not be reached (a server the
+    user's configuration names that is down), or None for anything else (a traceback is a bug)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        text = str(current)
+        if text.startswith("Failed to reach API at") or type(current).__name__ in ("ConnectError", "ConnectTimeout"):
+            from flows.prefect.server import configured
+
+            api = configured()
+            where = f" ({api.where})" if api is not None else ""
+            url = api.url if api is not None else "the configured address"
+            return f"cannot reach Prefect's API at {url}{where}: {' '.join(text.split()) or type(current).__name__}"
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def main() -> None:
     import signal
 
@@ -133,5 +152,11 @@ def main() -> None:
         if isinstance(number, int) and not isinstance(exc, SystemExit):
             print(f"stopped by {signal.Signals(number).name}", file=sys.stderr)
             sys.exit(128 + number)
+        if (unreachable := _prefect_unreachable(exc)) is not None:
+            from flows.cli.output import error
+
+            sys.exit(error(unreachable, hint="start that server, or point Prefect's configuration at one that runs "
+                                             "(`ergon server status` says which API is used and where it is set)",
+                           code=1))
         raise
     sys.exit(code if isinstance(code, int) else 0)
