@@ -114,6 +114,8 @@ def configured() -> ServerInfo | None:
     """The API Ergon uses in this folder: the one the user's configuration names (also when
     Ergon's line in ``prefect.toml`` still hides it: :func:`ensure_api` removes that line), else
     Ergon's line; None when nothing names one. Starts nothing, changes nothing."""
+    if _exported is not None and os.environ.get("PREFECT_API_URL") == _exported.url:
+        return _exported  # this process exported it: where it was configured is still the answer
     hit = _user_api_below_ergons_line() or user_settings.first(user_settings.API_URL)
     if hit is None or not hit.by_user:
         return None
@@ -251,13 +253,20 @@ def ensure_api() -> ServerInfo:
         if project_api.is_ergons() or user_settings.first(user_settings.API_URL) is None:
             project_api.write(info.url)  # the same port when it was free; a new one otherwise
         info = ServerInfo(info.url, info.pid, True, source, where)
-    _export(info.url)
+    _export(info)
     return info
 
 
-def _export(url: str) -> None:
-    """This process, and the processes it starts, use ``url``. Prefect reads its settings when
-    imported: a process that imported it already is told again."""
+#: The API :func:`ensure_api` exported into this process's environment, with where it came from.
+_exported: ServerInfo | None = None
+
+
+def _export(info: ServerInfo) -> None:
+    """This process, and the processes it starts, use ``info.url``. Prefect reads its settings
+    when imported: a process that imported it already is told again."""
+    global _exported
+    _exported = info
+    url = info.url
     os.environ["PREFECT_API_URL"] = url
     if "prefect.context" in sys.modules:
         from prefect.context import refresh_global_settings_context

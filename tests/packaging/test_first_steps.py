@@ -171,3 +171,12 @@ def test_an_api_configured_later_replaces_ergons_line_in_prefect_toml(venv, user
     assert f"Prefect API {prefect_api}" in ran.stderr and "prefect.toml" in ran.stderr, "it says what changed"
     assert (project / "prefect.toml").read_text() == '[logging]\nlevel = "INFO"\n\n', "only Ergon's line went"
     assert not (project / ".ergon" / "prefect" / "server.json").exists(), "no local server was started"
+
+
+def test_a_configured_server_that_is_down_is_one_sentence_not_a_traceback(venv, user, project):
+    assert prefect_cli(project, user, "config", "set", "PREFECT_API_URL=http://127.0.0.1:9/api").returncode == 0
+    assert run_in(venv, project, user, "init").returncode == 0
+    ran = run_in(venv, project, user, "run", "hello_process", "--input", "name=Ada")
+    assert ran.returncode == 1 and "Traceback" not in ran.stderr, ran.stderr
+    assert "cannot reach Prefect's API at http://127.0.0.1:9/api (profile" in ran.stderr, ran.stderr
+    assert not (project / ".ergon" / "prefect" / "server.json").exists(), "no local server replaces the user's"
