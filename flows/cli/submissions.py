@@ -7,10 +7,10 @@ keeps its versions: ``set`` adds a new selected version and keeps the old ones, 
 printed with its path (``points[1].topic``) and nothing is written.
 
 ``create`` and ``set`` act for the identity :mod:`flows.identity` resolves (``--as``, ``--token``,
-``ERGON_TOKEN``, else the OS user) and record its name as the values' author. Then the
-``on_submission_created`` / ``on_submission_updated`` triggers of the submission's form are
-dispatched from this process (:mod:`flows.triggers.submissions`) and the runs they start are
-printed. Reading (``list``, ``show``, ``export``) needs no identity, as ``ergon runs list``.
+``ERGON_TOKEN``, else the OS user) and record its name as the values' author. Then the change
+is announced from this process (:func:`flows.submissions.records.announce_change`): the
+``on_submission_created`` / ``on_submission_updated`` triggers of the submission's form start
+their runs, which are printed, and a Prefect event is sent. Reading (``list``, ``show``, ``export``) needs no identity, as ``ergon runs list``.
 
 A mistake (an unknown form or submission, a bad path or value) is one ``error:`` line per
 problem and exit 2; nothing is written.
@@ -87,7 +87,6 @@ def submissions_create(
     """
     from flows.cli.inputs import read_input_file
     from flows.submissions import records
-    from flows.triggers.submissions import dispatch
 
     me = resolved(who)
     if isinstance(me, int):
@@ -106,7 +105,7 @@ def submissions_create(
         return _invalid(exc.problems)
     except TypeError as exc:
         return error(f"{file}: {exc}")
-    started = dispatch("created", sid, me.name)
+    started = records.announce_change("created", sid, me.name)
     if json_:
         print(json.dumps({"id": sid, "form": form, "started_runs": started}))
     else:
@@ -241,7 +240,6 @@ def submissions_set(
     """
     from flows.store.errors import NotFound
     from flows.submissions import records, shape
-    from flows.triggers.submissions import dispatch
 
     me = resolved(who)
     if isinstance(me, int):
@@ -269,7 +267,7 @@ def submissions_set(
         version_ids = records.set_values(submission_id, changes, by=me.name, tell=False)
     except records.SubmissionInvalid as exc:
         return _invalid(exc.problems)
-    started = dispatch("updated", submission_id, me.name)
+    started = records.announce_change("updated", submission_id, me.name)
     if json_:
         print(json.dumps({"id": submission_id, "version_ids": version_ids, "started_runs": started}))
     else:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from compiler.ir import Budget
+from flows.moments import announce
 from flows.runtime.errors import BudgetExhausted
 
 
@@ -47,6 +48,7 @@ def check(*, run_id: str | None, visit_id: str | None, node_id: str, node_budget
         run = run_store.get_run(run_id)
         reason = _over(run_limits, run.tokens or 0, run.cost_usd or 0.0) if run else None
         if reason:
+            announce("budget.exceeded", run_id, node_id, f"run budget: {reason}")
             raise BudgetExhausted(f"run budget exhausted before/at node `{node_id}`: {reason}")
     if node_limits and visit_id:
         from flows.store import workstreams as workstream_store
@@ -58,4 +60,5 @@ def check(*, run_id: str | None, visit_id: str | None, node_id: str, node_budget
         cost += sum(c.cost_usd or 0.0 for c in calls)
         reason = _over(node_limits, tokens, cost)
         if reason:
+            announce("budget.exceeded", run_id, node_id, f"node budget: {reason}")
             raise BudgetExhausted(f"node `{node_id}` budget exhausted: {reason}")

@@ -31,6 +31,7 @@ from flows.store import visits as visit_store
 from flows.store._common import add_row, check, get_row, mappings, page, require_row
 from flows.store.db import session
 from flows.store.errors import InvalidTransition, NotFound, StoreError
+from flows.moments import announce
 from flows.store.models import (
     RUN_ENDED,
     RUN_STATUSES,
@@ -186,6 +187,8 @@ def set_run_status(
         if context is not None:
             run.context = context
         s.add(run)
+    if status != current:
+        announce("run.status", run, current)
     return run
 
 
@@ -210,12 +213,15 @@ def take_up_run(run_id: str | None, prefect_flow_run_id: str | None, *, pid: int
             return None
         if prefect_flow_run_id:
             run.prefect_flow_run_id = prefect_flow_run_id
+        previous = run.status
         if run.status == "running":  # executed again in place (a retried flow run): its new process
             run.pid, run.ran_pid, run.host = pid, pid, host
         else:
             _move(run, "running", now, pid=pid, host=host)
         s.add(run)
         past = list(s.exec(visit_store.in_order(run.id)).all())
+    if previous != "running":
+        announce("run.status", run, previous)
     return run, past
 
 
@@ -476,4 +482,5 @@ def _crash(run_id: str, seen: str, reason: str, now: datetime) -> Run | None:
             .where(col(NodeVisit.run_id) == run_id, col(NodeVisit.status) == "running")
             .values(status="failed", error=reason, error_kind="world", ended_at=now)
         )
+    announce("run.status", run, seen)
     return run

@@ -18,6 +18,7 @@ from sqlmodel import Session, col, func, or_, select, update
 from flows.store._common import add_row, check, get_row, page, require_row
 from flows.store.db import session
 from flows.store.errors import StoreError, TaskConflict
+from flows.moments import announce
 from flows.store.models import (
     TASK_ACTIONS,
     TASK_CHANNELS,
@@ -65,6 +66,7 @@ def create_task(
         s.add(task)
         s.flush()  # the event's foreign key needs the task row first
         s.add(TaskEvent(task_id=task.id, actor=actor, action="created", detail={"assignee": assignee}))
+    announce("task.created", task)
     return task
 
 
@@ -202,6 +204,7 @@ def answer_task(
         s.add(task)
         s.add(TaskEvent(task_id=task_id, actor=answered_by, action="answered",
                         detail={"via": answered_via}, at=now))
+    announce("task.answered", task)
     return task
 
 
@@ -218,6 +221,8 @@ def close_task(
         task.status = status
         s.add(task)
         s.add(TaskEvent(task_id=task_id, actor=actor, action=status, detail={"reason": reason}))
+    if status == "expired":
+        announce("task.expired", task)
     return task
 
 

@@ -6,9 +6,10 @@ submission was made for. Every change is a new selected version (``manual`` from
 ``import`` from the data a submission was created from); nothing is overwritten.
 
 After a submission is created (:func:`create`) or changed (:func:`set_values`, once per call),
-the ``on_submission_created`` / ``on_submission_updated`` triggers waiting for its form are
-dispatched in this process (:func:`flows.triggers.submissions.dispatch`, imported only then);
-``tell=False`` skips that.
+the change is announced (:mod:`flows.moments`, ``submission.changed``): the
+``on_submission_created`` / ``on_submission_updated`` triggers waiting for its form start their
+runs from this process (:func:`flows.triggers.submissions.on_submission_changed`), and a Prefect
+event is sent; ``tell=False`` skips that.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from compiler.ir import FormDef
+from flows.moments import announce
 from flows.store import definitions as definition_store
 from flows.store import submissions as submission_store
 from flows.store.errors import NotFound
@@ -65,7 +67,7 @@ def create(form: FormDef, form_hash: str, data: Any, *, created_by: str | None, 
         form_name=form.name, form_hash=form_hash, values=values, entries=entries, source_type=source_type,
         origin="manual" if source_type == "manual" else "import", name=name, created_by=created_by)
     if tell:
-        _tell("created", sid, created_by)
+        announce_change("created", sid, created_by)
     return sid
 
 
@@ -110,7 +112,7 @@ def set_values(submission_id: str, changes: Sequence[tuple[Cell, Any] | NewValue
         raise SubmissionInvalid(problems)
     ids = submission_store.add_versions(submission_id, new, source_type=source_type, created_by=by, run_id=run_id)
     if tell:
-        _tell("updated", submission_id, by)
+        announce_change("updated", submission_id, by)
     return ids
 
 
@@ -142,17 +144,12 @@ def export(submission_id: str) -> dict[str, Any]:
     }
 
 
-def _tell(event: SubmissionEvent, submission_id: str, who: str | None) -> None:
-    """Start the runs the submission triggers of this change ask for. Their failure is theirs:
-    it never undoes the change (dispatch logs and skips what it cannot start)."""
-    import logging
-
-    try:
-        from flows.triggers.submissions import dispatch
-
-        dispatch(event, submission_id, who)
-    except Exception:  # noqa: BLE001 - a trigger's failure never undoes the change it reacts to
-        logging.getLogger("ergon.submissions").exception("submission triggers failed for %s %s", event, submission_id)
+def announce_change(event: SubmissionEvent, submission_id: str, who: str | None) -> list[str]:
+    """Announce the change (:mod:`flows.moments`): the submission triggers waiting for its form
+    start their runs, and a Prefect event is sent. What reacts never undoes the change. Returns
+    the ids of the runs the triggers started."""
+    started = announce("submission.changed", event, submission_id, who)
+    return [run_id for ids in started if isinstance(ids, list) for run_id in ids]
 
 
 __all__ = ["FormNotFound", "SubmissionInvalid", "View", "create", "export", "form_named",

@@ -84,6 +84,11 @@ def mapped_inputs(ref: TriggerRef, submission_id: str, form: str, data: dict[str
     return inputs
 
 
+def on_submission_changed(event: SubmissionEvent, submission_id: str, who: str | None) -> list[str]:
+    """The ``submission.changed`` hook (:mod:`flows.moments`): :func:`dispatch`."""
+    return dispatch(event, submission_id, who)
+
+
 def dispatch(event: SubmissionEvent, submission_id: str, who: str | None = None, *, catalog: Any = None) -> list[str]:
     """Start what waits for this change of submission ``submission_id``; returns the started run
     ids (never raises)."""
