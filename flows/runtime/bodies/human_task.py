@@ -88,8 +88,10 @@ def reentered_task(run_id: str, node_id: str, visit_id: str | None) -> Any:
     A task is unused when its visit did not complete, and it is still open, or it was answered
     after that visit ended (the answer was kept while the run was stopped), or before the visit's
     process stopped (crash detection closed the visit, or the stop cancelled it): the answer
-    reached a process that died before checkpointing the visit. A task answered before its
-    visit *failed* was used: that visit failed on the answer, so it is asked again."""
+    reached a process that died before checkpointing the visit, or a visit that suspended (it
+    never takes an answer: the answer resumes the flow run, which re-enters the node). A task
+    answered before its visit *failed* was used: that visit failed on the answer, so it is asked
+    again."""
     if not visit_id:
         return None
     current = visit_store.get_visit(visit_id)
@@ -104,8 +106,12 @@ def reentered_task(run_id: str, node_id: str, visit_id: str | None) -> Any:
             return False
         if task.status in TASK_OPEN:
             return True
-        return task.status == "completed" and (asked.ended_at is None or task.answered_at is None
-                                               or task.answered_at >= asked.ended_at or _process_stopped(asked))
+        if task.status != "completed":
+            return False
+        # a suspended visit (``paused``: its process exited to wait) took no answer, also not one
+        # given while it was still suspending (the run shows paused before the visit's end is written)
+        return (asked.status == "paused" or asked.ended_at is None or task.answered_at is None
+                or task.answered_at >= asked.ended_at or _process_stopped(asked))
 
     tasks = sorted((t for t in task_store.tasks_for_run(run_id) if unused(t)), key=lambda t: t.created_at)
     return tasks[0] if tasks else None
