@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
 from flows.store.db import session
@@ -19,10 +20,21 @@ _TRIGGER_UPDATABLE = frozenset({"kind", "paused", "last_run_id", "last_run_at", 
 
 def upsert_trigger_state(definition_name: str, trigger_index: int, **fields: Any) -> TriggerState:
     """Create or update the state of trigger ``trigger_index`` of ``definition_name``
-    (``kind, paused, last_run_id, last_run_at, next_run_at, created_by``)."""
+    (``kind, paused, last_run_id, last_run_at, next_run_at, created_by``).
+
+    Two first updates at once (webhooks arriving together, on PostgreSQL, where transactions run
+    side by side) both find no row, and the second insert breaks the unique key: it is then an
+    update of the row the first one made."""
     unknown = set(fields) - _TRIGGER_UPDATABLE
     if unknown:
         raise StoreError(f"trigger state has no field {', '.join(sorted(unknown))}")
+    try:
+        return _upsert(definition_name, trigger_index, fields)
+    except IntegrityError:
+        return _upsert(definition_name, trigger_index, fields)
+
+
+def _upsert(definition_name: str, trigger_index: int, fields: dict[str, Any]) -> TriggerState:
     with session(write=True) as s:
         q = select(TriggerState).where(
             TriggerState.definition_name == definition_name, TriggerState.trigger_index == trigger_index
