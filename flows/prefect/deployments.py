@@ -178,16 +178,28 @@ def deployment_flow(compiled: Any, attribute: str, *, catalog: Any, version: int
 
 
 def _deployment_of_current_run() -> tuple[str | None, str | None]:
-    """The deployment ("flow/deployment") and work pool of the flow run this process executes."""
+    """The deployment ("flow/deployment") and work pool of the flow run this process executes.
+
+    The deployment's name comes from the environment the worker (or runner) gives the flow-run
+    process (``PREFECT__DEPLOYMENT_NAME``), not from the API: this runs before the flow body takes
+    up its Ergon run, and ``prefect.runtime.deployment`` reads the deployment with a new client,
+    which fails at once when the server is away for a moment (a restart) — the flow run then
+    failed with its Ergon run left pending for good. The API is asked only when the variable is
+    missing."""
+    import os
+
     from prefect.context import FlowRunContext
 
     context = FlowRunContext.get()
     current = context.flow_run if context is not None else None
     if current is None or current.deployment_id is None:
         return None, None
-    from prefect.runtime import deployment
+    name = os.environ.get("PREFECT__DEPLOYMENT_NAME")
+    if not name:
+        from prefect.runtime import deployment
 
-    return f"{flow_run.flow_name}/{deployment.name}", current.work_pool_name
+        name = deployment.name
+    return f"{flow_run.flow_name}/{name}", current.work_pool_name
 
 
 def _record_version(version: int) -> None:
