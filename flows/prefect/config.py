@@ -7,8 +7,9 @@ defaults only for what the user left unset, in three groups:
 
 * :data:`CLIENT_DEFAULTS` — settings of Prefect's client, runner and worker that Ergon's
   processes need (a SQLite-backed server answers 503 while its database is locked, so a busy
-  machine must retry more; deployment runs picked up in 2 s rather than 10). Applied to the
-  environment of Ergon's processes only when no source of Prefect's sets them.
+  machine must retry more; deployment runs picked up in 2 s rather than 10; Prefect's internal
+  services quiet on the console). Applied to the environment of Ergon's processes only when no
+  source of Prefect's sets them.
 * :data:`CONSOLE_DEFAULTS` — Prefect's console handler, which only the environment configures
   (Prefect's logging settings file reads ``PREFECT_LOGGING_*`` variables): ``ergon run`` prints
   its own progress, and Prefect's console copies (with tracebacks of failed nodes) would repeat
@@ -39,6 +40,9 @@ CLIENT_DEFAULTS: dict[Setting, str] = {
     Setting("PREFECT_RUNNER_POLL_FREQUENCY", ("runner", "poll_frequency")): "2",
     Setting("PREFECT_WORKER_QUERY_SECONDS", ("worker", "query_seconds")): "2",
     Setting("PREFECT_SERVER_EPHEMERAL_ENABLED", ("server", "ephemeral", "enabled")): "false",
+    # Prefect's background services report a failure to send as a bare stderr line ("Service
+    # 'EventsWorker' failed with 1 pending items."); Ergon's commands say what failed themselves.
+    Setting("PREFECT_INTERNAL_LOGGING_LEVEL", ("internal", "logging_level")): "CRITICAL",
 }
 
 #: Prefect logging overrides that only the environment sets; applied unless it does.

@@ -55,6 +55,8 @@ class TaskRunState:
     state: RunWait
     reason: str
     run: Run | None
+    #: its dead process was found just now and Prefect was not told yet (see :func:`task_run_state`)
+    stopped_now: bool = False
 
 
 @dataclass
@@ -69,17 +71,26 @@ class Answered:
     errors: list[str] = field(default_factory=list)
 
 
-def task_run_state(task: HumanTask, *, detect: bool = True) -> TaskRunState:
+def task_run_state(task: HumanTask, *, detect: bool = True, tell_prefect: bool = True) -> TaskRunState:
     """The state of ``task``'s run (see the module docstring). With ``detect``, the run is first
-    checked for a dead process (and marked ``crashed`` when it has one)."""
+    checked for a dead process (and marked ``crashed`` when it has one; Prefect is told at once
+    unless ``tell_prefect`` is False: then :attr:`TaskRunState.stopped_now` says the caller must)."""
     run = run_store.get_run(task.run_id)
     if run is None:
         return TaskRunState("over", f"its run {task.run_id} no longer exists", None)
+    stopped_now = False
     if detect and run.status in ("running", "paused"):
         for stopped in run_store.mark_stale_runs_crashed(heartbeat_timeout=HEARTBEAT_TIMEOUT_SECONDS,
                                                          run_ids=[run.id]):
-            run_stopped(stopped)
+            run_stopped(stopped, prefect=tell_prefect)
+            stopped_now = True
         run = run_store.get_run(task.run_id) or run
+    state = _state_of(run)
+    return TaskRunState(state.state, state.reason, state.run, stopped_now=stopped_now and not tell_prefect)
+
+
+def _state_of(run: Run) -> TaskRunState:
+    """The state of a run whose dead process, if any, was found (see the module docstring)."""
     if run.status in RUN_ENDED:
         return TaskRunState("over", f"its run {run.id} ended {run.status}" + (f" ({run.error})" if run.error else ""),
                             run)
@@ -118,25 +129,32 @@ def run_stopped(run: Run, *, prefect: bool = True) -> None:
     """``run``'s process stopped (it is ``crashed``): no Prefect flow run waits for its tasks any
     more. Those Prefect flow runs become ``Crashed`` — with the run's own, and any flow run of it
     the process was killed too soon to record (found by name) — best effort, and only with
-    ``prefect``: the answer path never uses them again either way; a stopped sub-process run's
-    tasks close (see the module docstring)."""
+    ``prefect`` (else :func:`tell_prefect_stopped` later): the answer path never uses them again
+    either way; a stopped sub-process run's tasks close (see the module docstring)."""
     flow_runs = task_store.release_open_tasks(run.id)
-    if run.prefect_flow_run_id:
-        flow_runs.append(run.prefect_flow_run_id)
     if prefect:
-        try:
-            from flows.prefect.leftovers import mark_crashed, unrecorded_flow_runs
-
-            if run.parent_run_id is None:  # and the flow runs it had no time to record
-                flow_runs += unrecorded_flow_runs(run.id, before=run.ended_at)
-            if flow_runs:
-                mark_crashed(list(dict.fromkeys(flow_runs)), message=f"Ergon: {run.error or 'its process stopped'}")
-        except Exception as exc:  # noqa: BLE001 - Prefect's view is secondary; the store decides who gets answers
-            # Prefect's refusal, explained in one line (an ErgonError), needs no traceback; anything else may be a bug
-            log.warning("could not mark the Prefect flow runs of run %s crashed: %s", run.id, exc,
-                        exc_info=not isinstance(exc, ErgonError))
+        tell_prefect_stopped(run, flow_runs)
     if run.parent_run_id:
         close_open_tasks(run.id, f"its process stopped ({run.error}); resuming run {run.parent_run_id} asks again")
+
+
+def tell_prefect_stopped(run: Run, flow_runs: list[str] | None = None) -> None:
+    """Move the Prefect flow runs a stopped run's process left open to ``Crashed`` (its own, the
+    subflows its tasks waited in — ``flow_runs`` — and those it had no time to record)."""
+    flow_runs = list(flow_runs or [])
+    if run.prefect_flow_run_id:
+        flow_runs.append(run.prefect_flow_run_id)
+    try:
+        from flows.prefect.leftovers import mark_crashed, unrecorded_flow_runs
+
+        if run.parent_run_id is None:  # and the flow runs it had no time to record
+            flow_runs += unrecorded_flow_runs(run.id, before=run.ended_at)
+        if flow_runs:
+            mark_crashed(list(dict.fromkeys(flow_runs)), message=f"Ergon: {run.error or 'its process stopped'}")
+    except Exception as exc:  # noqa: BLE001 - Prefect's view is secondary; the store decides who gets answers
+        # Prefect's refusal, explained in one line (an ErgonError), needs no traceback; anything else may be a bug
+        log.warning("could not mark the Prefect flow runs of run %s crashed: %s", run.id, exc,
+                    exc_info=not isinstance(exc, ErgonError))
 
 
 def _taken_on_reentry(task: HumanTask) -> bool:
@@ -178,13 +196,18 @@ def answer(task_id: str, user: str | User | humans.Actor, raw_answer: Any, via: 
     task = task_store.get_task(task_id)
     if task is None:
         raise humans.TaskNotFound(f"no task {task_id}")
-    state = task_run_state(task)
-    if state.state == "over":
-        if task.status in TASK_OPEN:
-            close_open_tasks(task.run_id, state.reason)
-        raise humans.refuse(task_id, who, "answer", f"task {task_id} cannot be answered: {state.reason}",
-                            detail={"via": via})
-    result = humans.answer(task_id, who, raw_answer, via=via)
+    # a run found stopped: the answer is recorded first, Prefect told after (its client is the slow part)
+    state = task_run_state(task, tell_prefect=False)
+    try:
+        if state.state == "over":
+            if task.status in TASK_OPEN:
+                close_open_tasks(task.run_id, state.reason)
+            raise humans.refuse(task_id, who, "answer", f"task {task_id} cannot be answered: {state.reason}",
+                                detail={"via": via})
+        result = humans.answer(task_id, who, raw_answer, via=via)
+    finally:
+        if state.stopped_now and state.run is not None:
+            tell_prefect_stopped(run_store.require_run(state.run.id))
     errors = list(result.hook_errors)
     if state.state == "resumable" and state.run is not None:
         try:

@@ -569,10 +569,21 @@ class Harness:
 
     def _answer(self, task: Any, report: CaseReport) -> bool:
         answered = self.ergon(["tasks", "answer", task.id, "--set", "decision=approve"])
+        if answered.returncode != 0 and "already answered" in answered.stderr and self._answered_once(task.id):
+            # the harness's own answer, given in the background just before the kill, got there
+            # first: refusing a second answer is right, and the run takes the first one
+            return False
         if answered.returncode != 0:
             report.problems.append(f"`tasks answer` exited {answered.returncode}: {answered.stderr[-500:]}")
             return False
         return True
+
+    @staticmethod
+    def _answered_once(task_id: str) -> bool:
+        """Whether the task has exactly one recorded answer (its audit trail)."""
+        from flows.store import tasks as task_store
+
+        return [e.action for e in task_store.task_events(task_id)].count("answered") == 1
 
     # ---------------------------------------------------------------- checks
     def check_case(self, report: CaseReport) -> None:

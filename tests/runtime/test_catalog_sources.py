@@ -64,7 +64,7 @@ def test_replay_of_a_run_started_by_path_uses_its_folder(prefect_api, store, def
     assert set(first.catalog_sources) >= {str(definitions.resolve()), str((folder / "outside_job.yaml").resolve()),
                                           str(folder.resolve())}
 
-    replay_id = replay(first, "alice")
+    replay_id = replay(first, "alice").run_id
     deadline = time.monotonic() + 240
     while (again := run_store.get_run(replay_id)).status in ("pending", "running") and time.monotonic() < deadline:
         time.sleep(0.3)

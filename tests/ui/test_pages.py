@@ -201,7 +201,8 @@ def test_paused_run_page_cancel_and_replay(make_app, runs):
     replay = run_store.list_runs(definition="review")[0][0]
     assert replay.id != runs["paused"] and replay.trigger == "replay" and replay.inputs == {"party": "ACME"}
     assert replay.started_by == "alice"
-    assert f"Replay started: run {replay.id}" in [p.proto.label for p in at.get("page_link")]
+    assert f"Replay started as a process on this host (pid {replay.ran_pid or replay.pid}): run {replay.id}" in \
+        [p.proto.label for p in at.get("page_link")], "the link says which way the replay went"
     run_store.set_run_status(replay.id, "cancelled")  # no one will answer the replay's task
 
     _button(at, "Cancel…").click().run()
@@ -358,7 +359,7 @@ def test_definitions_diagnostics_graph_and_start_form(make_app, ui_defs, people)
     _button(at, "Start run").click().run()
     started = run_store.list_runs(definition="doubler")[0][0]
     assert started.inputs == {"numbers": [5, 6], "mode": "fast"} and started.started_by == "alice"
-    assert f"Run {started.id} started." in _texts(at)
+    assert f"Run {started.id} started as a process on this host (pid " in _texts(at), "it says which way it went"
     assert _wait_ended(started.id) == "completed"
     assert run_store.get_run(started.id).context["results"][1]["output"] == {"doubled": 12}
 
