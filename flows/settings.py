@@ -20,6 +20,10 @@ PAUSE_POLL_SECONDS = 1
 ANSWER_POLL_SECONDS = 0.25
 #: Runs whose heartbeat is older than this (and whose process is gone) are marked crashed.
 HEARTBEAT_TIMEOUT_SECONDS = 300
+#: A run handed to its deployment whose flow run Prefect shows starting or running this long
+#: without a flow body having taken the run up is lost (its worker or process died): crashed.
+#: A flow body takes its run up within seconds of its process loading the flow.
+TAKE_UP_TIMEOUT_SECONDS = 60
 #: How deep sub-process runs may nest. `ergon check` refuses call cycles; this catches what it
 #: cannot see (a pinned older version that calls back), before the interpreter's own limit.
 DEFAULT_MAX_SUBPROCESS_DEPTH = 20

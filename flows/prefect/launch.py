@@ -83,3 +83,42 @@ def ergon_run_of_current_flow_run() -> str | None:
     from prefect.runtime import flow_run
 
     return str(flow_run.name) if RUN_TAG in (flow_run.tags or []) else None
+
+
+#: Flow-run states in which a worker's process is (or was about to be) executing the flow run.
+_STARTED = ("PENDING", "RUNNING")
+
+
+def lost_runs(flow_runs: dict[str, str], *, take_up_seconds: float) -> dict[str, str]:
+    """Of the pending Ergon runs handed to a deployment (run id → its flow run's id), those no
+    flow body will take up, with why: the flow run ended first (its process crashed as it
+    started, a server restart refused its first call, it was cancelled), or it has been starting
+    or running for longer than ``take_up_seconds`` without taking the run up (its worker or its
+    process was killed). Flow runs still waiting for a worker (scheduled, late) are not lost."""
+    from datetime import datetime, timezone
+    from uuid import UUID
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    if not flow_runs:
+        return {}
+    with get_client(sync_client=True) as client:
+        found = {str(fr.id): fr for fr in client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[UUID(i) for i in flow_runs.values()])),
+            limit=len(flow_runs))}
+    now = datetime.now(timezone.utc)
+    lost = {}
+    for run_id, flow_run_id in flow_runs.items():
+        flow_run = found.get(flow_run_id)
+        state = flow_run.state if flow_run is not None else None
+        if flow_run is None:
+            lost[run_id] = f"its flow run {flow_run_id} is gone from Prefect"
+        elif state is not None and state.is_final():
+            lost[run_id] = f"its flow run {flow_run_id} ended {state.name} before a flow body took the run up"
+        elif state is not None and state.type.value in _STARTED and state.timestamp is not None:
+            age = (now - state.timestamp).total_seconds()
+            if age > take_up_seconds:
+                lost[run_id] = (f"its flow run {flow_run_id} has been {state.name} for {age:.0f} s and no flow body "
+                                "took the run up (its worker or process stopped)")
+    return lost

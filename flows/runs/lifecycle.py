@@ -30,7 +30,7 @@ from typing import Any, cast
 
 from compiler import CompileError, Diagnostic
 from flows.catalog import Catalog, Compiled, DefinitionNotFound
-from flows.errors import DefinitionError, RunError
+from flows.errors import DefinitionError, ErgonError, RunError
 from flows.heap import heavy_imports
 from flows.identity import own_name
 from flows.runs.inputs import validate_inputs
@@ -63,24 +63,47 @@ def detect_crashed() -> list[Run]:
     them. Their Prefect flow runs are marked ``Crashed`` too when a Prefect API is known or a
     local server is up — never by starting one (``ergon runs list`` calls this; the store alone
     decides who may answer). Runs that ended in the store but whose process died before it told
-    Prefect (:func:`flows.store.runs.ended_unsettled`) give their open flow runs the store's end."""
+    Prefect (:func:`flows.store.runs.ended_unsettled`) give their open flow runs the store's end.
+
+    A run handed to its deployment names no process until a flow body takes it up; when Prefect
+    says its flow run ended before that, or has been running (or starting) for longer than
+    :data:`~flows.settings.TAKE_UP_TIMEOUT_SECONDS` without taking it up — its worker or process
+    died meanwhile — it is crashed too (:func:`flows.prefect.launch.lost_runs`), so it resumes."""
     from flows.prefect.server import configured, ensure_api_url, healthy, status
     from flows.runs.answers import run_stopped
     from flows.settings import HEARTBEAT_TIMEOUT_SECONDS
 
     crashed = list(run_store.mark_stale_runs_crashed(heartbeat_timeout=HEARTBEAT_TIMEOUT_SECONDS))
     unsettled = run_store.ended_unsettled(heartbeat_timeout=HEARTBEAT_TIMEOUT_SECONDS)
-    api = configured() if crashed or unsettled else None
+    queued = run_store.queued_on_deployments()
+    api = configured() if crashed or unsettled or queued else None
     # the user's API is always there to tell; Ergon's local server only when it is up (never started for this)
-    reach_prefect = bool(crashed or unsettled) and ((api is not None and (not api.managed or healthy(api.url)))
-                                                    or status() is not None)
+    reach_prefect = bool(crashed or unsettled or queued) and (
+        (api is not None and (not api.managed or healthy(api.url))) or status() is not None)
     if reach_prefect:
         ensure_api_url()
+    if reach_prefect and queued:
+        crashed += _lost_before_take_up(queued)
     for run in crashed:
         run_stopped(run, prefect=reach_prefect)
     if reach_prefect:
         _settle(unsettled)
     return crashed
+
+
+def _lost_before_take_up(queued: list[Run]) -> list[Run]:
+    """The runs handed to a deployment whose flow run will never take them up, marked crashed."""
+    from flows.prefect.launch import lost_runs
+    from flows.settings import TAKE_UP_TIMEOUT_SECONDS
+
+    try:
+        lost = lost_runs({run.id: run.prefect_flow_run_id for run in queued if run.prefect_flow_run_id},
+                         take_up_seconds=TAKE_UP_TIMEOUT_SECONDS)
+    except Exception as exc:  # noqa: BLE001 - asked again next time; Prefect's view is secondary
+        log.warning("could not ask Prefect about runs waiting for a worker: %s", exc,
+                    exc_info=not isinstance(exc, ErgonError))
+        return []
+    return [row for run_id, reason in lost.items() if (row := run_store.mark_lost(run_id, reason)) is not None]
 
 
 def _settle(runs: list[Run]) -> None:

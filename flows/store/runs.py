@@ -411,6 +411,24 @@ def mark_stale_runs_crashed(
     return crashed
 
 
+def queued_on_deployments() -> list[Run]:
+    """Pending runs handed to a deployment (a flow run exists, no process owns them yet)."""
+    with session() as s:
+        q = select(Run).where(col(Run.status) == "pending", col(Run.pid).is_(None),
+                              col(Run.prefect_flow_run_id).is_not(None), col(Run.deployment).is_not(None))
+        return list(s.exec(q).all())
+
+
+def mark_lost(run_id: str, reason: str, now: datetime | None = None) -> Run | None:
+    """A pending run that no flow body will take up (see :func:`queued_on_deployments`) is
+    ``crashed`` with ``reason``; None when it moved on meanwhile (a body took it up after all)."""
+    with session() as s:
+        run = s.get(Run, run_id)
+        if run is None or run.status != "pending" or run.pid is not None:
+            return None
+    return _crash(run_id, "pending", f"{CRASHED}{reason}", now or utcnow())
+
+
 def _stale_reason(run: Run, now: datetime, timeout: timedelta) -> str | None:
     if run.pid and run.host == socket.gethostname() and not _pid_alive(run.pid):
         if run.status == "pending":

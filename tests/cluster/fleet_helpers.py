@@ -63,6 +63,8 @@ from benchmarks.concurrent_pg import _stop_group  # noqa: E402
 from deploy_helpers import Worker, wait_for  # noqa: E402
 from fake_openai import ENVIRONMENT  # noqa: E402
 
+from flows.settings import TAKE_UP_TIMEOUT_SECONDS  # noqa: E402
+
 ERGON = [sys.executable, "-m", "flows.cli"]
 DEFINITION = "fleet"
 HOOK_PATH = "/hooks/fleet"
@@ -503,10 +505,12 @@ def _label(body: dict[str, Any]) -> dict[str, Any]:
 TOPICS = ("alpha", "beta", "gamma")
 #: how often the dashboard host looks for crashed runs with `ergon runs list` while waiting: until
 #: the killed worker's runs are found, then now and then (each look is a process of its own)
-SWEEP_SECONDS, SWEEP_IDLE_SECONDS = 10.0, 60.0
+SWEEP_SECONDS, SWEEP_IDLE_SECONDS = 10.0, 15.0
 #: no run's status or heartbeat changed for this long (after the kill and the restart, and with
-#: every waiting task answered and crash detection run meanwhile): the runs left are stuck
-STALL_SECONDS = 60.0
+#: every waiting task answered and crash detection run meanwhile): the runs left are stuck. Crash
+#: detection finds a run a dead worker's process never took up once Prefect has shown its flow
+#: run started for TAKE_UP_TIMEOUT_SECONDS, so a stall is only called well after that.
+STALL_SECONDS = TAKE_UP_TIMEOUT_SECONDS + 45.0
 
 
 @dataclass

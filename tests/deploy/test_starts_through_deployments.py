@@ -133,3 +133,42 @@ def test_a_resume_of_a_deployed_run_goes_through_its_deployment(deploy_env, gree
     assert marks() == ["a-flaky"], "the completed visit was not executed again"
     assert [v.node_id for v in visit_store.visits_for_run(done.id) if v.status == "completed"] == ["a", "b", "done"]
     assert _local_logs(done.id) == []
+
+
+def test_a_run_its_flow_run_never_took_up_is_found_crashed_and_resumes(deploy_env, greet, pool, tmp_path,
+                                                                        monkeypatch):
+    """A worker killed while its flow-run process started, or a server restart refusing that
+    process's first call, leaves the run pending with no process: crash detection asks Prefect."""
+    from prefect.client.orchestration import get_client
+    from prefect.states import Crashed, Running
+
+    import flows.settings
+    from flows import runs
+    from flows.runs import resume_detached, start_background
+    from flows.store import runs as run_store
+
+    deploy(greet, pool, deploy_env, tmp_path / "prefect.yaml")
+    waiting = start_background(greet, {"who": "dee"}, started_by="lea")  # no worker yet: it waits, Scheduled
+    ended = start_background(greet, {"who": "eve"}, started_by="lea")
+    stuck = start_background(greet, {"who": "fay"}, started_by="lea")
+    with get_client(sync_client=True) as client:
+        client.set_flow_run_state(ended.flow_run_id, Crashed(message="the process's first call was refused"), force=True)
+        client.set_flow_run_state(stuck.flow_run_id, Running(), force=True)
+    assert {r.id for r in runs.detect_crashed()} == {ended.run_id}, "a flow run that ended first loses its run"
+    monkeypatch.setattr(flows.settings, "TAKE_UP_TIMEOUT_SECONDS", 0)
+    assert {r.id for r in runs.detect_crashed()} == {stuck.run_id}, "so does one running with nothing taking it up"
+    assert run_store.require_run(waiting.run_id).status == "pending", "a flow run waiting for a worker is not lost"
+    lost = run_store.require_run(ended.run_id)
+    assert lost.status == "crashed" and "ended Crashed before a flow body took the run up" in lost.error
+    assert "no flow body took the run up" in run_store.require_run(stuck.run_id).error
+    assert flow_run(stuck.flow_run_id).state.type.value == "CRASHED", "Prefect is told too"
+
+    worker = Worker(pool, deploy_env, tmp_path / "worker.log").start()
+    try:
+        resumed = resume_detached(lost, "lea")
+        assert resumed.deployment == f"{greet}/{greet}"
+        for run_id in (ended.run_id, waiting.run_id):
+            run = wait_for("the run to complete", _settled(run_id), timeout=180, diagnose=worker.tail)
+            assert run.status == "completed", run.error
+    finally:
+        worker.stop()
