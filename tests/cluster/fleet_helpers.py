@@ -458,6 +458,15 @@ def dashboard(api: str, store: str, home: Path, keys: str) -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+        # What ran here may have pointed this process at the fleet's API for good (an Ergon process
+        # told which API to use refreshes Prefect's process-wide settings): the tests after this one
+        # use the session's server again.
+        from prefect.context import refresh_global_settings_context
+
+        import flows.prefect.server as ergon_server
+
+        ergon_server._exported = None
+        refresh_global_settings_context()
 
 
 @contextmanager

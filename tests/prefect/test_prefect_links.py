@@ -5,6 +5,7 @@ and the run's page in the dashboard links the flow run and each visit's task run
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -76,9 +77,13 @@ def test_a_runs_artifacts_are_prefect_artifacts_on_its_flow_run(run_def, monkeyp
     assert result["status"] == "completed", result
     run = run_store.get_run(result["run_id"])
     visits = {v.node_id: v for v in visit_store.visits_for_run(run.id)}
-    task_runs = _task_runs(run.prefect_flow_run_id)
-    for node in ("report", "lines", "totals", "trend", "again"):
-        assert visits[node].prefect_task_run_id in task_runs, f"visit {node} knows its Prefect task run"
+    # Prefect records task runs from the events its client sends, a moment after the flow ends
+    wanted = {node: visits[node].prefect_task_run_id for node in ("report", "lines", "totals", "trend", "again")}
+    deadline = time.monotonic() + 30
+    while not set(wanted.values()) <= set(task_runs := _task_runs(run.prefect_flow_run_id)) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    for node, task_run_id in wanted.items():
+        assert task_run_id in task_runs, f"visit {node} knows its Prefect task run"
 
     published = sorted(_prefect_artifacts(run.prefect_flow_run_id), key=lambda a: a.created)
     assert [(a.key, a.type) for a in published] == [
