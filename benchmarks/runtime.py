@@ -219,7 +219,7 @@ def _median_run(runs: list[tuple[float, float | None, float]]) -> tuple[float, f
 
 
 #: frames of the orchestration around a visit (their time is mostly Prefect's task engine)
-_WRAPPERS = ("flows/prefect/build.py", "flows/runs/execution.py", "flows/prefect/executor.py:119",
+_WRAPPERS = ("flows/prefect/build.py", "flows/execution/body.py", "flows/prefect/executor.py:119",
              "flows/runtime/engine.py:159", "flows/runtime/engine.py:184", "flows/runtime/engine.py:342")
 
 
@@ -342,14 +342,14 @@ def bench_chain_phases(repeat: int, n: int = 200) -> str:
 
 def bench_engine_alone(repeat: int, n: int = 200) -> str:
     """Ergon's own cost per visit with Prefect taken out: the chain's flow body
-    (``flows.runs.execution.execute``, the real engine and store) with every visit called directly
+    (``flows.execution.body.execute``, the real engine and store) with every visit called directly
     instead of as a Prefect task run. Single-threaded and without a server, so it varies far less
     than the side-by-side runs; median of ``repeat`` runs after one warm-up."""
     import flows.tools.builtins  # noqa: F401  (registers `noop`)
     from compiler import workspace_from_texts
     from flows.catalog import Catalog
-    from flows.runs.execution import execute
-    from flows.runs.request import RunRequest
+    from flows.execution.body import execute
+    from flows.execution.request import RunRequest
 
     class Direct:
         async def visit(self, node, run_name, attempt_fn):  # type: ignore[no-untyped-def]
@@ -430,7 +430,7 @@ from flows.prefect.config import configure_prefect_env
 configure_prefect_env()
 from benchmarks.runtime import _compile, chain_definition
 from flows.prefect.build import call_flow
-from flows.runs.request import RunRequest
+from flows.execution.request import RunRequest
 from flows.store import runs as run_store
 import flows.tools.builtins
 

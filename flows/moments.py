@@ -1,12 +1,15 @@
 """Moments of a run's life that other parts of Ergon act on: one table of hooks.
 
-The module where a moment happens announces it (:func:`announce`); what acts on it is named in
-:data:`HOOKS`, as ``module:function``, and imported the first time the moment is announced in a
-process — the way the CLI names its commands. So the announcer imports nothing of what reacts:
-the store announces a run's new status without knowing that Prefect events are sent for it, and
-a submission announces its change without importing the triggers that start runs on it.
+The module where a moment happens announces it (:func:`announce`, or :func:`call` for the
+moments of one execution); what acts on it is named in :data:`HOOKS`, as ``module:function``, and
+imported the first time the moment comes in a process — the way the CLI names its commands. So
+the announcer imports nothing of what reacts, and the packages import downwards only
+(``tests/test_layering.py``): the store announces a run's new status without knowing that Prefect
+events are sent for it, a submission announces its change without importing the triggers that
+start runs on it, and the flow body (:mod:`flows.execution.body`) runs without importing the
+triggers, submissions or the run owner that act around it.
 
-Moments, and what their hooks are called with:
+Moments announced (a hook that raises is logged and skipped: what reacts never undoes the moment):
 
 * ``run.status`` — ``(run, previous)``: a run's status changed, whoever changed it (the run's
   own process, crash detection, a cancel); ``run`` is the row as committed.
@@ -17,7 +20,22 @@ Moments, and what their hooks are called with:
   runs it started.
 * ``budget.exceeded`` — ``(run_id, node_id, reason)``: a run or node budget stopped a node.
 
-A hook that raises is logged and skipped: what reacts to a moment never undoes it.
+Moments of one execution, called by the flow body in this order (:func:`call`: a hook's error is
+the run's, as if the body did it itself):
+
+* ``run.around`` — ``(plan, request, flow_run_id, once)``: a hook that takes the execution over
+  returns the awaitable that runs it (``once()`` one or more times); None leaves it to the body.
+  A schedule's run acts for its trigger and is retried by its policy this way.
+* ``run.opened`` — ``(plan, run_id, context)``: the run's record is open; a template run returns
+  its submissions (given to the nodes), others None.
+* ``run.supervisor`` — ``(plan, run_id, run_type, environments)``: the supervisor of a supervised
+  run, else None.
+* ``run.ending`` — ``(template, context, outcome)``: the engine ended ``outcome`` (a completed
+  template run's output is produced here); the reason the run fails instead, or None.
+* ``run.recorded`` — ``(run)``: the run's end is in the store (every end, crashes included).
+* ``run.ended`` — ``(definition, run_id, outcome, catalog)``: the run returned from the body
+  (``on_complete`` chains start here; that hook never raises).
+
 :func:`on` adds a hook in one process (tests).
 """
 
@@ -39,6 +57,12 @@ HOOKS: dict[str, tuple[str, ...]] = {
     "submission.changed": ("flows.triggers.submissions:on_submission_changed",
                            "flows.prefect.events:on_submission_changed"),
     "budget.exceeded": ("flows.prefect.events:on_budget_exceeded",),
+    "run.around": ("flows.triggers.retries:around_run",),
+    "run.opened": ("flows.submissions.template_runs:on_run_opened",),
+    "run.supervisor": ("flows.runtime.llm_supervisor:for_run",),
+    "run.ending": ("flows.submissions.outputs:on_run_ending",),
+    "run.recorded": ("flows.runs.answers:on_run_recorded",),
+    "run.ended": ("flows.triggers.chaining:on_run_ended",),
 }
 
 _loaded: dict[str, list[Callable[..., Any]]] = {}
@@ -77,3 +101,19 @@ def announce(moment: str, *args: Any) -> list[Any]:
             log.exception("%s hook %s failed", moment, getattr(hook, "__qualname__", hook))
             results.append(None)
     return results
+
+
+def call(moment: str, *args: Any) -> list[Any]:
+    """Call every hook of ``moment`` with ``args``; what they returned. Unlike :func:`announce`,
+    an error is raised to the caller: these hooks are part of the execution that calls them."""
+    return [hook(*args) for hook in list(_hooks(moment))]
+
+
+def first(moment: str, *args: Any) -> Any:
+    """What the first hook of ``moment`` that returns something returned (None when none did);
+    the hooks after it are not called."""
+    for hook in list(_hooks(moment)):
+        found = hook(*args)
+        if found is not None:
+            return found
+    return None

@@ -5,6 +5,9 @@
   imports inside functions included.
 * In a fresh interpreter, importing every other module of ``flows`` loads no prefect: the engine,
   the bodies, the run owner and the CLI reach Prefect only when a run executes.
+* The packages of ``flows`` import downwards only: no package imports one that imports it back
+  (through others too). What acts around a run is reached through :mod:`flows.moments`, whose
+  hooks are named, not imported; each of them resolves.
 """
 
 from __future__ import annotations
@@ -34,6 +37,116 @@ def _imported_packages(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found.add(node.module.split(".")[0])
     return found
+
+
+def _flows_imports(path: Path) -> set[str]:
+    """The ``flows`` modules ``path`` imports (absolute imports; the code base uses no others)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.startswith("flows."))
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.startswith("flows"):
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)  # `from flows import runs`
+    return found
+
+
+def _unit(module: str) -> str | None:
+    """The unit of layering a ``flows`` module belongs to: its package (``flows.runs``) or, for a
+    module directly in ``flows``, itself (``flows.moments``); None for a name that is neither."""
+    parts = module.split(".")
+    if len(parts) < 2:
+        return None
+    unit = ".".join(parts[:2])
+    folder = ROOT / "flows" / parts[1]
+    return unit if folder.is_dir() or folder.with_suffix(".py").exists() else None
+
+
+def _package_graph() -> dict[str, dict[str, str]]:
+    """unit → {unit it imports: where (``file:line``-free, the first module that does)}."""
+    graph: dict[str, dict[str, str]] = {}
+    for path in _modules("flows"):
+        rel = path.relative_to(ROOT)
+        if "migrations" in rel.parts:
+            continue
+        source = _unit(".".join(p for p in rel.with_suffix("").parts if p != "__init__"))
+        for target in filter(None, map(_unit, _flows_imports(path))):
+            if source and target != source:
+                graph.setdefault(source, {}).setdefault(target, rel.as_posix())
+    return graph
+
+
+def _cycles(graph: dict[str, dict[str, str]]) -> list[set[str]]:
+    """The groups of units that import each other, directly or through others (strongly
+    connected components of more than one unit, Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[set[str]] = []
+
+    def visit(unit: str) -> None:
+        index[unit] = low[unit] = len(index)
+        stack.append(unit)
+        for target in graph.get(unit, {}):
+            if target not in index:
+                visit(target)
+                low[unit] = min(low[unit], low[target])
+            elif target in stack:
+                low[unit] = min(low[unit], index[target])
+        if low[unit] == index[unit]:
+            group = set()
+            while True:
+                member = stack.pop()
+                group.add(member)
+                if member == unit:
+                    break
+            if len(group) > 1:
+                found.append(group)
+
+    for unit in sorted(graph):
+        if unit not in index:
+            visit(unit)
+    return found
+
+
+#: The one knot left: an agent's tool loop (flows.llm.agent) calls tools, and tools that ask a
+#: model or embed text (flows.tools.builtins_*, flows.document_vectors) call the model layer.
+KNOWN_KNOT = {"flows.llm", "flows.tools", "flows.document_vectors"}
+#: The run's packages, top to bottom: each imports only those after it (never one before).
+RUN_LAYERS = ["flows.cli", "flows.triggers", "flows.runs", "flows.prefect", "flows.execution", "flows.runtime",
+              "flows.submissions", "flows.store"]
+
+
+def test_the_packages_import_downwards_only() -> None:
+    graph = _package_graph()
+    knots = [group for group in _cycles(graph) if group != KNOWN_KNOT]
+    described = []
+    for group in knots:
+        edges = [f"{a} imports {b} ({graph[a][b]})" for a in sorted(group) for b in sorted(graph.get(a, {})) if b in group]
+        described.append("; ".join(edges))
+    assert not knots, "packages that import each other:\n" + "\n".join(described)
+    upward = [f"{a} imports {b} ({graph[a][b]})" for i, a in enumerate(RUN_LAYERS) for b in RUN_LAYERS[:i]
+              if b in graph.get(a, {})]
+    assert not upward, "\n".join(upward)
+
+
+def test_the_layering_check_finds_a_knot() -> None:
+    graph = {"a": {"b": "a.py"}, "b": {"c": "b.py"}, "c": {"a": "c.py"}, "d": {"a": "d.py"}}
+    assert _cycles(graph) == [{"a", "b", "c"}]
+    assert _cycles({"a": {"b": "a.py"}, "b": {}}) == []
+
+
+def test_every_hook_of_a_moment_resolves() -> None:
+    import importlib
+
+    from flows import moments
+
+    missing = []
+    for moment, targets in moments.HOOKS.items():
+        for target in targets:
+            module, _, attribute = target.partition(":")
+            if not callable(getattr(importlib.import_module(module), attribute, None)):
+                missing.append(f"{moment}: {target}")
+    assert not missing, "\n".join(missing)
 
 
 def _modules(*folders: str) -> list[Path]:
@@ -86,12 +199,13 @@ def test_importing_everything_outside_flows_prefect_loads_no_prefect(tmp_path: P
 
 
 def test_only_the_run_owner_writes_a_runs_status() -> None:
-    """A run's status is written by flows/runs/ (its recorder while it executes) and nowhere else
-    in the product: every other module asks the run owner (``flows.runs``)."""
+    """A run's status is written by the run owner (flows/runs/) and the flow body's recorder while
+    it executes (flows/execution/), and nowhere else in the product: every other module asks the
+    run owner (``flows.runs``)."""
     writers = []
     for path in _modules("flows", "ui"):
         rel = path.relative_to(ROOT).as_posix()
-        if rel.startswith(("flows/runs/", "flows/store/")):
+        if rel.startswith(("flows/runs/", "flows/execution/", "flows/store/")):
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):

@@ -60,7 +60,7 @@ def describe_cron(expression: str) -> str:
 
 
 def describe_schedule(text: str) -> str:
-    """A trigger's schedule as :func:`flows.triggers.schedules.describe` writes it, with a cron
+    """A trigger's schedule as :func:`flows.trigger_schedules.describe` writes it, with a cron
     expression put in words (``cron 0 2 * * * (Europe/Paris)`` → ``every day at 02:00 (Europe/Paris)``)."""
     match = re.match(r"^cron (\S+ \S+ \S+ \S+ \S+)( \(.+\))?$", text)
     if match:

@@ -5,7 +5,7 @@ list) and as plain strings otherwise. An input file is read by the definitions' 
 loader (:mod:`compiler.source`: size, nesting, alias expansion and number-length limits, binary
 files refused), so a hostile file is a diagnostic with its place, never a hang or a traceback.
 Checking the values against the definition (and the size cap) is the run owner's
-(:func:`flows.runs.inputs.validate_inputs`); problems are reported in the compiler's diagnostic
+(:func:`flows.execution.inputs.validate_inputs`); problems are reported in the compiler's diagnostic
 style, naming where the bad value came from.
 """
 

@@ -59,7 +59,7 @@ def serve(
                   "(add `triggers:` with cron, interval, webhook, on_complete or on_submission_*)")
 
     def ready(webhook_server, deployments) -> None:
-        from flows.triggers.schedules import describe
+        from flows.trigger_schedules import describe
 
         for _definition, refs in sorted(plan.scheduled.items()):
             for ref in refs:
@@ -124,7 +124,7 @@ def _when(value) -> str:
 
 def _set(name: str, paused: bool) -> int:
     from flows.triggers.control import set_paused
-    from flows.triggers.refs import UnknownTrigger
+    from flows.trigger_refs import UnknownTrigger
 
     _prepare()
     try:
@@ -171,7 +171,7 @@ def schedules_run_now(name: str) -> int:
     """
     from flows.runs import StartRefused
     from flows.triggers.control import run_now
-    from flows.triggers.refs import UnknownTrigger
+    from flows.trigger_refs import UnknownTrigger
 
     _prepare()
     try:

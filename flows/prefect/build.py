@@ -5,10 +5,10 @@ hash, typed keyword parameters from the Plan's input schema (a synthetic ``__sig
 Prefect's UI renders a form and validates), ``__qualname__`` set so deployments can import it.
 Flows are ``async``: sync flows pay a fixed ~1 s heartbeat join per run and per subflow.
 
-The flow's body is :func:`flows.runs.execution.execute`, Prefect-free, given a
+The flow's body is :func:`flows.execution.body.execute`, Prefect-free, given a
 :class:`PrefectBackend` (this flow run's id, the task-run executor, the pause port, subflows).
 A Plan's flow is built once per process (:func:`build_flow`); the
-:class:`~flows.runs.request.RunRequest` of a run started by the run owner or by a parent run
+:class:`~flows.execution.request.RunRequest` of a run started by the run owner or by a parent run
 reaches its body through the caller's context (:func:`call_flow`); a flow Prefect starts by itself
 (a deployment, its UI) makes its own.
 """
@@ -35,8 +35,8 @@ from flows.prefect.executor import PrefectExecutor
 from flows.prefect.logs import install as install_run_logs
 from flows.prefect.logs import run_listener
 from flows.prefect.pause import PrefectPauses
-from flows.runs.execution import execute
-from flows.runs.request import RunRequest
+from flows.execution.body import execute
+from flows.execution.request import RunRequest
 from flows.runtime.effects import Pauses, RunResult
 
 _JSON_TO_PY: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
@@ -185,7 +185,7 @@ async def _run_named(made: Flow[..., Any], params: dict[str, Any], name: str) ->
 
 
 class PrefectBackend:
-    """The run's :class:`~flows.runs.execution.Backend` inside a Prefect flow run."""
+    """The run's :class:`~flows.execution.body.Backend` inside a Prefect flow run."""
 
     def __init__(self) -> None:
         self.flow_run_id = str(flow_run.id) if flow_run.id else None

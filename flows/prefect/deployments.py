@@ -46,7 +46,7 @@ with heavy_imports():
     from flows.prefect.launch import ergon_run_of_current_flow_run
     from flows.prefect.logs import install as install_run_logs
     from flows.prefect.schedules import prefect_schedules, schedule_slug_of_current_run
-    from flows.runs.request import RunRequest
+    from flows.execution.request import RunRequest
     from flows.store import db
     from flows.store import definitions as definition_store
     from flows.store import runs as run_store

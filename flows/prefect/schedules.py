@@ -30,8 +30,8 @@ from prefect.context import FlowRunContext
 from prefect.exceptions import ObjectNotFound
 
 from compiler.schedule_syntax import interval_seconds
-from flows.triggers.refs import SCHEDULE_KINDS, TriggerRef, schedule_slug, trigger_models
-from flows.triggers.schedules import INTERVAL_ANCHOR, deployment_name, flow_parameters, full_deployment_name
+from flows.trigger_refs import SCHEDULE_KINDS, TriggerRef, schedule_slug, trigger_models
+from flows.trigger_schedules import INTERVAL_ANCHOR, deployment_name, flow_parameters, full_deployment_name
 
 
 def prefect_schedules(definition: Any, *, paused: set[int] | frozenset[int] = frozenset(),

@@ -16,8 +16,8 @@ from prefect.types.entrypoint import EntrypointType
 import flows.prefect.deployments as entries
 from flows.prefect.schedules import prefect_schedules
 from flows.store import triggers as trigger_store
-from flows.triggers.refs import TriggerRef
-from flows.triggers.schedules import deployment_name
+from flows.trigger_refs import TriggerRef
+from flows.trigger_schedules import deployment_name
 
 
 def runner_deployments(scheduled: dict[str, list[TriggerRef]], catalog: Any) -> list[Any]:

@@ -7,12 +7,9 @@
 * :mod:`~flows.runs.cancel`    — cancel, whatever state the run is in.
 * :mod:`~flows.runs.answers`   — answering a human task only while its run can take the answer
   (it waits; it stopped while waiting and resumes from its checkpoint; it is over).
-* :mod:`~flows.runs.execution` — one execution inside the flow body (Prefect-free), and its
-  :class:`~flows.runtime.effects.RunResult`.
-* :mod:`~flows.runs.recorder`  — the store writer the engine gets; the only writer of a run's
-  status while it executes.
-* :mod:`~flows.runs.request`   — what travels from the starter to the flow body.
-* :mod:`~flows.runs.inputs`    — checking a run's inputs against its definition.
+
+The flow body itself — one execution, its record writer, the request that reaches it and the
+input check — is the package below, :mod:`flows.execution`, which the Prefect adapter runs.
 
 A definition is data (the Plan); a run is this package's (pydantic-graph's ``Graph`` vs
 ``GraphRun``). Prefect is reached through :mod:`flows.prefect`, imported only when a run executes.

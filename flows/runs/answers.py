@@ -229,3 +229,12 @@ def answer(task_id: str, user: str | User | humans.Actor, raw_answer: Any, via: 
         log.warning("task %s: the run was not resumed", task_id, exc_info=True)
         errors.append(str(exc))
     return Answered(result.task, "prefect", f"run {result.task.run_id} resumes", errors)
+
+
+def on_run_recorded(run: Any) -> None:
+    """The ``run.recorded`` moment (:mod:`flows.moments`): a run whose process stopped keeps its
+    tasks' answers for the resumed run; any other end leaves nothing to take an answer."""
+    if run.status == "crashed":
+        run_stopped(run)
+    else:
+        run_ended(run.id, run.status, run.error)

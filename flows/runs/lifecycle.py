@@ -5,7 +5,7 @@ it the same way for all of them:
 
 * :func:`compile_definition` — the definition (a name, a path, a published version) as a
   :class:`~flows.catalog.Compiled`, or a :class:`StartRefused` with its diagnostics.
-* :func:`create` — validate the inputs once (:func:`flows.runs.inputs.validate_inputs`), pin the
+* :func:`create` — validate the inputs once (:func:`flows.execution.inputs.validate_inputs`), pin the
   content as the run's snapshot, record a ``pending`` run.
 * :func:`start` — create (unless the run was recorded already) and execute in this process on
   Prefect (:func:`flows.prefect.build.run_in_process`), blocking, through human tasks too.
@@ -16,7 +16,7 @@ it the same way for all of them:
 :func:`flows.runs.detached.start_detached` starts a run in the background (it creates the run here
 and runs ``ergon run --run-id`` for it); :func:`flows.runs.cancel.cancel` cancels one. While a run
 executes, its status is written only by the recorder this module's flow body hands the engine
-(:mod:`flows.runs.recorder`); the statuses written here are the ones before it starts and after
+(:mod:`flows.execution.recorder`); the statuses written here are the ones before it starts and after
 its process gave up (interrupted, refused by Prefect before the body ran).
 """
 
@@ -33,8 +33,8 @@ from flows.catalog import Catalog, Compiled, DefinitionNotFound
 from flows.errors import DefinitionError, ErgonError, RunError
 from flows.heap import heavy_imports
 from flows.identity import own_name
-from flows.runs.inputs import validate_inputs
-from flows.runs.request import RunRequest
+from flows.execution.inputs import validate_inputs
+from flows.execution.request import RunRequest
 from flows.runtime.effects import Listener, RunResult, no_listener
 from flows.runtime.errors import ErrorKind
 from flows.store import definitions as definition_store

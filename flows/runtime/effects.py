@@ -10,7 +10,7 @@ protocols implemented elsewhere:
   (:class:`flows.prefect.pause.PrefectPauses`: a blocking pause, a subflow of its own, or a
   suspension under a deployment).
 * :class:`RunState` — the run's status while a person is asked (``paused`` / ``running`` again).
-  The run's recorder implements it (:class:`flows.runs.recorder.StoreRecorder`), so that the
+  The run's recorder implements it (:class:`flows.execution.recorder.StoreRecorder`), so that the
   run owner stays the only writer of a run's status.
 """
 
@@ -133,7 +133,7 @@ class RunState(Protocol):
 
 @dataclass
 class Services:
-    """What bodies may call outside themselves (built for each run by :mod:`flows.runs.execution`)."""
+    """What bodies may call outside themselves (built for each run by :mod:`flows.execution.body`)."""
 
     #: run a child Plan as a sub-run: (plan, inputs, parent visit id, run type) → RunResult
     run_child: Callable[[Plan, dict[str, Any], str | None, str | None], Awaitable[RunResult]]

@@ -21,7 +21,7 @@ the state machine and may steer it through checked commands; without one, nothin
 
 The engine does not know Prefect: an :class:`Executor` runs each visit (the Prefect adapter makes
 it a Prefect task run with the node's retry policy, :mod:`flows.prefect.executor`) and a
-:class:`Recorder` writes the store (:mod:`flows.runs.recorder`).
+:class:`Recorder` writes the store (:mod:`flows.execution.recorder`).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class VisitRecord:
 
 
 class Recorder(Protocol):
-    """Writes visits and checkpoints; implemented over the store by :mod:`flows.runs.recorder`."""
+    """Writes visits and checkpoints; implemented over the store by :mod:`flows.execution.recorder`."""
 
     def start_visit(self, *, node: PlanNode, attempt: int, input: Any, parent_visit_id: str | None = None,
                     item_key: str | None = None) -> str: ...

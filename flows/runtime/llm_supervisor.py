@@ -1,6 +1,6 @@
 """The supervisor of a supervised run: one LLM conversation that hears the run's process events
 and answers with the process-control tools (the engine's side, and the rules every command is
-checked against, are :mod:`flows.runtime.supervision`; :mod:`flows.runs.execution` builds it).
+checked against, are :mod:`flows.runtime.supervision`; :mod:`flows.execution.body` builds it).
 
 The conversation lives as long as the run's flow body: a system message says what the run is
 and what the tools do; each event is one user message — the event, the current node and its
@@ -125,3 +125,21 @@ class LlmSupervisor:
             result = {"accepted": True} if v.accepted else {"accepted": False, "reason": v.reason}
             self.messages.append({"role": "tool", "tool_call_id": v.command.call_id, "name": v.command.name,
                                   "content": json.dumps(result)})
+
+
+def for_run(plan: Any, run_id: str, run_type: str | None, environments: Any) -> LlmSupervisor | None:
+    """The ``run.supervisor`` moment (:mod:`flows.moments`): the supervisor of a supervised run,
+    None for another."""
+    if run_type != "supervised":
+        return None
+    from flows.runtime.supervision import policy
+    from flows.store import run_events
+
+    def inbox() -> list[tuple[str | None, str]]:
+        return [(m.actor, str((m.args or {}).get("text", ""))) for m in run_events.take_messages(run_id)]
+
+    # the definition's `metadata.supervisor.model`, else ERGON_MODEL, else the offline model (as
+    # every model call): it travels with the run's snapshot, so a resumed run asks the same model
+    model = policy(plan, None).get("model") or None
+    return LlmSupervisor(run_id=run_id, process_name=plan.name, description=plan.description, model=model,
+                         environments=environments, inbox=inbox)

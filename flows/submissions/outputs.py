@@ -125,3 +125,11 @@ def _source(v: Any, trans: dict[str, str]) -> str:
 
 def _cell(v: Any, trans: dict[str, str]) -> str:
     return "" if v is None else f"{_text(v.value)} ({_source(v, trans)})"
+
+
+def on_run_ending(template: TemplateRun | None, context: dict[str, Any], outcome: Any) -> str | None:
+    """The ``run.ending`` moment (:mod:`flows.moments`): a template run the engine completed
+    produces its ``output_type`` before it is recorded completed; the reason it could not."""
+    if template is None or outcome.status != "completed":
+        return None
+    return produce(template, context)

@@ -115,3 +115,19 @@ class TemplateRun:
         """The context field holding the step's input data (``input``, or the parent's output)."""
         parent = node.extras.get("parent")
         return "input" if parent is None else self.plan.nodes[parent].writes[0]
+
+
+def on_run_opened(plan: Plan, run_id: str, context: dict[str, Any]) -> TemplateRun | None:
+    """The ``run.opened`` moment (:mod:`flows.moments`): a template run's submissions, None for
+    another run. A run nobody recorded an input submission for (a deployment's, a schedule's)
+    records its ``input`` as one first."""
+    from flows.store import runs as run_store
+
+    if not is_template(plan):
+        return None
+    run = run_store.require_run(run_id)
+    if run.input_submission_id is None and "input" in context:
+        sid = record_input(plan, context, created_by=run.started_by)
+        run_store.update_run(run_id, input_submission_id=sid)
+        run.input_submission_id = sid
+    return TemplateRun.for_run(plan, run)

@@ -27,7 +27,7 @@ import os
 import sys
 from typing import Any
 
-from flows.triggers.refs import TriggerRef, all_refs
+from flows.trigger_refs import TriggerRef, all_refs
 
 CHAIN_DEPTH_ENV = "ERGON_CHAIN_DEPTH"
 CHAIN_MAX_ENV = "ERGON_CHAIN_MAX_DEPTH"
@@ -117,3 +117,9 @@ def _start(ref: TriggerRef, context: dict[str, Any], depth: int, source_run_id: 
 def _warn(message: str) -> None:
     log.warning(message)
     print(f"warning: {message}", file=sys.stderr)
+
+
+def on_run_ended(definition: str, run_id: str, result: Any, catalog: Any) -> list[str]:
+    """The ``run.ended`` moment (:mod:`flows.moments`): :func:`dispatch` for the run's result."""
+    return dispatch(definition=definition, run_id=run_id, status=result.status, outcome=result.outcome,
+                    context=result.context, catalog=catalog)

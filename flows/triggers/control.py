@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from flows.triggers.refs import SCHEDULE_KINDS, TriggerRef, all_refs, find, schedule_slug
-from flows.triggers.schedules import describe
+from flows.trigger_refs import SCHEDULE_KINDS, TriggerRef, all_refs, find, schedule_slug
+from flows.trigger_schedules import describe
 
 
 @dataclass

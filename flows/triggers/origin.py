@@ -2,7 +2,7 @@
 
 Prefect's scheduler stamps every flow run it creates with ``created_by = {type: SCHEDULE,
 display_value: <schedule slug>}`` (read by :func:`flows.prefect.schedules.schedule_slug_of_current_run`);
-Ergon slugs each schedule ``trigger-<index>`` (:mod:`flows.triggers.refs`), so the slug leads
+Ergon slugs each schedule ``trigger-<index>`` (:mod:`flows.trigger_refs`), so the slug leads
 back to the exact trigger of the definition — its ``as_user``, its ``retry`` policy — even when a
 definition has several schedules acting for different people.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flows.triggers.refs import SCHEDULE_KINDS, TriggerRef, index_from_slug, refs_of
+from flows.trigger_refs import SCHEDULE_KINDS, TriggerRef, index_from_slug, refs_of
 
 
 def scheduled_trigger(plan: Any, slug: str | None) -> TriggerRef | None:

@@ -21,7 +21,16 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from flows.triggers.refs import TriggerRef
+from flows.trigger_refs import TriggerRef
+
+
+def around_run(plan: Any, request: Any, prefect_id: str | None,
+               execute_once: Callable[[], Awaitable[Any]]) -> Awaitable[Any] | None:
+    """The ``run.around`` moment (:mod:`flows.moments`): a run a schedule started (not a sub-run)
+    is executed by :func:`run_scheduled`; any other is left to the flow body."""
+    if request.trigger == "schedule" and request.parent_run_id is None:
+        return run_scheduled(plan, request, prefect_id, execute_once)
+    return None
 
 
 def backoff_delays(policy: Any) -> list[float]:
@@ -41,7 +50,7 @@ async def run_scheduled(plan: Any, request: Any, prefect_id: str | None,
                         execute_once: Callable[[], Awaitable[Any]]) -> Any:
     """Run a schedule-started flow body: act for the trigger, record it, retry on failure.
 
-    ``request`` is the run's :class:`~flows.runs.request.RunRequest` (its ``schedule_slug`` names
+    ``request`` is the run's :class:`~flows.execution.request.RunRequest` (its ``schedule_slug`` names
     the schedule), ``prefect_id`` the flow run, ``execute_once`` one execution of the body."""
     from flows.store import runs as run_store
     from flows.triggers.origin import scheduled_trigger

@@ -1,7 +1,7 @@
 """`ergon serve`: every triggered definition of the folder, from one local process.
 
 * Definitions with cron/interval triggers become Prefect deployments (one per definition, one
-  schedule per trigger — :mod:`flows.triggers.schedules`) served with Prefect's ``serve``
+  schedule per trigger — :mod:`flows.trigger_schedules`) served with Prefect's ``serve``
   (:mod:`flows.prefect.serve`). Their entrypoint is the module attribute
   ``flows.prefect.deployments.flow_<name>`` (the same flows
   ``ergon deploy`` gives workers); the runner starts each scheduled run in its own subprocess,
@@ -22,7 +22,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from flows.triggers.refs import SCHEDULE_KINDS, TriggerRef, all_refs
+from flows.trigger_refs import SCHEDULE_KINDS, TriggerRef, all_refs
 
 
 @dataclass

@@ -39,7 +39,7 @@ from typing import Any, cast
 from flows.store.models import RunTrigger
 from flows.submissions.records import SubmissionEvent
 from flows.triggers.chaining import CHAIN_DEPTH_ENV, CHAIN_MAX_ENV, chain_depth, max_depth
-from flows.triggers.refs import TriggerRef, all_refs
+from flows.trigger_refs import TriggerRef, all_refs
 
 log = logging.getLogger("ergon.triggers")
 

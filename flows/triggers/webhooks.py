@@ -40,7 +40,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from flows.triggers.refs import TriggerRef
+from flows.trigger_refs import TriggerRef
 
 SIGNATURE_HEADER = "X-Ergon-Signature"
 TIMESTAMP_HEADER = "X-Ergon-Timestamp"

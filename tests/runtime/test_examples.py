@@ -27,7 +27,7 @@ CASES = {
 def test_example_runs_on_the_offline_model(name, prefect_api, store, monkeypatch):
     from flows.catalog import Catalog
     from flows import runs
-    from flows.runs.inputs import validate_inputs
+    from flows.execution.inputs import validate_inputs
     from flows.llm.offline import example_for_schema
 
     monkeypatch.setenv("ERGON_DEFINITIONS", str(DEFINITIONS))

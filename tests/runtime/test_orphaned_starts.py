@@ -115,7 +115,7 @@ def test_a_flow_run_whose_process_died_before_the_run_knew_it_is_crashed_too(pre
         import os
         from flows import runs
         from flows.catalog import Catalog
-        from flows.runs import recorder
+        from flows.execution import recorder
 
         def dies(*args, **kwargs):  # the kill lands as the flow body begins
             os._exit(9)

@@ -371,7 +371,7 @@ def test_invalid_input_is_refused_before_running(run_def):
     from flows import runs
     from flows.catalog import Catalog
     from flows.prefect.build import build_flow
-    from flows.runs.inputs import validate_inputs
+    from flows.execution.inputs import validate_inputs
     from flows.store import runs as run_store
 
     text = process("needs_x", {"x": "{type: integer}"}, """

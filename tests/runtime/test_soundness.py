@@ -393,7 +393,7 @@ def _check(root_id: str, catalog: Any, root: Plan) -> list[str]:
 def test_a_definition_that_checks_clean_runs_as_written(name, corpus, request):
     from flows.catalog import Catalog
     from flows.llm.offline import SEED_ENV
-    from flows.runs.inputs import validate_inputs
+    from flows.execution.inputs import validate_inputs
 
     catalog = Catalog.load()
     compiled = catalog.compile(name)

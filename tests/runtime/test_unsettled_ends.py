@@ -35,7 +35,7 @@ def test_a_run_killed_between_its_end_and_prefect_hearing_it_gets_its_flow_run_c
         import os
         from flows import runs
         from flows.catalog import Catalog
-        from flows.runs.recorder import StoreRecorder
+        from flows.execution.recorder import StoreRecorder
 
         recorded = StoreRecorder.end
         def end_then_die(self, status, *args, **kwargs):

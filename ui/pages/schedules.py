@@ -12,7 +12,7 @@ import streamlit as st
 
 from flows.runs import StartRefused
 from flows.triggers import control
-from flows.triggers.refs import SCHEDULE_KINDS, UnknownTrigger
+from flows.trigger_refs import SCHEDULE_KINDS, UnknownTrigger
 from ui import auth, nav
 from ui import catalog as cat
 from ui import format as fmt

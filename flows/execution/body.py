@@ -10,13 +10,17 @@ sub-run — and turns the :class:`RunResult` into a Prefect state.
   deployment started it). A fresh run gets its initial context here; its inputs are validated
   here only when nobody did before (a run Prefect or a parent run started), so each run's inputs
   are checked exactly once.
-* A run a schedule started acts for its trigger's ``as_user`` and is retried per the trigger's
-  ``retry`` policy by re-entering this body (:mod:`flows.triggers.retries`).
-* When the run completes, the definitions whose ``on_complete`` trigger waits for it start
-  (:mod:`flows.triggers.chaining`, never raises).
+* What happens around the execution is called through the ``run.*`` moments of
+  :mod:`flows.moments`, so this package imports none of it: a run a schedule started acts for its
+  trigger's ``as_user`` and is retried per the trigger's ``retry`` policy by re-entering this body
+  (``run.around``, :mod:`flows.triggers.retries`); a template run gets its submissions
+  (``run.opened``) and produces its output before it is recorded completed (``run.ending``,
+  :mod:`flows.submissions`); a supervised run gets its supervisor (``run.supervisor``); when the
+  run ends, the definitions whose ``on_complete`` trigger waits for it start (``run.ended``,
+  :mod:`flows.triggers.chaining`, never raises).
 * When its process is stopped (SIGTERM) the run is recorded ``crashed`` — it resumes from its
-  checkpoint, and a task it waited for keeps an answer for it (:mod:`flows.runs.answers`) —
-  unless the orchestrator stopped the process to cancel the run.
+  checkpoint, and a task it waited for keeps an answer for it (``run.recorded``,
+  :mod:`flows.runs.answers`) — unless the orchestrator stopped the process to cancel the run.
 """
 
 from __future__ import annotations
@@ -24,20 +28,20 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+from dataclasses import replace
 from typing import Any, Protocol
 
 from compiler.plan import Plan
+from flows import moments
 from flows.llm.records import REUSE_LOOKUP
-from flows.runs.inputs import context_problems
-from flows.runs.recorder import StoreRecorder
-from flows.runs.request import RunRequest
+from flows.execution.inputs import context_problems
+from flows.execution.recorder import StoreRecorder
+from flows.execution.request import RunRequest
 from flows.runtime.effects import Pauses, RunResult, Services
 from flows.runtime.engine import Engine, Executor
-from flows.runtime.supervision import Supervisor
 from flows.runtime.errors import ErrorKind, NodeFailed
 from flows.settings import max_subprocess_depth
 from flows.store import definitions as definition_store
-from flows.store import runs as run_store
 
 #: How often a running run's record is touched, so that a dead process can be told from a slow one.
 HEARTBEAT_SECONDS = 15.0
@@ -66,17 +70,23 @@ class Backend(Protocol):
 
 async def execute(plan: Plan, params: dict[str, Any], request: RunRequest, backend: Backend) -> RunResult:
     """The body of every compiled flow (see the module docstring)."""
-    if request.trigger == "schedule" and request.parent_run_id is None:
-        from flows.triggers.retries import run_scheduled
 
-        return await run_scheduled(plan, request, backend.flow_run_id,
-                                   lambda: _execute_once(plan, params, request, backend))
-    return await _execute_once(plan, params, request, backend)
+    if request.catalog is None:  # read once: each attempt and the end's hooks see the same folder
+        request.catalog = _default_catalog()
+
+    def once() -> Any:
+        return _execute_once(plan, params, request, backend)
+
+    taken = moments.first("run.around", plan, request, backend.flow_run_id, once)
+    result = await (taken if taken is not None else once())
+    if result is not None:
+        moments.call("run.ended", plan.name, result.run_id, result, request.catalog)
+    return result
 
 
 async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest, backend: Backend) -> RunResult:
     inputs = {k: v for k, v in params.items() if v is not None}
-    catalog = request.catalog or _default_catalog()
+    catalog = request.catalog
     recorder = StoreRecorder.open(plan, request=request, prefect_flow_run_id=backend.flow_run_id, inputs=inputs,
                                   host=socket.gethostname(), pid=os.getpid(), catalog_sources=catalog.sources)
     if recorder.fresh:
@@ -92,7 +102,7 @@ async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest,
         recorder.set_context(context)
     else:
         context = recorder.context
-    template = _template_run(plan, recorder.run_id, context)
+    template = moments.first("run.opened", plan, recorder.run_id, context)
 
     async def run_child(child: Plan, child_inputs: dict[str, Any], parent_visit_id: str | None,
                         run_type: str | None = None) -> RunResult:
@@ -118,7 +128,9 @@ async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest,
                                       listener=request.listener, pauses=backend.pauses, run_state=recorder,
                                       run_workstream=getattr(backend, "run_workstream", None),
                                       template=template),
-                    listener=request.listener, supervisor=_supervisor(plan, request, recorder, catalog))
+                    listener=request.listener,
+                    supervisor=moments.first("run.supervisor", plan, recorder.run_id, recorder.run_type,
+                                             catalog.environments()))
     heartbeat = asyncio.ensure_future(_heartbeat(recorder))
     reuse_token = REUSE_LOOKUP.set(not recorder.fresh)  # resumed: model answers of unfinished visits are reused
     try:
@@ -137,54 +149,12 @@ async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest,
     finally:
         heartbeat.cancel()
         REUSE_LOOKUP.reset(reuse_token)
-    if template is not None and outcome.status == "completed":
-        from dataclasses import replace
-
-        from flows.submissions.outputs import produce
-
-        problem = produce(template, engine.context)  # its output_type, before anyone sees the run completed
-        if problem is not None:
-            outcome = replace(outcome, status="failed", error=problem, error_kind="definition")
+    problem = next((p for p in moments.call("run.ending", template, engine.context, outcome) if p), None)
+    if problem is not None:  # before anyone sees the run completed
+        outcome = replace(outcome, status="failed", error=problem, error_kind="definition")
     recorder.end(outcome.status, outcome.outcome, outcome.context, outcome.error, outcome.error_kind)
-    from flows.triggers.chaining import dispatch
-
-    dispatch(definition=plan.name, run_id=recorder.run_id, status=outcome.status, outcome=outcome.outcome,
-             context=outcome.context, catalog=catalog)
     return RunResult(recorder.run_id, outcome.status, outcome.outcome, outcome.context, outcome.error,
                      outcome.error_kind)
-
-
-def _template_run(plan: Plan, run_id: str, context: dict[str, Any]) -> Any:
-    """A template run's submissions; a run nobody recorded an input submission for (a deployment's,
-    a schedule's) records its ``input`` as one first."""
-    from flows.submissions import template_runs
-
-    if not template_runs.is_template(plan):
-        return None
-    run = run_store.require_run(run_id)
-    if run.input_submission_id is None and "input" in context:
-        sid = template_runs.record_input(plan, context, created_by=run.started_by)
-        run_store.update_run(run_id, input_submission_id=sid)
-        run.input_submission_id = sid
-    return template_runs.TemplateRun.for_run(plan, run)
-
-
-def _supervisor(plan: Plan, request: RunRequest, recorder: StoreRecorder, catalog: Any) -> Supervisor | None:
-    """The supervisor of a supervised run (:mod:`flows.runtime.llm_supervisor`), else None."""
-    if recorder.run_type != "supervised":
-        return None
-    from flows.runtime.llm_supervisor import LlmSupervisor
-    from flows.runtime.supervision import policy
-    from flows.store import run_events
-
-    def inbox() -> list[tuple[str | None, str]]:
-        return [(m.actor, str((m.args or {}).get("text", ""))) for m in run_events.take_messages(recorder.run_id)]
-
-    # the definition's `metadata.supervisor.model`, else ERGON_MODEL, else the offline model (as
-    # every model call): it travels with the run's snapshot, so a resumed run asks the same model
-    model = policy(plan, None).get("model") or None
-    return LlmSupervisor(run_id=recorder.run_id, process_name=plan.name, description=plan.description, model=model,
-                         environments=catalog.environments(), inbox=inbox)
 
 
 async def _heartbeat(recorder: StoreRecorder, every: float = HEARTBEAT_SECONDS) -> None:

@@ -1,6 +1,6 @@
 """The engine's :class:`~flows.runtime.engine.Recorder`, writing Ergon's store: the run's one writer while it executes.
 
-One ``StoreRecorder`` per flow-run execution, made by :mod:`flows.runs.execution` and handed to
+One ``StoreRecorder`` per flow-run execution, made by :mod:`flows.execution.body` and handed to
 the engine (as its recorder) and to the bodies (as their ``RunState`` port): while a run
 executes, nothing else writes its status. :meth:`StoreRecorder.open` finds the run the flow
 is executing — the one the caller created (``ergon run``, a parent flow, ``ergon runs resume``),
@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from compiler.plan import Plan, PlanNode
-from flows.runs.request import RunRequest
+from flows import moments
+from flows.execution.request import RunRequest
 from flows.runtime.effects import TASK_RUN_ID, RunResult
 from flows.runtime.engine import VisitRecord
 from flows.runtime.errors import ErrorKind
@@ -75,14 +76,9 @@ class StoreRecorder:
 
     def end(self, status: RunStatus, outcome: str | None, context: dict[str, Any], error: str | None,
             error_kind: ErrorKind | None = None) -> None:
-        from flows.runs import answers
-
         run = run_store.set_run_status(self.run_id, status, outcome=outcome, error=error, error_kind=error_kind,
                                        context=context)
-        if status == "crashed":
-            answers.run_stopped(run)  # its tasks keep their answers for the resumed run
-        else:
-            answers.run_ended(self.run_id, status, error)  # nothing can take an answer any more
+        moments.call("run.recorded", run)  # what its human tasks become (flows.runs.answers)
 
     def heartbeat(self) -> None:
         run_store.heartbeat(self.run_id)
