@@ -202,12 +202,24 @@ def parse_answer(content: str | None, schema: dict[str, Any]) -> tuple[dict[str,
     return (value, []) if not problems else (None, problems)
 
 
-async def run_agent(task: AgentTask, *, environments: Any = None) -> AgentResult:
+class Toolbox(Protocol):
+    """The tools an agent calls (:mod:`flows.tools.invoke` is one): given by the caller, so the
+    model layer does not import the tools, some of which ask a model themselves."""
+
+    async def tool_definitions(self, names: list[str]) -> list[dict[str, Any]]:
+        """OpenAI-style function definitions of ``names`` (what the model is offered)."""
+        ...
+
+    async def invoke(self, name: str, args: dict[str, Any] | None = None) -> Any:
+        """Call tool ``name`` with ``args``; its JSON-normalised result."""
+        ...
+
+
+async def run_agent(task: AgentTask, *, toolbox: Toolbox, environments: Any = None) -> AgentResult:
     """Run the tool loop until a valid final answer (or fail with a reason)."""
     from flows.llm.gateway import complete
-    from flows.tools.invoke import invoke, tool_definitions
 
-    tools = await tool_definitions(task.tools)  # also asks HTTP tool servers for names they provide
+    tools = await toolbox.tool_definitions(task.tools)  # also asks HTTP tool servers for names they provide
     allowed = {t["function"]["name"] for t in tools}
     hooks = task.hooks
     exempt = hooks.repeat_exempt if hooks is not None else frozenset()
@@ -252,7 +264,7 @@ async def run_agent(task: AgentTask, *, environments: Any = None) -> AgentResult
                     if hooks is not None:
                         hooks.report("executing_tool", iteration - 1, tool=call.name, message=resp.content)
                     try:
-                        result = await invoke(call.name, call.arguments)
+                        result = await toolbox.invoke(call.name, call.arguments)
                     except Exception as exc:  # noqa: BLE001 - the model sees the error and may recover
                         result = {"error": str(exc)}
                 messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name,

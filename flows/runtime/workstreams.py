@@ -64,6 +64,7 @@ from typing import Any
 
 from compiler.tools import WORKSTREAM_TOOLS
 from flows.llm.agent import CONTEXT_BEGIN, CONTEXT_END, AgentTask, Held, Phase, run_agent, strip_fences
+from flows.tools import invoke as toolbox
 from flows.tools.context import CURRENT, ToolContext
 from flows.tools.errors import ToolError
 
@@ -337,7 +338,7 @@ class Child:
                                         started_by=hub.started_by, environments=hub.environments,
                                         workstream_id=self.row_id, artifact_prefix=f"workstreams/{spec.key}/"))
         try:
-            return await run_agent(task, environments=hub.environments)
+            return await run_agent(task, toolbox=toolbox, environments=hub.environments)
         finally:
             CURRENT.reset(token)
 

@@ -11,6 +11,7 @@ import pytest
 
 from flows.llm.agent import AgentTask, run_agent
 from flows.runtime.workstreams import Workstreams
+from flows.tools import invoke as toolbox
 from flows.tools.context import CURRENT, ToolContext
 from flows.tools.errors import ToolError
 from workstream_defs import text_of
@@ -45,7 +46,7 @@ async def drive(run_id, visit_id, envs) -> tuple[dict, Workstreams]:
                      hooks=hub, max_iterations=30)
     token = CURRENT.set(ToolContext(run_id=run_id, visit_id=visit_id, workstreams=hub, environments=envs))
     try:
-        result = await run_agent(task, environments=envs)
+        result = await run_agent(task, toolbox=toolbox, environments=envs)
     finally:
         await hub.close()
         CURRENT.reset(token)
@@ -180,7 +181,7 @@ def test_the_offline_model_runs_an_agent_that_may_delegate(run_id, lead_visit):
                          hooks=hub)
         token = CURRENT.set(ToolContext(run_id=run_id, visit_id=lead_visit, workstreams=hub))
         try:
-            return (await run_agent(task)).output
+            return (await run_agent(task, toolbox=toolbox)).output
         finally:
             await hub.close()
             CURRENT.reset(token)

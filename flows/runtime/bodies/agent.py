@@ -27,6 +27,7 @@ from flows.runtime.bodies.llm import budget_guard, model_of, update_from
 from flows.runtime.effects import Effect, Services
 from flows.runtime.errors import NodeFailed
 from flows.runtime.workstreams import Workstreams, uses_workstreams
+from flows.tools import invoke as toolbox
 from flows.tools.context import CURRENT, ToolContext
 
 
@@ -89,7 +90,7 @@ async def run_task(node: PlanNode, task: AgentTask, services: Services, visit_id
                                     ask=functools.partial(ask_person, services, visit_id=visit_id),
                                     environments=services.environments, workstreams=hub))
     try:
-        return await run_agent(task, environments=services.environments)
+        return await run_agent(task, toolbox=toolbox, environments=services.environments)
     except LlmError as exc:
         raise NodeFailed(f"agent `{node.id}`: {exc}") from exc
     finally:
