@@ -45,7 +45,7 @@ def serve(
         Most scheduled runs executing at once (default: no limit).
     """
     from flows.catalog import Catalog
-    from flows.triggers.serve import plan_serve, serve_forever
+    from flows.triggers.serve import leave_deployed, plan_serve, serve_forever
 
     _prepare()
     catalog = Catalog.load()
@@ -54,7 +54,16 @@ def serve(
         err.print(f"[yellow]not serving {name}: it has {len(diagnostics)} error(s)[/] (ergon check)")
         for d in diagnostics[:3]:
             err.print(f"  {d.format()}", markup=False)
+    if plan.scheduled:
+        leave_deployed(plan)
+    for name, (pool, refs) in sorted(plan.on_pools.items()):
+        for ref in refs:
+            out.print(f"schedule [bold]{ref.name}[/] runs on work pool {pool} (deployment {name}/{name}, "
+                      "from `ergon deploy`): not served here")
     if plan.empty:
+        if plan.on_pools:
+            return error("nothing left to serve here: every scheduled definition runs on its work pool's workers",
+                         code=1)
         return error("no definition in the folder has triggers to serve "
                   "(add `triggers:` with cron, interval, webhook, on_complete or on_submission_*)")
 

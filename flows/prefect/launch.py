@@ -65,6 +65,19 @@ def deployment_for(definition: str, version: int | None, content_version: str) -
     return Deployed(str(deployment.id), name, deployment.work_pool_name)
 
 
+def work_pool_of(definition: str) -> str | None:
+    """The work pool of ``definition``'s deployment (``ergon deploy`` made it), None when it has
+    none or none with a pool (``ergon serve``'s own deployments have none)."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    with get_client(sync_client=True) as client:
+        try:
+            return client.read_deployment_by_name(f"{definition}/{definition}").work_pool_name
+        except ObjectNotFound:
+            return None
+
+
 def start_flow_run(deployed: Deployed, *, run_id: str, parameters: dict[str, Any], tags: list[str],
                    env: dict[str, str] | None = None) -> str:
     """Create the flow run of ``deployed`` that executes Ergon run ``run_id``; its id. ``env``

@@ -11,6 +11,10 @@
   start when serve (or a worker) is back. A failed run changes nothing in its schedule.
 * Webhook triggers get the HTTP server of :mod:`flows.triggers.webhooks` on 127.0.0.1.
 * On-complete triggers need nothing here: the finishing run dispatches them.
+* A definition ``ergon deploy`` gave a work pool is not served: its deployment carries its
+  schedules and its pool's workers run them. Serving it too would register ``serve``'s deployment
+  under the same name, taking the schedules — and every run started through the deployment — off
+  the pool and onto this host (:func:`leave_deployed`).
 
 Definitions that do not compile are reported and left out; the others are served.
 """
@@ -33,6 +37,7 @@ class ServePlan:
     webhooks: list[TriggerRef] = field(default_factory=list)
     chained: list[TriggerRef] = field(default_factory=list)
     broken: dict[str, list[Any]] = field(default_factory=dict)  # definition → diagnostics
+    on_pools: dict[str, tuple[str, list[TriggerRef]]] = field(default_factory=dict)  # definition → (pool, schedules)
 
     @property
     def empty(self) -> bool:
@@ -62,6 +67,17 @@ def plan_serve(catalog: Any) -> ServePlan:
         else:
             plan.chained.append(ref)
     return plan
+
+
+def leave_deployed(plan: ServePlan) -> None:
+    """Move the scheduled definitions that have a deployment on a work pool to ``plan.on_pools``:
+    their schedules are the deployment's, run by the pool's workers, not by this process."""
+    from flows.prefect.launch import work_pool_of
+
+    for definition in list(plan.scheduled):
+        pool = work_pool_of(definition)
+        if pool:
+            plan.on_pools[definition] = (pool, plan.scheduled.pop(definition))
 
 
 def pin_environment() -> None:
