@@ -453,6 +453,14 @@ def dashboard(api: str, store: str, home: Path, keys: str) -> Iterator[None]:
             yield
     finally:
         db.dispose_all()
+        # Prefect's event and log workers of this process made their clients for the fleet's API
+        # (one worker per process, whatever the API): sent now, while that server is up, and
+        # stopped, so the next event or log line makes a worker for the session's server.
+        from prefect.events.worker import EventsWorker
+        from prefect.logging.handlers import APILogWorker
+
+        EventsWorker.drain_all(timeout=30, at_exit=False)
+        APILogWorker.drain_all(timeout=30, at_exit=False)
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)

@@ -55,7 +55,9 @@ def test_the_ui_of_a_server_off_the_default_port_calls_that_server(default_port_
     assert settings["api_url"] == info.url, "the UI must send its API calls to Ergon's server"
     assert server.ui_url(info) == base
 
+    # from a folder of its own, as a user's project: a prefect.toml where the tests run (the
+    # demo's, say) would name another API
     status = subprocess.run([sys.executable, "-m", "flows.cli", "server", "status"], capture_output=True, text=True,
-                            timeout=60)
+                            timeout=60, cwd=own_home)
     assert status.returncode == 0, status.stderr
     assert info.url in status.stdout and f"UI at {base}" in status.stdout
