@@ -170,7 +170,11 @@ class WebhookServer:
             started = self._start_run(ref, {**ref.trigger.input, **payload})
         except StartRefused as exc:
             return 422, {"error": "invalid inputs", "problems": [p.as_dict() for p in exc.problems]}
-        _note_run(ref, started.run_id)
+        try:
+            _note_run(ref, started.run_id)
+        except Exception:  # noqa: BLE001 - the run started: an error answer would make the sender send it again
+            log.exception("webhook %s: run %s started, but the trigger's last run could not be recorded",
+                          ref.name, started.run_id)
         log.info("webhook %s: run %s started %s", ref.name, started.run_id, started.where)
         return 202, {"run_id": started.run_id, "definition": ref.definition, "trigger": ref.name,
                      "deployment": started.deployment, "work_pool": started.work_pool,
