@@ -153,7 +153,7 @@ def _report(outcome, checked, events, missing, excused) -> None:
     for problem in checked.problems[:10]:
         print(f"    problem: {problem}")
     print(f"  Ergon events in Prefect's event API: {len(events)}; missing or wrong: {len(missing)}; missing for "
-          f"moments while the Prefect server was away: {len(excused)}")
+          f"moments while the Prefect server was away or sent by a killed process: {len(excused)}")
     for line in (missing + excused)[:6]:
         print(f"    events: {line}")
     if outcome.stalled:

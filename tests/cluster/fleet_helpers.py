@@ -850,16 +850,21 @@ def ergon_events(since: Any) -> list[Any]:
 #: events of moments up to this long after the server answers again may still be lost: a flow
 #: run's events client gives up after its reconnection attempts and drops them
 OUTAGE_GRACE_SECONDS = 5.0
+#: Prefect's server persists the events it received in batches, at least every this many seconds
+#: (``PREFECT_SERVER_SERVICES_EVENT_PERSISTER_FLUSH_INTERVAL``, default 5): a server stopped loses
+#: the batch it had not written, so moments this long before the outage may lack their events too.
+PERSISTER_FLUSH_SECONDS = 5.0
 
 
 def _while_away(outcome: Outcome, at: Any) -> bool:
-    """Whether a moment of the store (``at``) fell while the Prefect server was away."""
+    """Whether a moment of the store (``at``) fell while the Prefect server was away, or in the
+    last flush interval before it went away."""
     from datetime import timedelta
 
     if outcome.outage is None or at is None:
         return False
     down, up = outcome.outage
-    return down <= _aware(at) <= up + timedelta(seconds=OUTAGE_GRACE_SECONDS)
+    return down - timedelta(seconds=PERSISTER_FLUSH_SECONDS) <= _aware(at) <= up + timedelta(seconds=OUTAGE_GRACE_SECONDS)
 
 
 def event_problems(outcome: Outcome, events: list[Any]) -> tuple[list[str], list[str]]:
@@ -867,9 +872,12 @@ def event_problems(outcome: Outcome, events: list[Any]) -> tuple[list[str], list
     the moments excused: a started event (at least one: a resumed run starts again) and exactly
     one completed event per completed run, with the definition's label and related to the flow run that
     completed it; exactly one created and one answered event per task, related to its run. A
-    moment the store dates within the Prefect server's outage (:data:`OUTAGE_GRACE_SECONDS`
-    after it included) may lack its event: a process's events client drops what it cannot send
-    after ten reconnection attempts; such moments are listed as excused, not as problems."""
+    moment the store dates within the Prefect server's outage (:data:`PERSISTER_FLUSH_SECONDS`
+    before it and :data:`OUTAGE_GRACE_SECONDS` after it included) may lack its event: a process's
+    events client drops what it cannot send after ten reconnection attempts, and a stopped server
+    loses the events it had not persisted. So may the start of a run in flight on the killed worker
+    host (the process that took it up was killed with whatever its events client had not sent yet).
+    Such moments are listed as excused, not as problems."""
     from flows.store import runs as run_store
     from flows.store import tasks as task_store
 
@@ -877,12 +885,14 @@ def event_problems(outcome: Outcome, events: list[Any]) -> tuple[list[str], list
     problems: list[str] = []
     excused: list[str] = []
 
-    def expect(name: str, resource: str, at: Any, *, at_least: bool = False) -> bool:
+    def expect(name: str, resource: str, at: Any, *, at_least: bool = False, killed: bool = False) -> bool:
         count = seen[(name, resource)]
         if (count >= 1) if at_least else (count == 1):
             return True
         if count == 0 and _while_away(outcome, at):
             excused.append(f"{name} of {resource} at {at} (server away)")
+        elif count == 0 and killed:
+            excused.append(f"{name} of {resource} (sent by a process killed with SIGKILL)")
         else:
             problems.append(f"{resource}: {count} {name} events")
         return False
@@ -892,7 +902,7 @@ def event_problems(outcome: Outcome, events: list[Any]) -> tuple[list[str], list
         if run.status != "completed":
             continue  # lost: the audit says so
         resource = f"ergon.run.{run_id}"
-        expect("ergon.run.started", resource, run.started_at, at_least=True)
+        expect("ergon.run.started", resource, run.started_at, at_least=True, killed=run_id in outcome.killed_runs)
         if expect("ergon.run.completed", resource, run.ended_at):
             completed = next(e for e in events if e.event == "ergon.run.completed" and e.resource.id == resource)
             if completed.resource.get("ergon.definition") != DEFINITION:
