@@ -33,8 +33,9 @@ the run's, as if the body did it itself):
 * ``run.ending`` — ``(template, context, outcome)``: the engine ended ``outcome`` (a completed
   template run's output is produced here); the reason the run fails instead, or None.
 * ``run.recorded`` — ``(run)``: the run's end is in the store (every end, crashes included).
-* ``run.ended`` — ``(definition, run_id, outcome, catalog)``: the run returned from the body
-  (``on_complete`` chains start here; that hook never raises).
+* ``run.ended`` — ``(definition, result, catalog)``: the run returned from the body with
+  ``result``, its :class:`~flows.runtime.effects.RunResult` (``on_complete`` chains start here;
+  that hook never raises).
 
 :func:`on` adds a hook in one process (tests).
 """

@@ -45,6 +45,7 @@ def serve(
         Most scheduled runs executing at once (default: no limit).
     """
     from flows.catalog import Catalog
+    from flows.trigger_schedules import full_deployment_name
     from flows.triggers.serve import leave_deployed, plan_serve, serve_forever
 
     _prepare()
@@ -54,11 +55,10 @@ def serve(
         err.print(f"[yellow]not serving {name}: it has {len(diagnostics)} error(s)[/] (ergon check)")
         for d in diagnostics[:3]:
             err.print(f"  {d.format()}", markup=False)
-    if plan.scheduled:
-        leave_deployed(plan)
+    leave_deployed(plan)
     for name, (pool, refs) in sorted(plan.on_pools.items()):
         for ref in refs:
-            out.print(f"schedule [bold]{ref.name}[/] runs on work pool {pool} (deployment {name}/{name}, "
+            out.print(f"schedule [bold]{ref.name}[/] runs on work pool {pool} (deployment {full_deployment_name(name)}, "
                       "from `ergon deploy`): not served here")
     if plan.empty:
         if plan.on_pools:

@@ -80,7 +80,7 @@ async def execute(plan: Plan, params: dict[str, Any], request: RunRequest, backe
     taken = moments.first("run.around", plan, request, backend.flow_run_id, once)
     result = await (taken if taken is not None else once())
     if result is not None:
-        moments.call("run.ended", plan.name, result.run_id, result, request.catalog)
+        moments.call("run.ended", plan.name, result, request.catalog)
     return result
 
 

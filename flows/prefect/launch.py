@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from flows.trigger_schedules import full_deployment_name
+
 #: The tag of a flow run Ergon created for a run it recorded first (its name is the run's id).
 RUN_TAG = "ergon:run"
 
@@ -49,7 +51,7 @@ def deployment_for(definition: str, version: int | None, content_version: str) -
 
     from flows.prefect.deployments import entrypoint
 
-    name = f"{definition}/{definition}"
+    name = full_deployment_name(definition)
     with get_client(sync_client=True) as client:
         try:
             deployment = client.read_deployment_by_name(name)
@@ -73,7 +75,7 @@ def work_pool_of(definition: str) -> str | None:
 
     with get_client(sync_client=True) as client:
         try:
-            return client.read_deployment_by_name(f"{definition}/{definition}").work_pool_name
+            return client.read_deployment_by_name(full_deployment_name(definition)).work_pool_name
         except ObjectNotFound:
             return None
 
@@ -109,7 +111,6 @@ def lost_runs(flow_runs: dict[str, str], *, take_up_seconds: float) -> dict[str,
     or running for longer than ``take_up_seconds`` without taking the run up (its worker or its
     process was killed). Flow runs still waiting for a worker (scheduled, late) are not lost."""
     from datetime import datetime, timezone
-    from uuid import UUID
 
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId

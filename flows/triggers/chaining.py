@@ -119,7 +119,7 @@ def _warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr)
 
 
-def on_run_ended(definition: str, run_id: str, result: Any, catalog: Any) -> list[str]:
+def on_run_ended(definition: str, result: Any, catalog: Any) -> list[str]:
     """The ``run.ended`` moment (:mod:`flows.moments`): :func:`dispatch` for the run's result."""
-    return dispatch(definition=definition, run_id=run_id, status=result.status, outcome=result.outcome,
+    return dispatch(definition=definition, run_id=result.run_id, status=result.status, outcome=result.outcome,
                     context=result.context, catalog=catalog)

@@ -71,7 +71,10 @@ def plan_serve(catalog: Any) -> ServePlan:
 
 def leave_deployed(plan: ServePlan) -> None:
     """Move the scheduled definitions that have a deployment on a work pool to ``plan.on_pools``:
-    their schedules are the deployment's, run by the pool's workers, not by this process."""
+    their schedules are the deployment's, run by the pool's workers, not by this process. Prefect
+    is asked only when there are scheduled definitions."""
+    if not plan.scheduled:
+        return
     from flows.prefect.launch import work_pool_of
 
     for definition in list(plan.scheduled):
