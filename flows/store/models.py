@@ -561,6 +561,18 @@ class SignIn(SQLModel, table=True):
     revoked_at: datetime | None = None
 
 
+class SignInFailure(SQLModel, table=True):
+    """A refused dashboard sign-in. The recent ones throttle further attempts for the same user
+    name and from the same address, in every dashboard process that shares the store."""
+
+    __tablename__ = "sign_in_failures"
+
+    id: str = _id()
+    user_name: str = Field(index=True)  # as typed: names that exist nowhere count too
+    address: str = Field(index=True)
+    at: datetime = Field(default_factory=utcnow, index=True)
+
+
 # --- secrets and triggers ----------------------------------------------------------------------
 
 
@@ -593,3 +605,16 @@ class TriggerState(SQLModel, table=True):
     last_run_at: datetime | None = None
     next_run_at: datetime | None = None
     created_by: str | None = None
+
+
+class WebhookDelivery(SQLModel, table=True):
+    """A webhook request Ergon accepted, kept while its timestamp is inside the replay window: the
+    same signature again is a replay, whichever ``ergon serve`` process it reaches and whether or
+    not that process restarted since."""
+
+    __tablename__ = "webhook_deliveries"
+
+    signature: str = Field(primary_key=True, max_length=64)  # SHA-256 (hex) of the signature header
+    definition_name: str
+    received_at: datetime = _created()
+    expires_at: datetime = Field(index=True)
