@@ -5,6 +5,10 @@
 server ``streamlit run`` uses for a plain script), so the sign-in form and the dashboard share
 one origin, one port and one process: the cookie the form sets is the one every page's
 WebSocket sends back.
+
+A dashboard setting the dashboard cannot use (``ERGON_UI_SESSION_HOURS``, see ``ui/session.py``)
+stops the server here, as it starts, with one sentence naming it: ``ergon ui`` checks the same
+before it starts Streamlit, and this check covers a server started any other way.
 """
 
 from __future__ import annotations
@@ -19,6 +23,10 @@ _ROOT = str(Path(__file__).resolve().parents[1])
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
+from ui.session import setting_error  # noqa: E402
 from ui.web import routes  # noqa: E402
+
+if (_problem := setting_error()) is not None:
+    raise SystemExit(f"error: {_problem}")
 
 app = st.App(Path(__file__).with_name("app.py"), routes=routes())

@@ -5,7 +5,10 @@ endpoints of ``ui/web.py`` as one ``st.App``; through ``ui/serve.py``, which fix
 on a fresh server) in the foreground (Ctrl-C stops it), from the installed ``ui`` package, with
 the settings of ``ui/streamlit.toml``: headless, bound to 127.0.0.1 by default, Streamlit's
 usage statistics off and no file watcher (the dashboard is not being edited while it serves). ``ERGON_UI_REQUIRE_LOGIN=1`` makes every page
-ask for a sign-in (by default viewing is open and acting needs one; see ``ui/auth.py``).
+ask for a sign-in (by default viewing is open and acting needs one; see ``ui/auth.py``). A
+setting the dashboard cannot use (``ERGON_UI_SESSION_HOURS`` out of its range, see
+``ui/session.py``) makes the command refuse to start, with one sentence naming it, instead of
+failing at the first sign-in.
 
 On POSIX the command *becomes* Streamlit (``exec``) instead of starting it as a child: a signal
 sent to ``ergon ui`` (SIGTERM from a service manager or ``kill``, SIGHUP from a closed terminal)
@@ -64,6 +67,12 @@ def ui(*, port: int = 8501, host: str = "127.0.0.1") -> int:
     missing = next((f for f in (APP, SERVER, CONFIG) if not f.is_file()), None)
     if missing is not None:
         print(f"error: the dashboard is missing ({missing}); reinstall Ergon", file=sys.stderr)
+        return 2
+    from ui.session import setting_error  # the installed dashboard's own check (standard library only)
+
+    problem = setting_error()
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     print(f"Ergon dashboard at http://{host}:{port}/  (Ctrl-C to stop)", file=sys.stderr, flush=True)
     # `-m ui.serve` must import the same `ui` package as APP whatever the working directory.
