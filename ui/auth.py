@@ -72,7 +72,10 @@ def current_actor():
 
 def here() -> str:
     """This page's path and query string, to come back to after signing in or out."""
-    path = urlsplit(st.context.url or "").path or "/"
+    try:
+        path = urlsplit(st.context.url or "").path or "/"
+    except ValueError:  # the URL is what the browser says it is: "http://[" is no page of ours
+        path = "/"
     query = urlencode(st.query_params.to_dict())
     return path + (f"?{query}" if query else "")
 
