@@ -61,7 +61,8 @@ CODES: dict[str, str] = {
     "foreach-limit": "a foreach limit is out of range",
     "set-context-envelope": "a `set_context` tool node does not pass `{updates: {...}}`",
     "skip-not-skippable": "`skip_node` is used on a node without `skippable: true`",
-    "supervisor-policy": "`metadata.supervisor` holds an unknown key or a value of the wrong type",
+    "supervisor-policy": "`metadata.supervisor` or `metadata.max_visits` holds an unknown key, or a value of the wrong "
+                         "type or out of range",
     "output-type": "a template's `output_type` cannot produce anything from its final steps",
     "control-tool": "an agent is given a process-control tool",
     "context-too-large": "`context.initial` is over the 64 KB cap",

@@ -61,8 +61,55 @@ class Budget(IRModel):
     max_cost_usd: float | None = Field(None, gt=0, description="Maximum cost in US dollars.")
 
 
+class SupervisorPolicy(BaseModel):
+    """``metadata.supervisor`` of a process, or of one of its nodes (node level wins, key by key):
+    what a supervisor may do to a run and how much of it.
+
+    Not a field type: the policy stays a plain mapping in the IR so that the ``authoring`` pass
+    can refuse a wrong key or value with its place (``supervisor-policy``); this model is the one
+    list of the keys, their types, ranges and defaults, which that pass checks against and
+    :mod:`flows.runtime.supervision` reads the defaults from. Strict: ``3`` for a bound, never
+    ``true`` or ``"3"``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    allow_transition_override: bool = Field(
+        False, description="`transition_to` and `retry_node` may name any node, not only a declared exit.")
+    allow_skip: bool = Field(False, description="`skip_node` is taken at nodes that are not `skippable: true`.")
+    model: str | None = Field(None, description="The supervisor's model or environment (process level).")
+    max_node_retries: int = Field(
+        3, ge=0, le=1000,
+        description="How many times one run's supervisor may send it back into the same node with `retry_node`; "
+        "on a node, the bound for retries of that node.")
+    max_transitions: int = Field(
+        20, ge=0, le=10_000,
+        description="How many `transition_to` overrides one run's supervisor may give (process level).")
+    max_commands: int = Field(
+        100, ge=0, le=100_000,
+        description="How many commands one run's supervisor may have applied, every kind counted "
+        "(`continue_process` and `fail_process` aside; process level).")
+
+
+#: The supervisor policy keys that bound a whole run: meaningless on a single node.
+RUN_WIDE_SUPERVISOR_KEYS = ("max_transitions", "max_commands")
+
+
+class RunLimits(BaseModel):
+    """Bounds of one run of a process, in the process's ``metadata`` (checked like
+    :class:`SupervisorPolicy`; read by :mod:`flows.runtime.engine`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    max_visits: int = Field(
+        1000, ge=1, le=1_000_000,
+        description="How many node visits one run of the process may make before it fails: a loop whose "
+        "exit depends on a model's answer (or on anything else that may never come) ends there. Generous "
+        "on purpose: a reviewer sending work back a few hundred times stays well within it.")
+
+
 class NodeMetadata(BaseModel):
-    """Presentation only: never changes behaviour. Unknown keys are kept (authors' own notes)."""
+    """Presentation, which never changes behaviour, and the node's supervisor policy. Unknown keys
+    are kept (authors' own notes)."""
 
     model_config = ConfigDict(frozen=True, extra="allow")
 
@@ -70,7 +117,9 @@ class NodeMetadata(BaseModel):
     lane: str | None = Field(None, description="Responsible actor or system (legal, ai_assistant...).")
     order: float | None = Field(None, description="Stable sort key inside the lane.")
     position: dict[str, float] | None = Field(None, description="Optional explicit board position {x, y}.")
-    supervisor: dict[str, Any] | None = Field(None, description="Supervisor override policy (allow_transition_override, allow_skip).")
+    supervisor: dict[str, Any] | None = Field(
+        None, description="Supervisor policy for this node (see `SupervisorPolicy`: allow_transition_override, "
+        "allow_skip, max_node_retries).")
 
 
 class Transition(IRModel):
@@ -386,7 +435,9 @@ class ProcessDef(IRModel):
     initial: str = Field(description="Id of the first node.")
     context: ContextSpec = Field(default_factory=ContextSpec, description="Typed state.")
     nodes: dict[str, Node] = Field(description="Nodes by id.")
-    metadata: dict[str, Any] | None = Field(None, description="Presentation and supervisor policy.")
+    metadata: dict[str, Any] | None = Field(
+        None, description="Presentation, the supervisor policy (`supervisor`, see `SupervisorPolicy`) and the "
+        "run's bounds (`max_visits`, see `RunLimits`).")
     run_type: Literal["programmatic", "supervised"] = Field(
         "programmatic", description="`supervised`: an LLM supervisor watches every run (`ergon run --supervised` asks it for one run).")
     triggers: list[Trigger] = Field(default_factory=list, description="Schedules, webhooks and on-complete triggers.")

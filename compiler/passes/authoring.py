@@ -19,6 +19,10 @@ catch first-time authors. Those a compiler can see without running anything are 
 * ``bad-value`` — a fixed ``config.context_update`` value, or a literal one of ``set_context``'s
   ``input.updates``, that ``context.schema`` refuses (the run would refuse the write);
 * ``foreach-limit`` — a foreach runs at most 1000 items, at most 1000 at a time;
+* ``supervisor-policy`` — ``metadata.supervisor`` (and a process's ``metadata.max_visits``) hold
+  only the keys the engine reads, each of its type and within its range
+  (:class:`~compiler.ir.SupervisorPolicy`, :class:`~compiler.ir.RunLimits`); the bounds of a
+  whole run are refused on a node;
 * ``bad-schema`` — every JSON Schema in a definition (a workflow's ``input_schema`` too) is itself valid.
 
 Every node is checked, including foreach/branch children and the nodes of inline child
@@ -34,8 +38,9 @@ from typing import Any
 
 from jsonschema import Draft7Validator
 from jsonschema.exceptions import best_match
+from pydantic import BaseModel, ValidationError
 
-from compiler.errors import Finding, did_you_mean
+from compiler.errors import Finding, choices_hint, did_you_mean
 from compiler.ir import (
     LEAF_TYPES,
     AgentNode,
@@ -45,7 +50,10 @@ from compiler.ir import (
     HumanTaskNode,
     InteractionDef,
     PipelineDef,
+    RUN_WIDE_SUPERVISOR_KEYS,
     ProcessDef,
+    RunLimits,
+    SupervisorPolicy,
     ToolNode,
     WorkflowDef,
 )
@@ -87,7 +95,10 @@ def check(unit, ws) -> Iterator[Finding]:
     for graph, base in iter_definitions(defn):
         yield from _context(graph, base)
         if isinstance(graph, ProcessDef):
-            yield from _supervisor_policy((graph.metadata or {}).get("supervisor"), (*base, "metadata", "supervisor"))
+            metadata = graph.metadata or {}
+            yield from _supervisor_policy(metadata.get("supervisor"), (*base, "metadata", "supervisor"))
+            if "max_visits" in metadata:
+                yield from _policy_value(RunLimits, "max_visits", metadata["max_visits"], (*base, "metadata"))
         for site in iter_nodes(graph, base):
             yield from _node(site)
 
@@ -180,7 +191,7 @@ def _node(site: NodeSite) -> Iterator[Finding]:
     yield from _skip(site)
     meta = site.node.metadata
     if meta is not None:
-        yield from _supervisor_policy(meta.supervisor, (*site.path, "metadata", "supervisor"))
+        yield from _supervisor_policy(meta.supervisor, (*site.path, "metadata", "supervisor"), on_node=True)
     yield from _control_tools(site)
 
 
@@ -385,27 +396,47 @@ def _set_context(site: NodeSite) -> Iterator[Finding]:
                       at_key=node.input is None)
 
 
-#: what `metadata.supervisor` may say (flows.runtime.supervision reads exactly these)
-SUPERVISOR_POLICY = {"allow_transition_override": bool, "allow_skip": bool, "model": str}
-
-
-def _supervisor_policy(policy: Any, path: tuple) -> Iterator[Finding]:
+def _supervisor_policy(policy: Any, path: tuple, *, on_node: bool = False) -> Iterator[Finding]:
     """A supervisor policy the engine would not read is refused, not ignored: unknown keys
-    (a typo would silently keep the default) and values of the wrong type."""
+    (a typo would silently keep the default), values of the wrong type or out of range, and on a
+    node the bounds that count over the whole run."""
     if policy is None:
         return
+    keys = list(SupervisorPolicy.model_fields)
     if not isinstance(policy, dict):
         yield Finding("supervisor-policy", path, "`metadata.supervisor` must be a mapping",
-                      hint="write `supervisor: {allow_transition_override: true}` (or allow_skip, model)")
+                      hint="write `supervisor: {allow_transition_override: true}` (or " + ", ".join(keys[1:]) + ")")
         return
     for key, value in policy.items():
-        want = SUPERVISOR_POLICY.get(key)
-        if want is None:
+        if key not in SupervisorPolicy.model_fields:
             yield Finding("supervisor-policy", (*path, key), f"unknown supervisor policy key `{key}`",
-                          hint=f"the keys are: {', '.join(SUPERVISOR_POLICY)}", at_key=True)
-        elif not isinstance(value, want):
-            yield Finding("supervisor-policy", (*path, key), f"`{key}` must be a {'boolean' if want is bool else 'string'}",
-                          hint="true or false" if want is bool else "a model or environment name")
+                          hint=choices_hint(str(key), keys, what="the keys"), at_key=True)
+        elif on_node and key in RUN_WIDE_SUPERVISOR_KEYS:
+            yield Finding("supervisor-policy", (*path, key), f"`{key}` bounds the whole run, not one node",
+                          hint=f"set it in the process's `metadata.supervisor.{key}`", at_key=True)
+        else:
+            yield from _policy_value(SupervisorPolicy, key, value, path)
+
+
+def _policy_value(model: type[BaseModel], key: str, value: Any, path: tuple) -> Iterator[Finding]:
+    """``value`` of the policy key ``key`` (a field of ``model``) when its type or range is wrong."""
+    try:
+        model.model_validate({key: value})
+    except ValidationError:
+        field = model.model_fields[key]
+        yield Finding("supervisor-policy", (*path, key), f"`{key}` must be {_expected(field)}",
+                      hint=f"{key} defaults to {json.dumps(field.default)}")
+
+
+def _expected(field: Any) -> str:
+    """What a policy field takes, in words."""
+    if field.annotation is bool:
+        return "true or false"
+    if field.annotation is int:
+        low = next(m.ge for m in field.metadata if hasattr(m, "ge"))
+        high = next(m.le for m in field.metadata if hasattr(m, "le"))
+        return f"a whole number from {low} to {high}"
+    return "a model or environment name"
 
 
 def _skip(site: NodeSite) -> Iterator[Finding]:
