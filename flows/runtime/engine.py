@@ -17,7 +17,16 @@ visit, and where to go next. Completed visits (and completed foreach items) are 
 are visits of their own, each its own Prefect task run (``node[item_id]``).
 
 A *supervised* run (:mod:`flows.runtime.supervision`) has a supervisor that hears each step of
-the state machine and may steer it through checked commands; without one, nothing below changes.
+the state machine and may steer it through checked commands, within the bounds of its policy;
+without one, nothing below changes.
+
+A state machine may loop, and a loop whose exit depends on a model's answer (a guard over an
+interaction's output, an agent picking ``_next_node``) may never end. A run therefore makes at
+most ``metadata.max_visits`` node visits (:class:`compiler.ir.RunLimits`, 1000 by default), then
+fails (:class:`~flows.runtime.errors.LimitReached`, kind ``world``: a budget ran out). Each node
+the state machine enters counts, skipped and failed ones included (not final nodes, nor the
+items of a fan-out); a resumed run counts on from the visits its store records (each attempt of
+a retried node, and a visit redone after an interruption, is one more).
 
 The engine does not know Prefect: an :class:`Executor` runs each visit (the Prefect adapter makes
 it a Prefect task run with the node's retry policy, :mod:`flows.prefect.executor`) and a
@@ -35,16 +44,16 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 from compiler.guards import evaluate
-from compiler.ir import BranchNode, CollectSpec, ForeachNode
+from compiler.ir import BranchNode, CollectSpec, ForeachNode, RunLimits
 from compiler.plan import Plan, PlanEdge, PlanNode
 from compiler.templates import render
 from flows.runtime.bodies import leaf_effect
 from flows.runtime.context import apply_update, get_path
 from flows.runtime.effects import Effect, Listener, Services, no_listener
-from flows.runtime.errors import Advanced, ErrorKind, NodeFailed, NoTransition, RunCancelled, error_kind
+from flows.runtime.errors import Advanced, ErrorKind, LimitReached, NodeFailed, NoTransition, RunCancelled, error_kind
 from flows.runtime.parallel import mark_parallel
 from flows.runtime.routing import ask_user_exit, next_node, run_artifact_keys
-from flows.runtime.supervision import MAX_ROUNDS, Command, ProcessEvent, Supervisor, Verdict, check, exits_of
+from flows.runtime.supervision import MAX_ROUNDS, Command, ProcessEvent, Supervisor, Tally, Verdict, check, exits_of, ordinal
 from flows.secrets.redaction import redact
 
 MAX_FOREACH_ITEMS = 1000
@@ -147,6 +156,10 @@ class Engine:
         self._visited: set[str] = set()
         #: one conversation: events of visits running at once (a foreach of tasks) take turns
         self._supervising = asyncio.Lock()
+        #: what the supervisor has had applied, against its policy's bounds
+        self._tally = Tally(self.plan)
+        #: state machine: node visits this run has made (counted on from the store on a resume)
+        self._visits = 0
         if self.supervisor is not None:
             self.services = replace(self.services, human_task_waiting=self._human_task_waiting)
         self._exits: dict[str, list[PlanEdge]] = {}
@@ -183,6 +196,8 @@ class Engine:
 
     async def _run_state_machine(self) -> Outcome:
         node_id, unrouted = self._resume_point()
+        self._visits = sum(1 for v in self.recorder.past_visits()
+                           if v.parent_visit_id is None and getattr(self.plan.nodes.get(v.node_id), "type", "final") != "final")
         if self.supervisor is not None:
             resumed = bool(self.recorder.past_visits())
             await self._supervise(ProcessEvent("run_started", None if not resumed else node_id,
@@ -196,6 +211,7 @@ class Engine:
             if node.type == "final":
                 self._final_visit(node)
                 return Outcome("completed", node.id, self.context)
+            self._count_visit(node)
             if self.supervisor is not None:
                 step = await self._supervise(self._event("node_entered", node))
                 if step.name == "skip_node":
@@ -223,6 +239,17 @@ class Engine:
                 target = await self._when_completed(node, target)
             node_id = target  # type: ignore[assignment]
 
+    def _count_visit(self, node: PlanNode) -> None:
+        """Count the visit the state machine is about to make of ``node``; past the run's bound,
+        fail it (see the module docstring) before the node runs or a supervisor is asked."""
+        limit = (self.plan.metadata or {}).get("max_visits")
+        if not isinstance(limit, int) or isinstance(limit, bool):
+            limit = RunLimits.model_fields["max_visits"].default
+        if self._visits >= limit:
+            raise LimitReached(f"the run would make a {ordinal(self._visits + 1)} node visit (node `{node.id}`); "
+                               f"metadata.max_visits is {limit}: raise it if the process is meant to loop that long")
+        self._visits += 1
+
     # ------------------------------------------------------------------ supervised runs
     def _event(self, kind: str, node: PlanNode, **detail: Any) -> ProcessEvent:
         return ProcessEvent(kind, node.id, exits_of(self._exits.get(node.id, [])), detail)  # type: ignore[arg-type]
@@ -241,6 +268,7 @@ class Engine:
     async def _supervise_turns(self, event: ProcessEvent) -> Command:
         assert self.supervisor is not None
         visited = {v.node_id for v in self.recorder.past_visits()} | set(self._visited)
+        before = self.context  # what a command past a bound leaves the run with
         for _ in range(MAX_ROUNDS):
             commands = await self.supervisor.decide(event, self.context, self._history())
             verdicts: list[Verdict] = []
@@ -250,9 +278,13 @@ class Engine:
                     reason: str | None = f"one decision per step: `{decision.name}` was taken"
                 else:
                     reason = check(command, event, plan=self.plan, context=self.context, visited=visited)
-                verdict = Verdict(command, reason is None, reason)
+                over = self._tally.take(command, event) if reason is None else None
+                verdict = Verdict(command, reason is None and over is None, reason or over)
                 verdicts.append(verdict)
                 self.recorder.record_verdict(event, verdict)
+                if over is not None:
+                    self._undo_supervisor_context(before)
+                    raise LimitReached(over, kind="model")
                 if reason is not None:
                     continue
                 if command.name == "set_context":
@@ -278,6 +310,13 @@ class Engine:
                            node_id="set_context")
         self.recorder.set_context(new)
         self.context = new
+
+    def _undo_supervisor_context(self, before: dict[str, Any]) -> None:
+        """Take back the ``set_context`` commands given about the event that went past a bound:
+        the failed run keeps the context of its last completed node."""
+        if self.context is not before:
+            self.recorder.set_context(before)
+            self.context = before
 
     def _skip(self, node: PlanNode, reason: str) -> tuple[str, str | None]:
         """Record ``node`` skipped and route on from it over the context as it is."""

@@ -15,7 +15,8 @@ kind           what it means
                document store refused, the model could not be reached, a budget ran out,
                nobody answered a task in time, the data was over a limit.
 ``model``      the model answered outside its contract (output that stays invalid after
-               repair, a ``_next_node`` it was not offered, an agent that never finishes).
+               repair, a ``_next_node`` it was not offered, an agent that never finishes, a
+               supervisor that steers a run past the bounds of its policy).
 ``internal``   none of the above: a bug in Ergon.
 ============== ===========================================================================
 
@@ -91,6 +92,14 @@ class InputRejected(NodeFailed):
 
 class BudgetExhausted(NodeFailed):
     """The node or the run reached its token/cost budget. Never retried."""
+
+    kind: ErrorKind | None = "world"
+
+
+class LimitReached(NodeFailed):
+    """The run went past one of its bounds: its node visits (``metadata.max_visits``: kind
+    ``world``, like a budget) or what its supervisor may ask (``metadata.supervisor.max_*``: kind
+    ``model``, given where it is raised). The message names the bound and the key that raises it."""
 
     kind: ErrorKind | None = "world"
 

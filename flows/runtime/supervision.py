@@ -42,13 +42,33 @@ The policy is ``metadata.supervisor`` of the definition, overridden key by key b
 ``metadata.supervisor`` (node level wins). The checker refuses ``allow_skip: true`` on a node that
 is not ``skippable`` (authoring rule 13): at node level, ``allow_skip`` can only take away a
 definition-wide allowance.
+
+A supervisor is also bounded in how much it may steer one run (:class:`Tally`), so that a faulty
+or manipulated model cannot keep a run — and its model bill — going for ever by sending it back
+again and again. Past a bound the run fails (error kind ``model``) with a message that names the
+bound and the key that raises it; nothing of the answer that went past it is applied. The bounds
+(:class:`compiler.ir.SupervisorPolicy`):
+
+==================== ======= =================================================================
+``max_node_retries`` 3       accepted ``retry_node`` commands into one node (the retried node's
+                             own policy may say otherwise)
+``max_transitions``  20      accepted ``transition_to`` commands
+``max_commands``     100     accepted commands of any kind but ``continue_process`` and
+                             ``fail_process``
+==================== ======= =================================================================
+
+The counts belong to one execution of the run, as the conversation does: a run resumed in a new
+process starts them afresh. What bounds a run however often it resumes is its number of node
+visits (``metadata.max_visits``, counted from the store by the engine).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from compiler.ir import SupervisorPolicy
 from compiler.plan import Plan, PlanEdge, PlanNode
 from flows.runtime.context import apply_update
 from flows.runtime.errors import ContextTooLarge, WriteRejected
@@ -70,7 +90,7 @@ ALLOWED: dict[str, frozenset[str]] = {
 #: turns of the conversation per event when the supervisor's commands are refused
 MAX_ROUNDS = 3
 #: the keys ``metadata.supervisor`` may hold (the checker refuses others)
-POLICY_KEYS = ("allow_transition_override", "allow_skip", "model")
+POLICY_KEYS = tuple(SupervisorPolicy.model_fields)
 
 
 @dataclass(frozen=True)
@@ -119,10 +139,14 @@ class Supervisor(Protocol):
 def policy(plan: Plan, node: PlanNode | None) -> dict[str, Any]:
     """The supervisor policy at ``node``: the definition's, overridden by the node's, key by key."""
     merged = dict((plan.metadata or {}).get("supervisor") or {})
-    meta = getattr(node.body, "metadata", None) if node is not None else None
-    own = getattr(meta, "supervisor", None) if meta is not None else None
-    merged.update(own or {})
+    merged.update(_own_policy(node))
     return merged
+
+
+def _own_policy(node: PlanNode | None) -> dict[str, Any]:
+    """The node's own ``metadata.supervisor``."""
+    meta = getattr(node.body, "metadata", None) if node is not None else None
+    return dict(getattr(meta, "supervisor", None) or {}) if meta is not None else {}
 
 
 def exits_of(edges: list[PlanEdge]) -> list[dict[str, Any]]:
@@ -196,3 +220,56 @@ def set_context_problem(updates: Any, *, plan: Plan, context: dict[str, Any]) ->
     except (WriteRejected, ContextTooLarge) as exc:
         return str(exc).replace("node `set_context` ", "the update ")
     return None
+
+
+def bound(plan: Plan, node: PlanNode | None, key: str) -> int:
+    """The supervisor bound ``key`` at ``node`` (None: the definition's), else its default."""
+    value = policy(plan, node).get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else SupervisorPolicy.model_fields[key].default
+
+
+class Tally:
+    """What one run's supervisor has had applied so far, against the policy's bounds (see the
+    module docstring)."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.retries: Counter[str] = Counter()
+        self.transitions = 0
+        self.commands = 0
+
+    def take(self, command: Command, event: ProcessEvent) -> str | None:
+        """Count ``command``, which :func:`check` accepted as an answer to ``event``: why it goes
+        past a bound (and must not be applied), None while within them. A command past a bound is
+        not counted: the run fails with it."""
+        name = command.name
+        if name in ("continue_process", "fail_process"):
+            return None
+        limit = bound(self.plan, None, "max_commands")
+        if self.commands + 1 > limit:
+            return (f"the supervisor gave a {ordinal(self.commands + 1)} command (`{name}`) in this run; "
+                    f"metadata.supervisor.max_commands is {limit}")
+        if name == "retry_node":
+            target = str(command.args.get("node") or event.node_id)
+            node = self.plan.nodes.get(target)
+            limit = bound(self.plan, node, "max_node_retries")
+            if self.retries[target] + 1 > limit:
+                key = f"nodes.{target}.metadata.supervisor" if "max_node_retries" in _own_policy(node) \
+                    else "metadata.supervisor"
+                return (f"the supervisor asked to retry node `{target}` a {ordinal(self.retries[target] + 1)} time; "
+                        f"{key}.max_node_retries is {limit}")
+            self.retries[target] += 1
+        if name == "transition_to":
+            limit = bound(self.plan, None, "max_transitions")
+            if self.transitions + 1 > limit:
+                return (f"the supervisor asked for a {ordinal(self.transitions + 1)} transition "
+                        f"(to `{command.args.get('node')}`) in this run; metadata.supervisor.max_transitions is {limit}")
+            self.transitions += 1
+        self.commands += 1
+        return None
+
+
+def ordinal(n: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``4th``, ``11th``, ``21st``: how the bounds' messages count."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
