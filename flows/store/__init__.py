@@ -13,6 +13,7 @@ This is the only package that imports sqlmodel or sqlalchemy. Callers use one mo
 * :mod:`~flows.store.people`: users, groups, memberships
 * :mod:`~flows.store.secrets`: sealed secrets (ciphertext only)
 * :mod:`~flows.store.triggers`: trigger states
+* :mod:`~flows.store.webhook_deliveries`: signatures of accepted webhook requests (replays refused)
 * :mod:`~flows.store.export`: a whole run as one JSON-able dict
 * :mod:`~flows.store.errors`: :class:`~flows.store.errors.StoreError` and its subclasses
 
