@@ -14,22 +14,32 @@ In order of precedence:
    file up: without it the secrets cannot be opened. Commands that only read secrets never
    create it; they say which key is missing instead.
 
+Key files (this one, the rotation's rewrite, the signing keys of :func:`signing_key`) are written
+whole or not at all (:func:`flows.files.write_atomic`): a full disk leaves no key file, or the
+old one, never an empty one. An *empty* default key file — what an older Ergon left when the disk
+filled while it made the first key — sealed nothing, so ``ergon secrets set`` replaces it with a
+new key, but only while the store keeps no secret: a secret sealed before means the file once held
+its key, and Ergon then says so and which secrets need it, rather than make a key that cannot open
+them. A signing key file that holds no key is replaced (that only voids what it signed).
+
 Keys are 32 random bytes (AES-256), base64 (standard or URL-safe alphabet). Error messages name
 key ids and files, never key material.
 """
 
 from __future__ import annotations
 
-from flows.errors import ErgonError
-
 import base64
 import binascii
 import os
 import re
 import stat
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from flows.errors import ErgonError
+from flows.files import write_atomic
 from flows.secrets.envelope import KEY_BYTES
 
 ENV_KEYS = "ERGON_SECRET_KEYS"
@@ -106,15 +116,77 @@ def default_key_file() -> Path:
 
 
 def _write_new_file(path: Path, content: str) -> None:
-    """Create ``path`` with mode 0600 from the start (never world-readable, even briefly)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(content)
+    """Create ``path`` whole, with mode 0600 from the start (never world-readable, even briefly);
+    :class:`FileExistsError` when another process created it first."""
+    write_atomic(path, content, mode=0o600, replace=False)
+
+
+def _holds_no_key(text: str) -> bool:
+    """Whether a key file's text has no entry at all (empty, blank, or comments only)."""
+    return not any(line.split("#", 1)[0].strip() for line in text.splitlines())
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[bool]:
+    """Hold an exclusive lock on the file at ``path`` (as it is now); yields whether ``path``
+    still names that file once the lock is held — False when another process replaced it
+    meanwhile, whose new file is then to be read rather than replaced again."""
+    try:
+        import fcntl
+    except ImportError:  # not a POSIX system: no lock, the rare race stays
+        yield True
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        yield False
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        yield same
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _sealed_secrets() -> dict[str, list[str]]:
+    """Key id → the names of the stored secrets it sealed (the store is asked only when a key
+    file turns out empty)."""
+    from flows.store import db
+    from flows.store import secrets as secret_store
+
+    db.init_db()
+    return secret_store.sealed_by_key()
+
+
+def _replace_keyless_file(path: Path, header: str, sealed: Callable[[], dict[str, list[str]]] | None) -> None:
+    """Put a new key into ``path``, which holds none; ``sealed`` (for the secret key file) lists
+    the stored secrets, which forbid it (see the module docstring)."""
+    with _locked(path) as same:
+        if not same or not _holds_no_key(path.read_text(encoding="utf-8")):
+            return  # another process wrote a key meanwhile: that one is used
+        by_key = sealed() if sealed is not None else {}
+        if by_key:
+            names = sorted(n for found in by_key.values() for n in found)
+            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+            raise SecretKeyError(
+                f"{path} holds no key, but the store keeps {len(names)} secret(s) sealed with key(s) "
+                f"{', '.join(sorted(by_key))} ({shown}): put that key file back from a backup (or set "
+                f"{ENV_KEYS} to those keys); if the key is lost, the secrets cannot be opened — delete them "
+                f"with `ergon secrets delete NAME` and set them again, and Ergon makes a new key then")
+        write_atomic(path, header + f"k1:{generate_key()}\n", mode=0o600)
+
+
+_SECRET_HEADER = "# Ergon secret keys: ID:BASE64, first = active. Keep this file private.\n"
 
 
 def load_keyring(*, create: bool = False) -> KeyRing:
     """The configured keys (see the module docstring). ``create`` makes the default key file
-    when nothing is configured; without it a missing key is a :class:`SecretKeyError`."""
+    when nothing is configured (or replaces an empty one); without it a missing key is a
+    :class:`SecretKeyError`."""
     from_env = os.environ.get(ENV_KEYS, "").strip()
     if from_env:
         keys, active = parse_keys(from_env, ENV_KEYS)
@@ -127,13 +199,20 @@ def load_keyring(*, create: bool = False) -> KeyRing:
         if not create:
             raise SecretKeyError(f"no secret key: set {ENV_KEYS} or {ENV_KEY_FILE}, or store a first secret with "
                                  f"`ergon secrets set NAME` (it creates {path})")
+        path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            _write_new_file(path, f"# Ergon secret keys: ID:BASE64, first = active. Keep this file private.\n"
-                                  f"k1:{generate_key()}\n")
+            _write_new_file(path, _SECRET_HEADER + f"k1:{generate_key()}\n")
         except FileExistsError:
             pass  # another process created it first: use theirs
     check_file_mode(path)
-    keys, active = parse_keys(path.read_text(encoding="utf-8"), str(path))
+    text = path.read_text(encoding="utf-8")
+    if not named and _holds_no_key(text):
+        if not create:
+            raise SecretKeyError(f"{path} holds no key (a first `ergon secrets set` could not finish writing it): "
+                                 f"`ergon secrets set NAME` makes one")
+        _replace_keyless_file(path, _SECRET_HEADER, _sealed_secrets)
+        text = path.read_text(encoding="utf-8")
+    keys, active = parse_keys(text, str(path))
     return KeyRing(keys, active, str(path), file=path)
 
 
@@ -152,10 +231,9 @@ def add_key_to_file(ring: KeyRing) -> str:
     # keep a leading comment line on top; the new key goes first among the keys (= active)
     head = lines[:1] if lines and lines[0].lstrip().startswith("#") else []
     rest = lines[len(head):]
-    tmp = ring.file.with_name(ring.file.name + ".new")
-    tmp.unlink(missing_ok=True)
-    _write_new_file(tmp, "".join(head) + f"{key_id}:{generate_key()}\n" + "".join(rest))
-    os.replace(tmp, ring.file)  # atomic: a crash leaves the old file or the new one, never half
+    # a crash or a full disk leaves the old file or the new one, never half of one
+    write_atomic(ring.file, "".join(head) + f"{key_id}:{generate_key()}\n" + "".join(rest),
+                 mode=stat.S_IMODE(ring.file.stat().st_mode))
     return key_id
 
 
@@ -167,13 +245,17 @@ def signing_key(name: str) -> bytes:
     from flows.settings import ergon_home
 
     path = ergon_home() / f"{name}.key"
+    header = f"# Ergon signing key ({name}): ID:BASE64. Keep this file private.\n"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            _write_new_file(path, f"# Ergon signing key ({name}): ID:BASE64. Keep this file private.\n"
-                                  f"k1:{generate_key()}\n")
+            _write_new_file(path, header + f"k1:{generate_key()}\n")
         except FileExistsError:
             pass  # another process created it first: use theirs
     check_file_mode(path)
-    keys, active = parse_keys(path.read_text(encoding="utf-8"), str(path))
+    text = path.read_text(encoding="utf-8")
+    if _holds_no_key(text):  # left by an older Ergon on a full disk: nothing was signed with it
+        _replace_keyless_file(path, header, None)
+        text = path.read_text(encoding="utf-8")
+    keys, active = parse_keys(text, str(path))
     return keys[active]
