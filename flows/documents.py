@@ -8,25 +8,30 @@ folder, and they are shared by all runs.
 Search is deliberately simple and deterministic — term counts weighted by rarity across the
 store (a TF-IDF sum), ties broken by id — so that agents and tests get the same answer every time.
 It stands in for a real search service; the tool signatures would not change.
+
+A document is written whole or not at all (:func:`flows.files.write_together`): on a full disk
+``add`` and ``create`` leave no trace of the new document (the id they reserved is released),
+and ``update`` leaves the old text and metadata as they were; the error is a one-sentence
+:class:`~flows.files.DiskFull` naming the file.
 """
 
 from __future__ import annotations
 
-from flows.errors import ErgonError
-
 import json
 import math
 import mimetypes
-import os
 import re
-import tempfile
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
+from flows.errors import ErgonError
+from flows.files import DiskFull, is_no_space, write_together
 from flows.settings import documents_dir
 
 #: Largest text a document may hold (the store is for working documents, not data sets).
@@ -70,33 +75,52 @@ def _check_id(doc_id: str) -> str:
     return doc_id
 
 
-def _write_atomic(path: Path, data: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(data)
-    os.replace(tmp, path)
+def _reserve(path: Path) -> None:
+    """Create the empty metadata file that reserves an id (O_EXCL: two writers never get the
+    same id); :class:`FileExistsError` when it is taken."""
+    try:
+        with open(path, "x", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        if is_no_space(exc):
+            raise DiskFull(path) from exc
+        raise
 
 
-def _claim(root: Path, doc_id: str | None, name: str, replace: bool) -> str:
-    """Reserve an id: the given one (taken → error unless ``replace``) or the name's slug, -2, -3…"""
+def _claim(root: Path, doc_id: str | None, name: str, replace: bool) -> tuple[str, bool]:
+    """Reserve an id: the given one (taken → error unless ``replace``) or the name's slug, -2, -3…;
+    returns it and whether an empty metadata file was made to reserve it."""
     if doc_id is not None:
         _check_id(doc_id)
         if replace:
-            return doc_id
+            return doc_id, False
         try:
-            with open(root / f"{doc_id}.json", "x", encoding="utf-8"):
-                return doc_id
+            _reserve(root / f"{doc_id}.json")
+            return doc_id, True
         except FileExistsError:
             raise DocumentError(f"document `{doc_id}` already exists (choose another id)") from None
     base = slug(Path(name).stem or name)
     for n in range(1, 10_000):
         candidate = base if n == 1 else f"{base}-{n}"
-        try:  # O_EXCL: two writers never get the same id
-            with open(root / f"{candidate}.json", "x", encoding="utf-8"):
-                return candidate
+        try:
+            _reserve(root / f"{candidate}.json")
+            return candidate, True
         except FileExistsError:
             continue
     raise DocumentError(f"too many documents named like `{name}`")
+
+
+@contextmanager
+def _released_on_failure(root: Path, doc_id: str, reserved: bool) -> Iterator[None]:
+    """Give back a reserved id when writing its document fails: a full disk must leave no empty
+    or half document behind."""
+    try:
+        yield
+    except BaseException:
+        meta = root / f"{doc_id}.json"
+        if reserved and meta.exists() and meta.stat().st_size == 0:
+            meta.unlink(missing_ok=True)
+        raise
 
 
 def _check_size(name: str, data: bytes) -> None:
@@ -105,16 +129,20 @@ def _check_size(name: str, data: bytes) -> None:
 
 
 def _save(doc_id: str, name: str, text: str, content_type: str, source: str | None,
-          extra: dict[str, Any] | None = None) -> dict[str, Any]:
+          extra: dict[str, Any] | None = None, *, created_at: str | None = None) -> dict[str, Any]:
+    """Write a document's text and metadata together; ``created_at`` (an update's) keeps the
+    creation time and records the update's."""
     data = text.encode("utf-8")
     root = _root()
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     meta = {
         "id": doc_id, "name": name, "size": len(data), "content_type": content_type,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "sha256": sha256(data).hexdigest(), "source": source, **(extra or {}),
+        "created_at": created_at or now, "sha256": sha256(data).hexdigest(), "source": source, **(extra or {}),
     }
-    _write_atomic(root / f"{doc_id}.txt", text)
-    _write_atomic(root / f"{doc_id}.json", json.dumps(meta, indent=2, ensure_ascii=False))
+    if created_at is not None:
+        meta["updated_at"] = now
+    write_together({root / f"{doc_id}.txt": text,
+                    root / f"{doc_id}.json": json.dumps(meta, indent=2, ensure_ascii=False)})
     return meta
 
 
@@ -131,8 +159,10 @@ def add(path: str | Path, id: str | None = None, *, replace: bool = False) -> di
         raise DocumentError(f"{path}: not UTF-8 text (only text documents are supported)") from None
     _check_size(path.name, text.encode("utf-8"))
     content_type = mimetypes.guess_type(path.name)[0] or "text/plain"
-    doc_id = _claim(_root(), id, path.name, replace)
-    return _save(doc_id, path.name, text, content_type, str(path.resolve()))
+    root = _root()
+    doc_id, reserved = _claim(root, id, path.name, replace)
+    with _released_on_failure(root, doc_id, reserved):
+        return _save(doc_id, path.name, text, content_type, str(path.resolve()))
 
 
 def create(name: str, content: str, *, id: str | None = None, source: str | None = None,
@@ -144,14 +174,16 @@ def create(name: str, content: str, *, id: str | None = None, source: str | None
     the metadata when given.
     """
     _check_size(name, content.encode("utf-8"))
-    doc_id = _claim(_root(), id, name, False)
+    root = _root()
+    doc_id, reserved = _claim(root, id, name, False)
     ctype = content_type or mimetypes.guess_type(name)[0] or "text/markdown"
     extra: dict[str, Any] = {}
     if type is not None:
         extra["type"] = type
     if properties is not None:
         extra["properties"] = dict(properties)
-    return _save(doc_id, name, content, ctype, source, extra)
+    with _released_on_failure(root, doc_id, reserved):
+        return _save(doc_id, name, content, ctype, source, extra)
 
 
 def update(doc_id: str, *, properties: dict[str, Any] | None = None, content: str | None = None) -> dict[str, Any]:
@@ -162,11 +194,8 @@ def update(doc_id: str, *, properties: dict[str, Any] | None = None, content: st
     extra = {k: v for k, v in meta.items() if k in ("type", "properties")}
     if properties:
         extra["properties"] = {**(meta.get("properties") or {}), **properties}
-    saved = _save(doc_id, meta["name"], text, meta["content_type"], meta.get("source"), extra)
-    saved["created_at"] = meta["created_at"]
-    saved["updated_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    _write_atomic(_root() / f"{doc_id}.json", json.dumps(saved, indent=2, ensure_ascii=False))
-    return saved
+    return _save(doc_id, meta["name"], text, meta["content_type"], meta.get("source"), extra,
+                 created_at=meta["created_at"])
 
 
 def delete(doc_id: str) -> None:

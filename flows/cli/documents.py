@@ -8,6 +8,7 @@ from typing import Annotated
 from cyclopts import App, Parameter
 from rich.console import Console
 
+from flows.cli import bounds
 from flows.cli.output import error
 
 documents_app = App(name="documents", help="The local document store (fetch_document, search_documents).")
@@ -97,7 +98,8 @@ def documents_show(id: str, *, json_: Annotated[bool, Parameter(name="--json")] 
 
 
 @documents_app.command(name="search")
-def documents_search(query: str, *, limit: int = 5, json_: Annotated[bool, Parameter(name="--json")] = False) -> int:
+def documents_search(query: str, *, limit: Annotated[int, Parameter(validator=bounds.LIMIT)] = 5,
+                     json_: Annotated[bool, Parameter(name="--json")] = False) -> int:
     """Search the documents the way `search_documents` does.
 
     Parameters
@@ -105,7 +107,7 @@ def documents_search(query: str, *, limit: int = 5, json_: Annotated[bool, Param
     query
         Words to look for.
     limit
-        At most this many results.
+        At most this many results (1 to 100000).
     json_
         Print JSON.
     """
