@@ -10,6 +10,12 @@ and not the store, Prefect or the deploy code; `ergon --help` imports no command
 Inside the modules, heavy imports (prefect, litellm, streamlit) happen in the commands that need
 them; the definition commands import the compiler with the garbage collector paused
 (:mod:`flows.heap`).
+
+No refusal and no fault of the machine prints a traceback (:func:`main`): an
+:class:`~flows.errors.ErgonError` a command did not catch itself, a full disk (``ENOSPC``, naming
+the file), and a fault of the store's database (full, damaged, locked past the busy timeout —
+:mod:`flows.store.faults`) are each printed as one ``error:`` line, exit status 1. A traceback is
+left for what is a bug.
 """
 
 from __future__ import annotations
@@ -121,6 +127,34 @@ def _prefect_unreachable(exc: BaseException) -> str | None:
     return None
 
 
+def _said(exc: BaseException) -> str | None:
+    """The one sentence for an error that is not a bug — a refusal (:class:`ErgonError`), a full
+    disk, a fault of the store's database — or None (then the traceback is the report)."""
+    from flows.errors import ErgonError
+
+    if isinstance(exc, ErgonError):
+        return str(exc)
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ErgonError):
+            return str(current)
+        if isinstance(current, OSError):
+            from flows.files import DiskFull, is_no_space
+
+            if is_no_space(current):
+                return str(DiskFull(current.filename or "a file Ergon writes"))
+        current = current.__cause__ or current.__context__
+    if "sqlite3" in sys.modules or "sqlalchemy" in sys.modules:  # only a command that opened the store
+        from flows.store.db import fault
+
+        found = fault(exc)
+        if found is not None:
+            return str(found)
+    return None
+
+
 def main() -> None:
     import signal
 
@@ -152,6 +186,10 @@ def main() -> None:
         if isinstance(number, int) and not isinstance(exc, SystemExit):
             print(f"stopped by {signal.Signals(number).name}", file=sys.stderr)
             sys.exit(128 + number)
+        if not isinstance(exc, SystemExit) and (said := _said(exc)) is not None:
+            from flows.cli.output import error
+
+            sys.exit(error(said, code=1))
         if (unreachable := _prefect_unreachable(exc)) is not None:
             from flows.cli.output import error
 

@@ -27,12 +27,20 @@ connection, transaction and pool objects around each, which cost as much as the 
 
 The schema always comes from the alembic migrations (:func:`init_db`), never from
 ``metadata.create_all``, so a database built here is exactly what a deployment gets.
+
+**When the database itself fails** — its disk is full, its file is damaged, another process
+holds its lock past the busy timeout, it cannot be opened — the driver's error is raised as a
+:class:`~flows.store.errors.StoreUnavailable` (:mod:`flows.store.faults`) from every transaction
+here (:func:`session`, :func:`connection`, :func:`hot_transaction`) and from :func:`init_db`: one
+sentence naming the database and what to do, which the CLI prints without a traceback. The
+transaction was rolled back, so nothing of it was written.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -45,11 +53,16 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from flows.settings import ergon_home
-from flows.store import wal
+from flows.store import faults, wal
 from flows.store.driver import DriverConnection, sql
+from flows.store.errors import StoreUnavailable
 
 #: Execution option that makes the SQLite ``begin`` hook take the write lock up front.
 IMMEDIATE = "ergon_sqlite_immediate"
+#: How long a SQLite connection waits for another process's lock before it gives up.
+BUSY_TIMEOUT_S = 30
+#: The errors a database fault arrives as (see :func:`fault`).
+_DRIVER_ERRORS = (sa.exc.DBAPIError, sqlite3.Error)
 
 _engines: dict[str, Engine] = {}
 # One writer at a time per SQLite engine inside a process: threads then queue on a lock instead
@@ -127,6 +140,12 @@ def get_engine(url: str | None = None) -> Engine:
         return engine
 
 
+def fault(exc: BaseException, url: str | None = None) -> StoreUnavailable | None:
+    """What ``exc`` means when it is a fault of the database at ``url`` (default: the store's) —
+    a full disk, a damaged file, a held lock — or None (see :mod:`flows.store.faults`)."""
+    return faults.fault_of(exc, url or _default_url(), waited_s=BUSY_TIMEOUT_S)
+
+
 def _create_engine(url: str) -> Engine:
     if sa.make_url(url).get_backend_name() != "sqlite":
         # pre_ping: PostgreSQL connections die with server restarts and idle timeouts.
@@ -135,10 +154,13 @@ def _create_engine(url: str) -> Engine:
     if database and database != ":memory:" and not os.path.exists(database):
         # created owner-only (SQLite gives its -wal and -shm files the database file's mode):
         # the store holds sealed secrets, answers and every prompt
-        os.close(os.open(database, os.O_CREAT | os.O_WRONLY, 0o600))
+        try:
+            os.close(os.open(database, os.O_CREAT | os.O_WRONLY, 0o600))
+        except OSError as exc:
+            raise faults.cannot_create(database, exc) from exc
     # Threads share the engine (foreach/branch bodies run in a thread pool); the pool hands each
     # thread its own connection, so check_same_thread only gets in the way.
-    engine = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+    engine = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_S})
     _install_sqlite_hooks(engine)
     wal.watch(engine)
     return engine
@@ -152,7 +174,7 @@ def _install_sqlite_hooks(engine: Engine) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_S * 1000}")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
         # the log is checkpointed by a thread, not inside a commit (flows.store.wal)
@@ -183,22 +205,27 @@ def session(*, write: bool = False, url: str | None = None) -> Iterator[Session]
         flush_deferred()
     engine = get_engine(url)
     sqlite_writer = write and engine.dialect.name == "sqlite"
-    with _write_locks[engine] if sqlite_writer else nullcontext(), Session(engine, expire_on_commit=False) as s:
-        if sqlite_writer:
-            s.connection(execution_options={IMMEDIATE: True})
-        wrote: list[Callable[[bool], None]] = []
-        try:
-            if write and url is None and _deferred:
-                _write_deferred(s.connection(), wrote)
-            yield s
-            s.commit()
-        except BaseException:
+    try:
+        with _write_locks[engine] if sqlite_writer else nullcontext(), Session(engine, expire_on_commit=False) as s:
+            if sqlite_writer:
+                s.connection(execution_options={IMMEDIATE: True})
+            wrote: list[Callable[[bool], None]] = []
             try:
-                s.rollback()
-            finally:  # even when the rollback fails: a module may hold a lock until it hears the end
-                _deferred_ended(wrote, False)
+                if write and url is None and _deferred:
+                    _write_deferred(s.connection(), wrote)
+                yield s
+                s.commit()
+            except BaseException:
+                try:
+                    s.rollback()
+                finally:  # even when the rollback fails: a module may hold a lock until it hears the end
+                    _deferred_ended(wrote, False)
+                raise
+            _deferred_ended(wrote, True)
+    except _DRIVER_ERRORS as exc:
+        if (said := fault(exc, url)) is None:
             raise
-        _deferred_ended(wrote, True)
+        raise said from exc
 
 
 @contextmanager
@@ -212,16 +239,21 @@ def connection(*, write: bool = False) -> Iterator[sa.Connection]:
     sqlite_writer = write and engine.dialect.name == "sqlite"
     options = {IMMEDIATE: True} if sqlite_writer else {}
     wrote: list[Callable[[bool], None]] = []
-    with _write_locks[engine] if sqlite_writer else nullcontext(), engine.connect() as conn:
-        try:
-            with conn.execution_options(**options).begin():
-                if write and _deferred:
-                    _write_deferred(conn, wrote)
-                yield conn
-        except BaseException:
-            _deferred_ended(wrote, False)
+    try:
+        with _write_locks[engine] if sqlite_writer else nullcontext(), engine.connect() as conn:
+            try:
+                with conn.execution_options(**options).begin():
+                    if write and _deferred:
+                        _write_deferred(conn, wrote)
+                    yield conn
+            except BaseException:
+                _deferred_ended(wrote, False)
+                raise
+            _deferred_ended(wrote, True)
+    except _DRIVER_ERRORS as exc:
+        if (said := fault(exc)) is None:
             raise
-        _deferred_ended(wrote, True)
+        raise said from exc
 
 
 class HotTransaction:
@@ -266,23 +298,28 @@ def hot_transaction() -> Iterator[sa.Connection | HotTransaction]:
         with connection(write=True) as conn:
             yield conn
         return
-    with _write_locks[engine]:
-        tx = _writer(engine)
-        sql("begin", "BEGIN IMMEDIATE", [], engine.dialect).run(tx, {})
-        wrote: list[Callable[[bool], None]] = []
-        try:
-            if _deferred:
-                _write_deferred(tx, wrote)
-            yield tx
-            sql("commit", "COMMIT", [], engine.dialect).run(tx, {})
-        except BaseException:
+    try:
+        with _write_locks[engine]:
+            tx = _writer(engine)
+            sql("begin", "BEGIN IMMEDIATE", [], engine.dialect).run(tx, {})
+            wrote: list[Callable[[bool], None]] = []
             try:
-                if tx.connection.driver_connection.in_transaction:
-                    tx.connection.driver_connection.execute("ROLLBACK")
-            finally:  # as in session(): the end is reported even when the rollback fails
-                _deferred_ended(wrote, False)
+                if _deferred:
+                    _write_deferred(tx, wrote)
+                yield tx
+                sql("commit", "COMMIT", [], engine.dialect).run(tx, {})
+            except BaseException:
+                try:
+                    if tx.connection.driver_connection.in_transaction:
+                        tx.connection.driver_connection.execute("ROLLBACK")
+                finally:  # as in session(): the end is reported even when the rollback fails
+                    _deferred_ended(wrote, False)
+                raise
+            _deferred_ended(wrote, True)
+    except _DRIVER_ERRORS as exc:
+        if (said := fault(exc)) is None:
             raise
-        _deferred_ended(wrote, True)
+        raise said from exc
 
 
 def alembic_config(url: str | None = None):
@@ -309,10 +346,15 @@ def init_db(url: str | None = None) -> None:
     url = url or database_url()
     if url in _migrated:
         return
-    if not _at_head(url):
-        from alembic import command
+    try:
+        if not _at_head(url):
+            from alembic import command
 
-        command.upgrade(alembic_config(url), "head")
+            command.upgrade(alembic_config(url), "head")
+    except _DRIVER_ERRORS as exc:
+        if (said := fault(exc, url)) is None:
+            raise
+        raise said from exc
     _migrated.add(url)
 
 
@@ -349,7 +391,9 @@ def _at_head(url: str) -> bool:
     try:
         with get_engine(url).connect() as conn:
             stamped = [row[0] for row in conn.exec_driver_sql("SELECT version_num FROM alembic_version")]
-    except sa.exc.DBAPIError:
+    except sa.exc.DBAPIError as exc:
+        if fault(exc, url) is not None:
+            raise  # a full disk, a damaged file, a held lock: alembic would only meet it again
         return False
     return stamped == [head]
 
