@@ -9,6 +9,7 @@ from cyclopts import App, Parameter
 from rich.console import Console
 from rich.markup import escape
 
+from flows.cli import bounds
 from flows.cli.acting import Who, resolved
 from flows.cli.output import diagnostics, err, error, out
 from flows.heap import heavy_imports
@@ -75,7 +76,7 @@ def run(
     record: Annotated[str | None, Parameter(name="--record")] = None,
     replay: Annotated[str | None, Parameter(name="--replay")] = None,
     run_id: Annotated[str | None, Parameter(name="--run-id", show=False)] = None,
-    version: Annotated[int | None, Parameter(name="--version")] = None,
+    version: Annotated[int | None, Parameter(name="--version", validator=bounds.VERSION)] = None,
     supervised: Annotated[bool, Parameter(name="--supervised", negative=())] = False,
     message: Annotated[str | None, Parameter(name="--message")] = None,
     submission: Annotated[str | None, Parameter(name="--submission")] = None,
@@ -221,7 +222,7 @@ def runs_list(
     *,
     status: str | None = None,
     definition: str | None = None,
-    limit: int = 50,
+    limit: Annotated[int, Parameter(validator=bounds.LIMIT)] = 50,
     json_: Annotated[bool, Parameter(name="--json")] = False,
 ) -> int:
     """List runs, newest first.
@@ -233,7 +234,7 @@ def runs_list(
     definition
         Only runs of this definition.
     limit
-        At most this many rows.
+        At most this many rows (1 to 100000).
     json_
         Print JSON.
     """
@@ -475,7 +476,8 @@ def runs_set_context(run_id: str, *, set_: Annotated[list[str], Parameter(name="
 
 
 @runs_app.command(name="explain")
-def runs_explain(run_id: str, *, node: str | None = None, guard: int | None = None) -> int:
+def runs_explain(run_id: str, *, node: str | None = None,
+                 guard: Annotated[int | None, Parameter(validator=bounds.GUARD)] = None) -> int:
     """Explain the definition a run executes, one node, or one exit of it, with the run's context.
 
     Parameters

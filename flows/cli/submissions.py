@@ -25,6 +25,7 @@ from typing import Annotated, Any
 from cyclopts import App, Parameter
 from rich.markup import escape
 
+from flows.cli import bounds
 from flows.cli.acting import Who, resolved
 from flows.cli.output import diagnostics, err, error, out
 
@@ -118,7 +119,7 @@ def submissions_create(
 def submissions_list(
     *,
     form: Annotated[str | None, Parameter(name="--form")] = None,
-    limit: int = 50,
+    limit: Annotated[int, Parameter(validator=bounds.LIMIT)] = 50,
     json_: Json = False,
 ) -> int:
     """List submissions, newest first.
@@ -128,7 +129,7 @@ def submissions_list(
     form
         Only the submissions of this form.
     limit
-        At most this many rows.
+        At most this many rows (1 to 100000).
     """
     from rich.table import Column, Table
 

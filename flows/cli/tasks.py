@@ -21,6 +21,7 @@ from cyclopts import App, Parameter
 from rich.console import Console
 from rich.markup import escape
 
+from flows.cli import bounds
 from flows.cli.acting import Who, resolved
 from flows.cli.output import error
 
@@ -41,7 +42,7 @@ def tasks_list(
     *,
     status: str = "open",
     run: Annotated[str | None, Parameter(name="--run")] = None,
-    limit: int = 50,
+    limit: Annotated[int, Parameter(validator=bounds.LIMIT)] = 50,
     who: Who = Who(),
     json_: Json = False,
 ) -> int:
@@ -54,7 +55,7 @@ def tasks_list(
     run
         Only the tasks of this run.
     limit
-        At most this many rows.
+        At most this many rows (1 to 100000).
     """
     from rich.table import Column, Table
 

@@ -18,6 +18,7 @@ from cyclopts import App, Parameter
 from rich.console import Console
 from rich.markup import escape
 
+from flows.cli import bounds
 from flows.cli.acting import Who, resolved
 from flows.cli.output import error
 
@@ -45,7 +46,7 @@ def _row(t) -> dict:
 def tokens_create(
     *,
     name: Annotated[str | None, Parameter(name="--name")] = None,
-    expires_days: Annotated[int, Parameter(name="--expires-days")] = 90,
+    expires_days: Annotated[int, Parameter(name="--expires-days", validator=bounds.EXPIRES_DAYS)] = 90,
     json_: Annotated[bool, Parameter(name="--json")] = False,
     who: Who = Who(),
 ) -> int:
@@ -56,7 +57,7 @@ def tokens_create(
     name
         A label, to tell your tokens apart in `ergon tokens list`.
     expires_days
-        Days until the token expires; 0: never.
+        Days until the token expires (at most 36500, a hundred years); 0: never.
     json_
         Print JSON (with the token) instead.
     """

@@ -13,6 +13,7 @@ from cyclopts import Parameter
 from rich.console import Console
 from rich.markup import escape
 
+from flows.cli import bounds
 from flows.cli.acting import Who
 from flows.cli.output import error
 
@@ -121,6 +122,18 @@ def versions_(name: str, *, json_: Annotated[bool, Parameter(name="--json")] = F
     return 0
 
 
+def _ref(text: str):
+    """A version reference (:func:`flows.versions.parse_ref`) whose number is in range
+    (:data:`flows.cli.bounds.MAX_VERSION`): a larger one cannot be stored, so it names none."""
+    from flows import versions
+
+    ref = versions.parse_ref(text)
+    if isinstance(ref, int) and ref > bounds.MAX_VERSION:
+        shown = text if len(text) <= 24 else text[:20] + "…"
+        raise ValueError(f"`{shown}` is not a version: numbers go from 1 to {bounds.MAX_VERSION}")
+    return ref
+
+
 def diff(name: str, v1: str, v2: str = "draft", *, json_: Annotated[bool, Parameter(name="--json")] = False) -> int:
     """Show what changed between two versions: nodes, their fields, context fields, transitions.
 
@@ -140,7 +153,7 @@ def diff(name: str, v1: str, v2: str = "draft", *, json_: Annotated[bool, Parame
     from flows.versions.diff import render
 
     try:
-        a, b = versions.parse_ref(v1), versions.parse_ref(v2)
+        a, b = _ref(v1), _ref(v2)
         result, title = versions.structural_diff(name, a, b)
     except (ValueError, LookupError) as exc:
         return error(exc.args[0] if isinstance(exc, DefinitionNotFound) else str(exc))
@@ -164,7 +177,7 @@ def revert(name: str, version: str) -> int:
     from flows import versions
 
     try:
-        ref = versions.parse_ref(version)
+        ref = _ref(version)
         if not isinstance(ref, int):
             return error("revert takes a version number (e.g. `ergon revert NAME 2`)")
         written, removed = versions.revert(name, ref)
