@@ -368,6 +368,9 @@ def bench_engine_alone(repeat: int, n: int = 200) -> str:
         def cancel_requested(self) -> bool:
             return False
 
+        def interruption(self) -> str | None:
+            return None
+
     compiled = _compile(chain_definition(n), "bench_chain")
     catalog = Catalog(workspace_from_texts({}))
 

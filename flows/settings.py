@@ -18,6 +18,13 @@ PAUSE_POLL_SECONDS = 1
 #: the answer-to-next-node latency is up to this plus the resume itself (~0.1 s). One light GET
 #: of the flow run each time; a run suspended under a deployment makes none.
 ANSWER_POLL_SECONDS = 0.25
+#: How often a running run's process asks its Prefect API's health check (one GET, no retries).
+API_CHECK_SECONDS = 5
+#: A run whose Prefect API has not answered for this long stops waiting for it: the run is
+#: recorded crashed (it resumes from its checkpoint) and its process exits. A server back within
+#: this time is taken up again and the run goes on (:mod:`flows.prefect.watchdog`).
+#: ``ERGON_API_LOST_SECONDS`` changes it (:func:`api_lost_seconds`).
+DEFAULT_API_LOST_SECONDS = 60
 #: Runs whose heartbeat is older than this (and whose process is gone) are marked crashed.
 HEARTBEAT_TIMEOUT_SECONDS = 300
 #: A run handed to its deployment whose flow run Prefect shows starting or running this long
@@ -82,3 +89,12 @@ def max_subprocess_depth() -> int:
         return max(1, int(os.environ.get("ERGON_MAX_SUBPROCESS_DEPTH") or DEFAULT_MAX_SUBPROCESS_DEPTH))
     except ValueError:
         return DEFAULT_MAX_SUBPROCESS_DEPTH
+
+
+def api_lost_seconds() -> float:
+    """``ERGON_API_LOST_SECONDS`` (10 to 86,400), else :data:`DEFAULT_API_LOST_SECONDS`."""
+    try:
+        value = float(os.environ.get("ERGON_API_LOST_SECONDS") or DEFAULT_API_LOST_SECONDS)
+    except ValueError:
+        return DEFAULT_API_LOST_SECONDS
+    return min(max(value, 10.0), 86_400.0) if value == value else DEFAULT_API_LOST_SECONDS

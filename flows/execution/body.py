@@ -18,7 +18,8 @@ sub-run — and turns the :class:`RunResult` into a Prefect state.
   :mod:`flows.submissions`); a supervised run gets its supervisor (``run.supervisor``); when the
   run ends, the definitions whose ``on_complete`` trigger waits for it start (``run.ended``,
   :mod:`flows.triggers.chaining`, never raises).
-* When its process is stopped (SIGTERM) the run is recorded ``crashed`` — it resumes from its
+* When its process is stopped (SIGTERM), or the orchestrator's API is lost while it executes
+  (:mod:`flows.prefect.watchdog`), the run is recorded ``crashed`` — it resumes from its
   checkpoint, and a task it waited for keeps an answer for it (``run.recorded``,
   :mod:`flows.runs.answers`) — unless the orchestrator stopped the process to cancel the run.
 """
@@ -65,6 +66,11 @@ class Backend(Protocol):
     def cancel_requested(self) -> bool:
         """Whether the orchestrator stopped this process to cancel the run (a worker or ``serve``
         cancelling a deployment run), rather than the process being stopped from outside."""
+        ...
+
+    def interruption(self) -> str | None:
+        """Why the orchestrator's side ended this execution when it did (its API was lost), else
+        None: the run is recorded crashed with this reason instead of "the process was stopped"."""
         ...
 
 
@@ -141,7 +147,8 @@ async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest,
         if backend.cancel_requested():
             recorder.end("cancelled", None, engine.context, "cancelled by the orchestrator")
         else:
-            recorder.end("crashed", None, engine.context, f"interrupted: process {os.getpid()} was stopped", "world")
+            recorder.end("crashed", None, engine.context,
+                         backend.interruption() or f"interrupted: process {os.getpid()} was stopped", "world")
         raise
     except Exception as exc:  # a bug, not a node failure: the run record must still end
         recorder.end("failed", None, engine.context, f"{type(exc).__name__}: {exc}", "internal")

@@ -15,6 +15,7 @@ reaches its body through the caller's context (:func:`call_flow`); a flow Prefec
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
@@ -26,7 +27,9 @@ import pydantic
 from prefect import Flow, flow
 from prefect.client.schemas.objects import FlowRun, State
 from prefect.context import AsyncClientContext, FlowRunContext, TagsContext
+from prefect.exceptions import TerminationSignal
 from prefect.runtime import flow_run
+from prefect.settings import get_current_settings
 from prefect.states import Cancelled, Failed
 
 from compiler.plan import Plan
@@ -34,7 +37,9 @@ from flows.prefect.artifacts import register as publish_artifacts
 from flows.prefect.executor import PrefectExecutor
 from flows.prefect.logs import install as install_run_logs
 from flows.prefect.logs import run_listener
+from flows.prefect.api import reachable
 from flows.prefect.pause import PrefectPauses
+from flows.prefect.watchdog import fail_fast, watch
 from flows.execution.body import execute
 from flows.execution.request import RunRequest
 from flows.runtime.effects import Pauses, RunResult
@@ -97,8 +102,6 @@ def local_result_storage() -> Path:
     time it sets up the run's result store: a round trip, twice for every run
     (measured: ~3.5 ms each). Naming the local path, which is what Prefect falls back to, asks
     nobody; a server default result storage block would hold nothing of Ergon's either way."""
-    from prefect.settings import get_current_settings
-
     return Path(get_current_settings().results.local_storage_path)
 
 
@@ -190,7 +193,14 @@ class PrefectBackend:
     def __init__(self) -> None:
         self.flow_run_id = str(flow_run.id) if flow_run.id else None
         self.pauses: Pauses = PrefectPauses(self.flow_run_id)
+        self.lost: str | None = None  # why the run's Prefect API was given up (flows.prefect.watchdog)
         publish_artifacts()  # the run's artifacts show in Prefect's UI too
+
+    def lose(self, reason: str) -> None:
+        self.lost = reason
+
+    def interruption(self) -> str | None:
+        return self.lost
 
     async def executor(self) -> PrefectExecutor:
         return await PrefectExecutor.for_run()
@@ -216,10 +226,27 @@ class PrefectBackend:
 
 async def run_body(plan: Plan, params: dict[str, Any], request: RunRequest) -> Any:
     """The flow body: execute the run, and give Prefect its final state. The run's node events
-    and Ergon's log lines go to the flow run's logs too (:mod:`flows.prefect.logs`)."""
+    and Ergon's log lines go to the flow run's logs too (:mod:`flows.prefect.logs`).
+
+    A top-level run executes beside the watchdog of its Prefect API (:mod:`flows.prefect.watchdog`);
+    sub-runs share their process, and its watchdog. A run that ends by an interruption (the API
+    lost, SIGTERM, Ctrl-C) while the API does not answer leaves Prefect's client without retries,
+    so the process ends now rather than after the client's half hour of back-off."""
     install_run_logs()
     request = replace(request, listener=run_listener(request.listener))
-    return to_state(await execute(plan, params, request, PrefectBackend()))
+    backend = PrefectBackend()
+    if request.parent_run_id is not None:
+        return to_state(await execute(plan, params, request, backend))
+    body = asyncio.ensure_future(execute(plan, params, request, backend))
+    watchdog = asyncio.ensure_future(watch(body, str(get_current_settings().api.url or ""), backend.lose))
+    try:
+        return to_state(await body)
+    except (asyncio.CancelledError, KeyboardInterrupt, TerminationSignal):
+        if backend.lost is None and not reachable():
+            fail_fast()
+        raise
+    finally:
+        watchdog.cancel()
 
 
 def to_state(result: RunResult) -> Any:

@@ -38,12 +38,17 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from flows.errors import ErgonError
 from flows.prefect import project_api, user_settings
 from flows.prefect.config import SERVER_DEFAULTS
 from flows.settings import ergon_home_path, prefect_home
 
 DEFAULT_PORT = 4200
 START_TIMEOUT_SECONDS = 120
+
+
+class ServerStartFailed(ErgonError):
+    """Ergon's local Prefect server could not be started (its log says why)."""
 
 
 @dataclass
@@ -93,14 +98,19 @@ def _pid_alive(pid: int | None) -> bool:
 
 
 def _free_port(preferred: int) -> int:
+    """``preferred`` when a server can listen on it now, else a free port. The probe binds as the
+    server's own socket does (``SO_REUSEADDR``): connections of a server that stopped a moment
+    ago linger in ``TIME_WAIT`` on its port, and a plain bind took that for a port in use, so a
+    restarted server moved to another port while the runs waiting on the old one lost it."""
     for port in (preferred, 0):
         with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
                 continue
             return s.getsockname()[1]
-    raise RuntimeError("no free port")
+    raise ServerStartFailed("no free port on 127.0.0.1 for Ergon's local Prefect server")
 
 
 def _port_of(url: str) -> int | None:
@@ -181,11 +191,13 @@ def start(port: int = DEFAULT_PORT) -> ServerInfo:
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"the Prefect server exited (code {proc.returncode}); see {home / 'server.log'}")
+            raise ServerStartFailed(f"Ergon's local Prefect server exited while starting (code {proc.returncode}); "
+                                    f"see {home / 'server.log'}, then run the command again")
         if healthy(url):
             return ServerInfo(url, proc.pid, True, "ergon", str(_state_file_path()))
         time.sleep(0.3)
-    raise RuntimeError(f"the Prefect server did not answer within {START_TIMEOUT_SECONDS} s; see {home / 'server.log'}")
+    raise ServerStartFailed(f"Ergon's local Prefect server did not answer within {START_TIMEOUT_SECONDS} s; "
+                            f"see {home / 'server.log'}")
 
 
 def stop() -> bool:

@@ -145,7 +145,15 @@ def tell_prefect_stopped(run: Run, flow_runs: list[str] | None = None) -> None:
     if run.prefect_flow_run_id:
         flow_runs.append(run.prefect_flow_run_id)
     try:
+        from flows.prefect.api import reachable
         from flows.prefect.leftovers import mark_crashed, unrecorded_flow_runs
+
+        if not reachable():
+            # Never by starting Ergon's local server, nor by waiting out the client's retries: the
+            # run's own process records its crash on its way out, also when the API is gone
+            # (flows.prefect.watchdog). The run's next flow run supersedes these when it resumes.
+            log.info("run %s: Prefect's API does not answer; its flow runs are left as they are", run.id)
+            return
 
         if run.parent_run_id is None:  # and the flow runs it had no time to record
             flow_runs += unrecorded_flow_runs(run.id, before=run.ended_at)

@@ -22,6 +22,8 @@ its process gave up (interrupted, refused by Prefect before the body ran).
 
 from __future__ import annotations
 
+import asyncio
+
 import logging
 import os
 import socket
@@ -245,6 +247,11 @@ def start(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog, run_i
         if run_store.run_status(run.id) not in RUN_ENDED:
             run_store.set_run_status(run.id, "cancelled", error="interrupted (Ctrl-C)")
             run_ended(run.id, "cancelled", "interrupted (Ctrl-C)")
+    except (asyncio.CancelledError, Exception):
+        # The run's body recorded it crashed (its Prefect API was lost, flows.prefect.watchdog) and
+        # Prefect's engine then failed to report the end to that API: the record says it all.
+        if run_store.run_status(run.id) != "crashed":
+            raise
     ended = run_store.require_run(run.id)
     if ended.status == "pending":  # Prefect refused the call before the flow body ran
         message = getattr(state, "message", None) or "the flow did not start"

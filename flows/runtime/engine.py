@@ -706,8 +706,8 @@ def resume_node(visits: Iterable[Any]) -> tuple[str | None, bool]:
 
 
 def _error_text(exc: BaseException) -> str:
-    if isinstance(exc, asyncio.CancelledError) and not str(exc):  # the process is being stopped
-        return "interrupted: the process was stopped"
+    if isinstance(exc, asyncio.CancelledError):  # the process is being stopped, or gave up its orchestrator
+        return f"interrupted: {exc}" if str(exc) else "interrupted: the process was stopped"
     text = str(exc) or type(exc).__name__
     return text if isinstance(exc, NodeFailed) else f"{type(exc).__name__}: {text}"
 
