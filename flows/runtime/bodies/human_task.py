@@ -222,7 +222,13 @@ async def ask_person(services: Services, *, visit_id: str | None, node_id: str, 
             prompt=form_description(title, description, about, task.id, refused=refused),
             key=key, seconds=seconds_left, title=f"{node_id}: {title}"[:120], mode=mode, proof=proof,
         ))
-        answer = await _unless_cancelled(waiting, run_state, withdrawn=functools.partial(_advanced, run_id, task.id))
+        answer = await _unless_cancelled(waiting, run_state, withdrawn=functools.partial(_settled, run_id, task.id))
+        if isinstance(answer, KeptAnswer):  # answered in Ergon; Prefect never handed it over (its API was down)
+            if mode == "pause":
+                await pauses.release()
+            task = task_store.get_task(task.id) or task
+            services.listener("answered", node_id, {"task_id": task.id, "kept": True})
+            break
         if isinstance(answer, Advanced):  # an admin advanced the run past this task
             if mode == "pause":
                 await pauses.release()
@@ -279,12 +285,36 @@ def _last_prefect_refusal(task_id: str) -> str | None:
     return None
 
 
-def _advanced(run_id: str, task_id: str) -> Advanced | None:
-    """The operator's advance that withdrew ``task_id`` (:func:`flows.runs.controls.advance`), if any."""
+#: How long an answer recorded in Ergon may wait for Prefect to hand it to the waiting flow run
+#: before the run takes it from the store itself: longer than the answer path keeps trying
+#: (:data:`flows.prefect.resume.SETTLE_SECONDS`), so it only happens when that gave up.
+UNDELIVERED_SECONDS = 20.0
+
+
+class KeptAnswer:
+    """The task was answered in Ergon (checked and recorded there) and Prefect did not hand the
+    answer to the waiting flow run within :data:`UNDELIVERED_SECONDS` — its API was down when the
+    answer came, and came back while the run waited. The run goes on with the stored answer."""
+
+
+def _settled(run_id: str, task_id: str) -> Advanced | KeptAnswer | None:
+    """What the store says ends this wait besides Prefect: an operator's advance that withdrew the
+    task, or an answer Prefect never delivered; None while neither."""
+    task = task_store.get_task(task_id)
+    if task is None:
+        return None
+    if task.status == "completed" and task.answered_at is not None \
+            and (utcnow() - _aware(task.answered_at)).total_seconds() > UNDELIVERED_SECONDS:
+        return KeptAnswer()
+    return _advanced(run_id, task)
+
+
+def _advanced(run_id: str, task: Any) -> Advanced | None:
+    """The operator's advance that withdrew ``task`` (:func:`flows.runs.controls.advance`), if any."""
     from flows.store import run_events
 
-    task = task_store.get_task(task_id)
-    if task is None or task.status != "cancelled":
+    task_id = task.id
+    if task.status != "cancelled":
         return None
     for event in reversed(run_events.events_for_run(run_id, kind="command")):
         args = (event.args or {}).get("args") or {}
@@ -294,11 +324,12 @@ def _advanced(run_id: str, task_id: str) -> Advanced | None:
 
 
 async def _unless_cancelled(waiting: Awaitable[Any], run_state: Any,
-                            withdrawn: Callable[[], Advanced | None] = lambda: None) -> Any:
+                            withdrawn: Callable[[], Advanced | KeptAnswer | None] = lambda: None) -> Any:
     """Await ``waiting``; give up with :class:`RunCancelled` when the run is cancelled meanwhile
-    (Prefect's pause only watches its own flow run's state, not Ergon's store); return the
-    :class:`Advanced` when an admin withdrew the task to advance the run."""
-    advanced: list[Advanced] = []
+    (Prefect's pause only watches its own flow run's state, not Ergon's store); return what
+    ``withdrawn`` found instead (:class:`Advanced` when an admin withdrew the task to advance the
+    run, :class:`KeptAnswer` for an answer Prefect never delivered)."""
+    advanced: list[Advanced | KeptAnswer] = []
 
     async def cancelled() -> None:
         while run_state.status() not in ("cancelling", "cancelled"):
