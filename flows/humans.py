@@ -14,8 +14,8 @@ handling of Prefect's own resume form — so that all of them end in the same st
 * **Answers** are validated against the fields (:func:`validate_answer`) *before* anything
   resumes; a refused answer changes nothing but the audit trail. A task is answered once.
 * **Who answers** is proven by the channel: the CLI's identity (:mod:`flows.identity`: a token,
-  a password, the OS user), the dashboard's sign-in, and for Prefect's own form or API the
-  approver's personal token in the form, checked when the run resumes
+  a password, the OS user), the dashboard's sign-in, and for Prefect's own form or API a
+  one-time answer code in the form (:mod:`flows.answer_codes`), checked when the run resumes
   (:func:`answer_through_prefect`) — required where the task names an assignee or four-eyes
   (:func:`needs_proof`); an unassigned task is open to anyone who reaches Prefect.
 
@@ -432,8 +432,8 @@ def answer(task_id: str, user: str | User | Actor, raw_answer: Any, via: TaskCha
 PREFECT_ACTOR = "prefect"
 
 
-#: The key of the approver's token in Prefect's form, unless a field of the task has that name.
-PROOF_FIELD = "approver_token"
+#: The key of the one-time answer code in Prefect's form, unless a field of the task has that name.
+PROOF_FIELD = "answer_code"
 #: What Ergon sends in that field when it hands Prefect an answer it checked and recorded itself
 #: (the CLI, the dashboard): the engine then takes the store's answer and ignores the field, so
 #: typing this into Prefect's form proves nothing.
@@ -441,7 +441,7 @@ ERGON_CHECKED = "checked-by-ergon"
 
 
 def proof_field(fields: Iterable[Any] | None) -> str:
-    """The key of the approver's token in the Prefect form of a task with these fields."""
+    """The key of the answer code in the Prefect form of a task with these fields."""
     names = {f["name"] for f in normalize_fields(fields)}
     key = PROOF_FIELD
     while key in names:
@@ -450,40 +450,59 @@ def proof_field(fields: Iterable[Any] | None) -> str:
 
 
 def needs_proof(task: HumanTask) -> bool:
-    """Whether an answer through Prefect's own form or API must prove who gives it (the
-    approver's personal token): when the task names an assignee or ``four_eyes`` — then who
+    """Whether an answer through Prefect's own form or API must prove who gives it (a one-time
+    answer code, :mod:`flows.answer_codes`): when the task names an assignee or ``four_eyes`` — then who
     answers matters. An unassigned task is anyone's, so anyone who reaches Prefect may answer."""
     return bool(task.assignee) or bool(task.four_eyes)
 
 
-def answer_through_prefect(task_id: str, raw_answer: Any, *, token_sha256: str | None) -> HumanTask:
+def answer_code(task_id: str, user: str | User | Actor) -> Any:
+    """A one-time code for ``user`` to answer ``task_id`` through Prefect's form
+    (:func:`flows.answer_codes.issue`), given only when they may answer it now (the rules of
+    :func:`can_answer`) and the form asks one (:func:`needs_proof`); raises :class:`TaskNotFound`
+    and :class:`TaskRefused` (recorded, like every refusal)."""
+    from flows import answer_codes
+
+    task, run_started_by = _load(task_id)
+    who = actor(user)
+    if not needs_proof(task):
+        raise refuse(task_id, who, "code", f"task {task_id} names no assignee and no four-eyes: Prefect's form asks "
+                     "no code for it")
+    allowed, reason = can_answer(task, who, run_started_by)
+    if not allowed:
+        raise refuse(task_id, who, "code", reason)
+    return answer_codes.issue(task.id, who.name)
+
+
+def answer_through_prefect(task_id: str, raw_answer: Any, *, code_sha256: str | None) -> HumanTask:
     """Record an answer that came through Prefect's own resume form or API, as the engine
     receives it when the run resumes: the same rules as every other channel.
 
-    A task that :func:`needs_proof` is answered by the owner of the personal token whose
-    SHA-256 the form's reader passed (``token_sha256``): no token, or one that is unknown,
-    expired or revoked, is refused; then :func:`answer` applies the rules to that user
+    A task that :func:`needs_proof` is answered by the person whose one-time answer code's
+    SHA-256 the form's reader passed (``code_sha256``, :mod:`flows.answer_codes`, spent here): no
+    code, or one that is unknown, for another task, used or expired, is refused (a personal token
+    typed there is refused and revoked); then :func:`answer` applies the rules to that user
     (assignee or group member, four-eyes, taken by someone else) and checks the answer. Other
     tasks are answered by :data:`PREFECT_ACTOR` under the same checks. Every refusal is a
-    ``refused`` event (``via: prefect``; who, when the token proved someone) and raises
-    :class:`TaskRefused` — the engine then asks again in Prefect with the reason. No token is
+    ``refused`` event (``via: prefect``; who, when the code proved someone) and raises
+    :class:`TaskRefused` — the engine then asks again in Prefect with the reason. No code is
     ever recorded; the callbacks of :data:`on_answered` do not run (the run has the answer)."""
-    from flows import tokens
+    from flows import answer_codes
 
     task = task_store.get_task(task_id)
     if task is None:
         raise TaskNotFound(f"no task {task_id}")
     who: str = PREFECT_ACTOR
-    if token_sha256 or needs_proof(task):
+    if code_sha256 or needs_proof(task):
         anonymous = Actor(PREFECT_ACTOR)
-        if not token_sha256:
+        if not code_sha256:
             raise refuse(task_id, anonymous, "answer", f"task {task_id} is assigned to {task.assignee or 'anyone'}"
-                         + (" with four-eyes" if task.four_eyes else "") + ": an answer through Prefect needs the "
-                         "approver's personal token (`ergon tokens create`)", detail={"via": "prefect"})
+                         + (" with four-eyes" if task.four_eyes else "") + ": an answer through Prefect needs a "
+                         f"one-time code from `ergon tasks code {task_id}`", detail={"via": "prefect"})
         try:
-            who = tokens.verify_hash(token_sha256).user_name
-        except tokens.TokenRefused as exc:
-            raise refuse(task_id, anonymous, "answer", f"the approver's token was refused: {exc}",
+            who = answer_codes.redeem(code_sha256, task_id)
+        except answer_codes.CodeRefused as exc:
+            raise refuse(task_id, anonymous, "answer", f"the answer code was refused: {exc}",
                          detail={"via": "prefect"}) from None
     return answer(task_id, who, raw_answer, via="prefect", hooks=False).task
 

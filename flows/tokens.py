@@ -1,6 +1,7 @@
 """Personal API tokens: a credential a person creates for themselves (``ergon tokens create``) and
-gives instead of a password — to the CLI (``--token`` or ``ERGON_TOKEN``) or in the token field of
-Prefect's resume form.
+gives instead of a password — to the CLI (``--token`` or ``ERGON_TOKEN``). Never to Prefect's
+resume form, which keeps what it is sent: that form asks a one-time code (:mod:`flows.answer_codes`),
+and a token found there is revoked.
 
 * A token is ``ergon_`` followed by 43 URL-safe characters: 32 bytes from :func:`secrets.token_bytes`.
   It is shown once, when it is created, and never stored: the store keeps its SHA-256 (hex) and

@@ -1,4 +1,4 @@
-"""`ergon tasks list|show|claim|answer`: the task inbox on the command line.
+"""`ergon tasks list|show|claim|answer|code`: the task inbox on the command line.
 
 The CLI acts as the identity :mod:`flows.identity` resolves (a personal token, ``--as USER``
 with that user's password, ``ERGON_USER`` where an admin bound this OS user to it, else the OS
@@ -189,6 +189,39 @@ def tasks_claim(task_id: str, *, who: Who = Who(), json_: Json = False) -> int:
         print(json.dumps({"task": humans.task_dict(task)}))
     else:
         out.print(f"task {task.id} taken by [bold]{escape(task.claimed_by or '')}[/]")
+    return 0
+
+
+@tasks_app.command(name="code")
+def tasks_code(task_id: str, *, who: Who = Who(), json_: Json = False) -> int:
+    """A one-time code to answer a task in Prefect's own form (an assigned or four-eyes task).
+
+    Prefect keeps what its form sends, so the form asks this code, never your personal token: it
+    answers that task once, as you, within 15 minutes. You must be allowed to answer the task.
+
+    Parameters
+    ----------
+    task_id
+        The task.
+    """
+    from flows import humans
+
+    me = resolved(who)
+    if isinstance(me, int):
+        return me
+    try:
+        issued = humans.answer_code(task_id, me.name)
+    except humans.TaskNotFound as exc:
+        return error(exc, code=2)
+    except humans.TaskRefused as exc:
+        return _refused(exc, json_)
+    expires = issued.row.expires_at.isoformat(timespec="seconds")
+    if json_:
+        print(json.dumps({"task_id": task_id, "user": me.name, "code": issued.code, "expires_at": expires}))
+    else:
+        out.print(issued.code, markup=False)
+        err.print(f"for task {task_id}, as {escape(me.name)}: type it into the form's answer code field; it answers "
+                  f"once, until {expires}")
     return 0
 
 

@@ -16,11 +16,14 @@ The body (:mod:`flows.runtime.bodies.human_task`) decides *how* a run waits; thi
   stored answer instead of suspending again.
 
 A task that names an assignee or four-eyes (:func:`flows.humans.needs_proof`) asks, in a last
-required field of the form, the approver's personal token — a ``SecretStr``, so Prefect's form
-masks it (a ``password`` string, ``writeOnly``). Prefect stores what its form or API sends as the
-pause's ``…-response`` flow-run input, the token included: the moment the run reads it, this
-module replaces the token by its SHA-256 for the engine (:func:`_received`, which checks whose
-token it is) and rewrites Prefect's stored copy with the token removed (:func:`_forget_token`).
+required field of the form, a one-time answer code (``ergon tasks code``, :mod:`flows.answer_codes`)
+— never the approver's personal token: Prefect stores what its form or API sends as the pause's
+``…-response`` flow-run input, and copies of it stay in the server's files (its write-ahead log,
+free pages, backups, Prefect Cloud) whatever Ergon deletes, so only a code that is spent the
+moment it is read may travel there. The field is a ``SecretStr``, so Prefect's form masks it (a
+``password`` string, ``writeOnly``). The moment the run reads the input, this module replaces the
+code by its SHA-256 for the engine (:func:`_received`; the engine checks whose code it is and
+spends it) and rewrites Prefect's stored copy with the code removed (:func:`_forget_code`).
 
 :meth:`PrefectPauses.can_suspend` suspends only a run's *own* flow run started from a deployment
 (Prefect refuses suspending subflows and runs without a deployment), and only when the task has
@@ -51,7 +54,7 @@ from flows import humans
 from flows.runtime.effects import PROOF_KEY, AnswerWait
 from flows.settings import ANSWER_POLL_SECONDS
 from flows.store import tasks as task_store
-from flows.tokens import hash_token
+from flows.answer_codes import hash_code
 
 log = logging.getLogger("ergon.pause")
 
@@ -138,34 +141,34 @@ async def _suspend_for_answer(fields: list[dict[str, Any]], model_name: str, pro
     raise RunSuspended("suspended until the task is answered", state=state)
 
 
-# --- the approver's token -------------------------------------------------------------------------
+# --- the answer code -----------------------------------------------------------------------------
 
-#: What replaces the token in Prefect's stored copy of the input.
+#: What replaces the code in Prefect's stored copy of the input.
 REDACTED = "(removed by Ergon)"
 
 
 async def _received(run_input: Any, proof_fields: list[dict[str, Any]] | None) -> dict[str, Any]:
-    """The answer of a resumed pause, for the engine. For a form that asked the approver's token
-    (``proof_fields`` are its task's fields), the token is replaced by its SHA-256 under
-    :data:`~flows.runtime.effects.PROOF_KEY` at once — the token goes no further than this
+    """The answer of a resumed pause, for the engine. For a form that asked an answer code
+    (``proof_fields`` are its task's fields), the code is replaced by its SHA-256 under
+    :data:`~flows.runtime.effects.PROOF_KEY` at once — the code goes no further than this
     function, so nothing of Ergon's can log or record it — and Prefect's stored copy of the
     input (the ``…-response`` flow-run input) is rewritten without it."""
     if proof_fields is None:
         return input_to_answer(run_input)
     key = humans.proof_field(proof_fields)
     secret = getattr(run_input, key, None)
-    token = secret.get_secret_value() if isinstance(secret, pydantic.SecretStr) else None
+    code = secret.get_secret_value() if isinstance(secret, pydantic.SecretStr) else None
     answer = input_to_answer(run_input)
     answer.pop(key, None)
-    if token and token != humans.ERGON_CHECKED:
-        answer[PROOF_KEY] = hash_token(token)
-        await _forget_token(run_input, key)
+    if code and code != humans.ERGON_CHECKED:
+        answer[PROOF_KEY] = hash_code(code)
+        await _forget_code(run_input, key)
     return answer
 
 
-async def _forget_token(run_input: Any, key: str) -> None:
-    """Rewrite Prefect's stored copy of the input without the token (best effort: the answer
-    stands either way, and the token can be revoked)."""
+async def _forget_code(run_input: Any, key: str) -> None:
+    """Rewrite Prefect's stored copy of the input without the code (best effort, and the code is
+    spent either way: this keeps it out of Prefect's UI and API, not out of its files)."""
     from prefect.input.actions import acreate_flow_run_input, adelete_flow_run_input
 
     meta = getattr(run_input, "metadata", None)
@@ -176,8 +179,8 @@ async def _forget_token(run_input: Any, key: str) -> None:
     try:
         await adelete_flow_run_input(key=meta.key, flow_run_id=meta.receiver)
         await acreate_flow_run_input(key=meta.key, value=stored, flow_run_id=meta.receiver)
-    except Exception:  # noqa: BLE001 - never fail an answer for it; say so without the token
-        log.warning("could not remove the approver's token from Prefect's stored input %s of flow run %s",
+    except Exception:  # noqa: BLE001 - never fail an answer for it; say so without the code
+        log.warning("could not remove the answer code from Prefect's stored input %s of flow run %s",
                     meta.key, meta.receiver)
 
 
@@ -234,7 +237,7 @@ def run_input_model(fields: Iterable[Any] | None, name: str, *, description: str
     :func:`input_to_answer`, which uses the field names.
 
     With ``proof`` (the task names an assignee or four-eyes), a last, required field asks the
-    approver's personal token (:func:`flows.humans.proof_field`): a ``SecretStr``, so its schema is a
+    one-time answer code (:func:`flows.humans.proof_field`): a ``SecretStr``, so its schema is a
     ``password`` string (``writeOnly``) that Prefect's form masks.
     """
     reserved = set(dir(RunInput))
@@ -261,10 +264,12 @@ def run_input_model(fields: Iterable[Any] | None, name: str, *, description: str
     if proof:
         key = humans.proof_field(fields)
         definitions[key] = (pydantic.SecretStr, pydantic.Field(
-            ..., title="Your Ergon token" + REQUIRED_MARK,
-            description="Your personal token (from: ergon tokens create): it proves who answers, and Ergon checks that "
+            ..., title="Your answer code" + REQUIRED_MARK,
+            description="A one-time code for this task, from: ergon tasks code TASK_ID (the task's id is above; valid "
+                        "15 minutes, for one answer). It proves who answers, and Ergon checks that "
                         "you may (the assignee, a member of its group, an admin; with four-eyes, not the run's "
-                        "starter). Ergon removes it from this run's stored input as soon as the run has read it."))
+                        "starter). Never type your personal token here: Prefect keeps what this form sends, so Ergon revokes "
+                        "a token it finds here."))
     class_name = re.sub(r"\W", "_", name) or "TaskInput"
     if class_name[0].isdigit():
         class_name = "_" + class_name

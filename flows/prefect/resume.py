@@ -3,7 +3,7 @@
 Called by the run owner when a task whose run waits is answered (:mod:`flows.runs.answers`; the
 CLI and the dashboard answer through it), or registered as an ``on_answered`` hook; the
 answer itself was validated and recorded by :func:`flows.humans.answer` before this runs, so
-Prefect receives exactly the stored answer (and, where the form asks the approver's token,
+Prefect receives exactly the stored answer (and, where the form asks an answer code,
 :data:`flows.humans.ERGON_CHECKED` in its place: Ergon checked who answered, and the engine
 takes the store's answer for a task the store has answered).
 
@@ -60,7 +60,7 @@ def resume_answered(task: Any) -> None:
                 time.sleep(0.25)
                 continue
             run_input = dict(task.answer or {})
-            if proof is not None:  # the form asks the approver's token: Ergon checked who answered itself
+            if proof is not None:  # the form asks an answer code: Ergon checked who answered itself
                 run_input[proof] = humans.ERGON_CHECKED
             result = prefect_client.resume_flow_run(UUID(waiting), run_input=run_input)
             if result.status == SetStateStatus.ACCEPT:

@@ -88,13 +88,14 @@ class AnswerWait:
     seconds: int
     title: str
     mode: WaitMode = "pause"
-    #: the form asks the approver's personal token (the task names an assignee or four-eyes);
-    #: the answer then carries the token's SHA-256 under :data:`PROOF_KEY`, never the token
+    #: the form asks a one-time answer code (the task names an assignee or four-eyes:
+    #: :mod:`flows.answer_codes`); the answer then carries its SHA-256 under :data:`PROOF_KEY`,
+    #: never the code
     proof: bool = False
 
 
-#: Where an answer from the orchestrator's own form carries the SHA-256 of the approver's token.
-PROOF_KEY = "__approver_token_sha256__"
+#: Where an answer from the orchestrator's own form carries the SHA-256 of the answer code typed.
+PROOF_KEY = "__answer_code_sha256__"
 
 
 class Pauses(Protocol):

@@ -536,6 +536,21 @@ class ApiToken(SQLModel, table=True):
     last_used_at: datetime | None = None
 
 
+class AnswerCode(SQLModel, table=True):
+    """A one-time code that proves who answers one task through Prefect's own form
+    (``ergon tasks code``). The store keeps its SHA-256, never the code; it is spent the first time
+    it is presented, and dead after ``expires_at`` either way."""
+
+    __tablename__ = "answer_codes"
+
+    code_sha256: str = Field(primary_key=True, max_length=64)
+    task_id: str = Field(foreign_key="human_tasks.id", index=True)
+    user_name: str = Field(foreign_key="users.name")
+    created_at: datetime = _created()
+    expires_at: datetime
+    used_at: datetime | None = None
+
+
 class OsBinding(SQLModel, table=True):
     """An admin's permission: the OS user ``os_user`` acts as the Ergon user ``user_name``
     without a credential (``ERGON_USER``, or by default). One Ergon user per OS user."""

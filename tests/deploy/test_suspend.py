@@ -168,13 +168,15 @@ def test_a_refused_answer_through_prefect_suspends_the_run_again_with_the_reason
         first = suspended_keyset()
         run = run_store.get_run_by_prefect_id(str(prefect_run.id))
         [task] = task_store.tasks_for_run(run.id)
-        resume_flow_run(prefect_run.id, run_input={"decision": "approve", "approver_token": "ergon_forged-token-0000000000"})
+        resume_flow_run(prefect_run.id, run_input={"decision": "approve", "answer_code": "code_forged-000000000000"})
         again = suspended_keyset(other_than=first)
         description = read_flow_run_input(again["description"], flow_run_id=prefect_run.id)
-        assert description.startswith("**Ergon refused the last answer:** the approver's token was refused"), description
+        assert description.startswith("**Ergon refused the last answer:** the answer code was refused"), description
         assert task_store.get_task(task.id).status == "pending"
         assert [e.action for e in task_store.task_events(task.id)] == ["created", "refused"]
-        resume_flow_run(prefect_run.id, run_input={"decision": "approve", "approver_token": tokens["lea"]})
+        code = cli(["tasks", "code", task.id, "--token", tokens["lea"]], deploy_env)
+        assert code.returncode == 0, code.stdout + code.stderr
+        resume_flow_run(prefect_run.id, run_input={"decision": "approve", "answer_code": code.stdout.strip()})
         done = wait_for("the resumed run to complete", lambda: (
             (r := run_store.get_run(run.id)).status in ("completed", "failed", "crashed") and r), diagnose=worker.tail)
     finally:
@@ -183,4 +185,4 @@ def test_a_refused_answer_through_prefect_suspends_the_run_again_with_the_reason
     assert marks() == ["a", "c"], "no completed visit ran twice"
     [task] = task_store.tasks_for_run(run.id)
     assert task.answered_by == "lea" and task.answered_via == "prefect"
-    assert read_flow_run_input(again["response"], flow_run_id=prefect_run.id)["approver_token"] == "(removed by Ergon)"
+    assert read_flow_run_input(again["response"], flow_run_id=prefect_run.id)["answer_code"] == "(removed by Ergon)"

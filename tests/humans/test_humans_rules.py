@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from flows import humans
+from flows.store import db
 from flows.store import tasks as task_store
 
 
@@ -160,34 +161,61 @@ def test_unknown_os_user_acts_on_unassigned_and_own_tasks(make_task):
 
 
 def test_an_answer_through_prefect_is_held_to_the_same_rules(make_task):
-    """What the engine does with an answer from Prefect's form: the approver's token (its
-    SHA-256) proves who answers where the task names an assignee or four-eyes."""
-    from flows import tokens
+    """What the engine does with an answer from Prefect's form: a one-time answer code (its
+    SHA-256) proves who answers where the task names an assignee or four-eyes; the answer rules
+    are applied again to whoever the code names."""
+    from flows import answer_codes, tokens
+    from flows.store.models import AnswerCode
     from flows.store import tokens as token_store
 
-    def sha(token: str) -> str:
-        return tokens.hash_token(token)
+    def sha(code: str) -> str:
+        return answer_codes.hash_code(code)
 
-    ann, starter, bob = (tokens.create(n).token for n in ("ann", "starter", "bob"))
     task = make_task("group:legal", four_eyes=True)
     assert humans.needs_proof(task)
-    for token_sha, reason in [(None, "needs the approver's personal token"), (sha("ergon_forged"), "token was refused"),
-                              (sha(bob), "bob is not a member"), (sha(starter), "four-eyes")]:
+    # codes made directly, as if given while the rules allowed: the answer checks them again
+    bob, starter = (answer_codes.issue(task.id, n).code for n in ("bob", "starter"))
+    for code_sha, reason in [(None, "needs a one-time code from `ergon tasks code"),
+                             (sha("code_forged"), "not one this store gave"),
+                             (sha(bob), "bob is not a member"), (sha(starter), "four-eyes")]:
         with pytest.raises(humans.TaskRefused, match=reason):
-            humans.answer_through_prefect(task.id, {"decision": "approve"}, token_sha256=token_sha)
+            humans.answer_through_prefect(task.id, {"decision": "approve"}, code_sha256=code_sha)
+    with pytest.raises(humans.TaskRefused, match="used already"):  # a code answers once, accepted or not
+        humans.answer_through_prefect(task.id, {"decision": "approve"}, code_sha256=sha(bob))
+    ann = humans.answer_code(task.id, "ann").code
     with pytest.raises(humans.TaskRefused, match="invalid answer"):
-        humans.answer_through_prefect(task.id, {"decision": "maybe"}, token_sha256=sha(ann))
+        humans.answer_through_prefect(task.id, {"decision": "maybe"}, code_sha256=sha(ann))
     refused = [e for e in task_store.task_events(task.id) if e.action == "refused"]
     assert [(e.actor, e.detail["via"]) for e in refused] == [("prefect", "prefect"), ("prefect", "prefect"),
-                                                            ("bob", "prefect"), ("starter", "prefect"), ("ann", "prefect")]
+                                                            ("bob", "prefect"), ("starter", "prefect"),
+                                                            ("prefect", "prefect"), ("ann", "prefect")]
     assert task_store.get_task(task.id).status == "pending"
-    revoked = tokens.create("ann")
-    token_store.revoke_token(revoked.row.id, by="ann")
-    with pytest.raises(humans.TaskRefused, match="revoked"):
-        humans.answer_through_prefect(task.id, {"decision": "approve"}, token_sha256=sha(revoked.token))
-    done = humans.answer_through_prefect(task.id, {"decision": "approve"}, token_sha256=sha(ann))
+
+    other = make_task("group:legal")
+    with pytest.raises(humans.TaskRefused, match=f"given for task {other.id}, not this one"):
+        humans.answer_through_prefect(task.id, {"decision": "approve"},
+                                      code_sha256=sha(humans.answer_code(other.id, "ann").code))
+    late = humans.answer_code(task.id, "ann")
+    with db.session(write=True) as s:  # its 15 minutes are over
+        row = s.get(AnswerCode, late.row.code_sha256)
+        row.expires_at = row.created_at
+    with pytest.raises(humans.TaskRefused, match="expired"):
+        humans.answer_through_prefect(task.id, {"decision": "approve"}, code_sha256=sha(late.code))
+
+    # a personal token typed into Prefect's form is refused, and revoked: Prefect keeps what it is sent
+    leaked = tokens.create("ann")
+    with pytest.raises(humans.TaskRefused, match="personal token .* Ergon revoked it"):
+        humans.answer_through_prefect(task.id, {"decision": "approve"}, code_sha256=tokens.hash_token(leaked.token))
+    assert token_store.get_token(leaked.row.id).revoked_at is not None
+
+    done = humans.answer_through_prefect(task.id, {"decision": "approve"},
+                                         code_sha256=sha(humans.answer_code(task.id, "ann").code))
     assert done.answered_by == "ann" and done.answered_via == "prefect" and done.answer["decision"] == "approve"
 
+    with pytest.raises(humans.TaskRefused, match="is not a member"):  # a code is given only to who may answer
+        humans.answer_code(make_task("group:legal").id, "bob")
     open_task = make_task(None)
     assert not humans.needs_proof(open_task)
-    assert humans.answer_through_prefect(open_task.id, {"decision": "reject"}, token_sha256=None).answered_by == "prefect"
+    with pytest.raises(humans.TaskRefused, match="asks no code"):
+        humans.answer_code(open_task.id, "ann")
+    assert humans.answer_through_prefect(open_task.id, {"decision": "reject"}, code_sha256=None).answered_by == "prefect"

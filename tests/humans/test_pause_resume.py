@@ -166,10 +166,11 @@ def test_answer_through_prefects_resume_api(env, definitions, tokens):
         task = wait_for_task("review_prefect")
         run = run_store.get_run(task.run_id)
         with pytest.raises(RuntimeError):  # Prefect validates against the generated RunInput model
-            resume_flow_run(run.prefect_flow_run_id, run_input={"decision": "perhaps", "approver_token": tokens["bob"]})
-        # the task is assigned (group:legal): the form asks the approver's token (tests/humans/test_prefect_answers.py)
+            resume_flow_run(run.prefect_flow_run_id, run_input={"decision": "perhaps", "answer_code": "code_x"})
+        # the task is assigned (group:legal): the form asks an answer code (tests/humans/test_prefect_answers.py)
+        code = cli(["tasks", "code", task.id, "--token", tokens["bob"]], env).stdout.strip()
         resume_flow_run(run.prefect_flow_run_id, run_input={"decision": "approve", "notes": "via prefect",
-                                                            "approver_token": tokens["bob"]})
+                                                            "answer_code": code})
         result = finish(proc)
     finally:
         if proc.poll() is None:

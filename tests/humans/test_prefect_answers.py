@@ -1,5 +1,7 @@
 """Answers through Prefect's own resume API follow Ergon's rules: where a task names an assignee
-or four-eyes, the form asks the approver's personal token, checked when the run resumes; a
+or four-eyes, the form asks a one-time answer code (``ergon tasks code``), checked and spent when
+the run resumes — never a personal token, which Prefect would keep (one typed there is refused
+and revoked); a
 refused answer is audited and the run pauses again with the reason above the form; an
 unassigned task stays open to anyone who reaches Prefect. Real runs on the local Prefect server."""
 
@@ -82,7 +84,7 @@ def refusals(task_id: str) -> list[dict]:
 def test_an_assigned_four_eyes_task_answered_through_prefect_proves_who_answers(env, definitions, tokens):
     from prefect.flow_runs import resume_flow_run
 
-    from flows import people
+    from flows import answer_codes, people
     from flows.store import runs as run_store
     from flows.store import tasks as task_store
 
@@ -96,36 +98,48 @@ def test_an_assigned_four_eyes_task_answered_through_prefect_proves_who_answers(
         flow_run_id = run_store.get_run(task.run_id).prefect_flow_run_id
         keyset = paused_keyset(flow_run_id)
         schema = stored(keyset, flow_run_id, "schema")
-        token_field = schema["properties"]["approver_token"]
-        assert token_field["format"] == "password" and token_field["writeOnly"] is True, "a secret: Prefect masks it"
-        assert token_field["title"] == "Your Ergon token (required)" and "approver_token" in schema["required"]
+        code_field = schema["properties"]["answer_code"]
+        assert code_field["format"] == "password" and code_field["writeOnly"] is True, "a secret: Prefect masks it"
+        assert code_field["title"] == "Your answer code (required)" and "answer_code" in schema["required"]
+        assert f"ergon tasks code {task.id}" in stored(keyset, flow_run_id, "description")
 
-        with pytest.raises(RuntimeError, match="approver_token"):  # Prefect itself asks for it
+        with pytest.raises(RuntimeError, match="answer_code"):  # Prefect itself asks for it
             resume_flow_run(flow_run_id, run_input={"decision": "approve"})
 
+        def code(user: str) -> str:  # as the approver gets one: `ergon tasks code`, acting as themselves
+            given = cli(["tasks", "code", task.id, "--token", tokens[user]], env)
+            assert given.returncode == 0, given.stdout + given.stderr
+            return given.stdout.strip()
+
+        refused_code = cli(["tasks", "code", task.id, "--token", tokens["mallory"]], env)
+        assert refused_code.returncode == 1 and "mallory is not a member" in refused_code.stderr, refused_code.stderr
         tries = [
-            ("ergon_not-a-token-of-this-store-at-all", "approve", "the approver's token was refused"),
-            (tokens["mallory"], "approve", "mallory is not a member"),
-            (tokens["starter"], "approve", "four-eyes: starter started run"),
-            (tokens["bob"], "approve", "notes: "),  # a note longer than its context field's maxLength
+            ("code_not-one-of-this-store", "approve", "not one this store gave"),
+            (answer_codes.issue(task.id, "mallory").code, "approve", "mallory is not a member"),  # as if allowed once
+            (answer_codes.issue(task.id, "starter").code, "approve", "four-eyes: starter started run"),
+            (code("bob"), "approve", "notes: "),  # a note longer than its context field's maxLength
+            (tokens["bob"], "approve", "Ergon revoked it"),  # a personal token: Prefect keeps what it is sent
         ]
-        for token, decision, reason in tries:
+        for proof, decision, reason in tries:
             notes = "far too long for the field" if reason == "notes: " else "ok"
-            resume_flow_run(flow_run_id, run_input={"decision": decision, "notes": notes, "approver_token": token})
+            resume_flow_run(flow_run_id, run_input={"decision": decision, "notes": notes, "answer_code": proof})
             previous, keyset = keyset, paused_keyset(flow_run_id, other_than=keyset)
             assert reason in stored(keyset, flow_run_id, "description").split("\n\n")[0], reason
             assert "Ergon refused the last answer" in stored(keyset, flow_run_id, "description")
             row = task_store.get_task(task.id)
             assert row.status == "pending" and row.answered_by is None, "refused: nothing recorded"
             assert run_store.get_run(task.run_id).status == "paused"
-            assert stored(previous, flow_run_id, "response")["approver_token"] == "(removed by Ergon)"
-        audit = refusals(task.id)
-        assert [r["via"] for r in audit] == ["prefect"] * 4
-        assert [r["actor"] for r in audit] == ["prefect", "mallory", "starter", "bob"]
+            assert stored(previous, flow_run_id, "response")["answer_code"] == "(removed by Ergon)"
+        assert [r["actor"] for r in refusals(task.id) if r["action"] == "code"] == ["mallory"]
+        audit = [r for r in refusals(task.id) if r["action"] == "answer"]
+        assert [r["via"] for r in audit] == ["prefect"] * 5
+        assert [r["actor"] for r in audit] == ["prefect", "mallory", "starter", "bob", "prefect"]
         assert "maxLength" not in str(audit[3]) and audit[3]["errors"], audit[3]
+        revoked = cli(["tasks", "code", task.id, "--token", tokens["bob"]], env)
+        assert revoked.returncode != 0 and "revoked" in revoked.stderr, "the token typed into Prefect's form is dead"
 
-        resume_flow_run(flow_run_id, run_input={"decision": "approve", "notes": "fine",
-                                                "approver_token": tokens["bob"]})
+        bob = answer_codes.issue(task.id, "bob").code
+        resume_flow_run(flow_run_id, run_input={"decision": "approve", "notes": "fine", "answer_code": bob})
         result = finish(proc)
     finally:
         if proc.poll() is None:
@@ -135,9 +149,11 @@ def test_an_assigned_four_eyes_task_answered_through_prefect_proves_who_answers(
     row = task_store.get_task(task.id)
     assert row.answered_by == "bob" and row.answered_via == "prefect" and row.answer == {"decision": "approve",
                                                                                         "notes": "fine"}
-    assert stored(keyset, flow_run_id, "response")["approver_token"] == "(removed by Ergon)"
-    for token in (tokens["bob"], tokens["mallory"], tokens["starter"]):
-        assert token not in str([e.model_dump() for e in task_store.task_events(task.id)])
+    assert stored(keyset, flow_run_id, "response")["answer_code"] == "(removed by Ergon)"
+    with pytest.raises(answer_codes.CodeRefused, match="used already"):  # what Prefect's files may keep is spent
+        answer_codes.redeem(answer_codes.hash_code(bob), task.id)
+    for secret in (tokens["bob"], tokens["mallory"], tokens["starter"], bob):
+        assert secret not in str([e.model_dump() for e in task_store.task_events(task.id)])
 
 
 def test_an_unassigned_task_is_answered_through_prefect_without_a_token(env, definitions):
@@ -152,7 +168,7 @@ def test_an_unassigned_task_is_answered_through_prefect_without_a_token(env, def
         task = wait_for_task("open_review")
         flow_run_id = run_store.get_run(task.run_id).prefect_flow_run_id
         keyset = paused_keyset(flow_run_id)
-        assert "approver_token" not in stored(keyset, flow_run_id, "schema")["properties"]
+        assert "answer_code" not in stored(keyset, flow_run_id, "schema")["properties"]
         resume_flow_run(flow_run_id, run_input={"decision": "reject", "notes": "no"})
         result = finish(proc)
     finally:
@@ -163,8 +179,8 @@ def test_an_unassigned_task_is_answered_through_prefect_without_a_token(env, def
     assert row.answered_by == "prefect" and row.answered_via == "prefect"
 
 
-def test_an_answer_given_in_ergon_resumes_a_form_that_asks_a_token(env, definitions, tokens):
-    """The CLI's answer is checked by Ergon; Prefect's form asks a token it cannot send, so it
+def test_an_answer_given_in_ergon_resumes_a_form_that_asks_a_code(env, definitions, tokens):
+    """The CLI's answer is checked by Ergon; Prefect's form asks a code it cannot send, so it
     gets a marker instead, which proves nothing when typed into the form."""
     from prefect.flow_runs import resume_flow_run
 
@@ -179,9 +195,9 @@ def test_an_answer_given_in_ergon_resumes_a_form_that_asks_a_token(env, definiti
         task = wait_for_task("mixed")
         flow_run_id = run_store.get_run(task.run_id).prefect_flow_run_id
         keyset = paused_keyset(flow_run_id)
-        resume_flow_run(flow_run_id, run_input={"decision": "approve", "approver_token": "checked-by-ergon"})
+        resume_flow_run(flow_run_id, run_input={"decision": "approve", "answer_code": "checked-by-ergon"})
         keyset = paused_keyset(flow_run_id, other_than=keyset)
-        assert "needs the approver's personal token" in stored(keyset, flow_run_id, "description")
+        assert "needs a one-time code" in stored(keyset, flow_run_id, "description")
         done = cli(["tasks", "answer", task.id, "--set", "decision=reject", "--token", tokens["bob"]], env)
         assert done.returncode == 0, done.stdout + done.stderr
         result = finish(proc)

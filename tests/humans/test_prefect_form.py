@@ -175,10 +175,10 @@ nodes:
 """
 
 
-def test_the_approvers_token_is_a_masked_field_of_prefects_form(env, definitions, tokens):
-    """A task with an assignee asks the approver's token in Prefect's form: the V2 UI draws it as a
-    password input (the V1 UI, which has no password widget, as a text box); answering there
-    with it records that approver."""
+def test_the_answer_code_is_a_masked_field_of_prefects_form(env, definitions, tokens):
+    """A task with an assignee asks a one-time answer code in Prefect's form: the V2 UI draws it as
+    a password input (the V1 UI, which has no password widget, as a text box); answering there
+    with the code ``ergon tasks code`` gave the approver records that approver."""
     import os
     import subprocess
     import sys
@@ -205,12 +205,15 @@ def test_the_approvers_token_is_a_masked_field_of_prefects_form(env, definitions
             page.get_by_role("button", name="Open menu").click()  # the V2 UI keeps Resume in the run's menu
             page.get_by_role("menuitem", name="Resume").click()
             form = page.get_by_role("dialog")
-            expect(form.get_by_text("Your Ergon token (required)")).to_be_visible()
-            token_input = form.locator("input[type=password]")
-            expect(token_input).to_have_count(1)
-            token_input.fill(tokens["vera"])
+            expect(form.get_by_text("Your answer code (required)")).to_be_visible()
+            code_input = form.locator("input[type=password]")
+            expect(code_input).to_have_count(1)
+            code = subprocess.run([sys.executable, "-m", "flows.cli", "tasks", "code", task.id, "--token", tokens["vera"]],
+                                  env=env, capture_output=True, text=True, timeout=60)
+            assert code.returncode == 0, code.stderr
+            code_input.fill(code.stdout.strip())
             SCREENSHOTS.mkdir(exist_ok=True)
-            page.screenshot(path=str(SCREENSHOTS / "prefect-resume-form-token.png"), full_page=True)
+            page.screenshot(path=str(SCREENSHOTS / "prefect-resume-form-code.png"), full_page=True)
             form.get_by_role("button", name="Resume").click()
             expect(form).to_have_count(0)
             browser.close()

@@ -96,9 +96,10 @@ def test_a_wrong_choice_is_refused_and_the_run_stays_paused(env, definitions, to
         assert task_store.get_task(task.id).status == "pending" and run_store.get_run(task.run_id).status == "paused"
         run = run_store.get_run(task.run_id)
         with pytest.raises(RuntimeError, match="hidden"):  # Prefect's form validates against the same options
-            resume_flow_run(run.prefect_flow_run_id, run_input={"_next_node": "hidden", "approver_token": tokens["lea"]})
-        # assigned: the form asks the approver's token
-        resume_flow_run(run.prefect_flow_run_id, run_input={"_next_node": "archive", "approver_token": tokens["lea"]})
+            resume_flow_run(run.prefect_flow_run_id, run_input={"_next_node": "hidden", "answer_code": "code_x"})
+        # assigned: the form asks an answer code
+        code = cli(["tasks", "code", task.id, "--token", tokens["lea"]], env).stdout.strip()
+        resume_flow_run(run.prefect_flow_run_id, run_input={"_next_node": "archive", "answer_code": code})
         result = finish(proc)
     finally:
         if proc.poll() is None:

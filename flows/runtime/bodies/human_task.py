@@ -15,9 +15,9 @@ Prefect by :mod:`flows.prefect.pause`:
 An answer comes back the same way whoever gave it: through ``ergon tasks answer`` or the
 dashboard (checked and recorded there, then the run resumed: the store's answer is taken), or
 through Prefect's own resume form/API (Prefect validates it against the same model; then it is
-checked here by :func:`flows.humans.answer_through_prefect` — who gives it, proven by the
-approver's personal token where the task names an assignee or four-eyes, the same rules as every
-other channel, the field checks — and recorded with the token's owner as ``answered_by``, or
+checked here by :func:`flows.humans.answer_through_prefect` — who gives it, proven by a one-time
+answer code (:mod:`flows.answer_codes`) where the task names an assignee or four-eyes, the same
+rules as every other channel, the field checks — and recorded with the code's owner as ``answered_by``, or
 ``prefect`` for an unassigned task). A refused answer is audited and the run asks again in
 Prefect, under a new key (Prefect hands a used key's old answer straight back), the reason at
 the top of the form's description; the task's deadline still counts from its creation. The
@@ -156,10 +156,11 @@ def _cell(value: Any) -> str:
 
 
 def form_description(title: str, description: str | None, about: dict[str, Any] | None, task_id: str, *,
-                     refused: str | None = None) -> str:
+                     refused: str | None = None, proof: bool = False) -> str:
     """The markdown above Prefect's resume form: what the approver decides on — the task's title and
     description, the context fields it is about as a table, and a link to the task in Ergon's inbox;
-    first, when the last answer given through Prefect was refused, why."""
+    first, when the last answer given through Prefect was refused, why; last, for a form that asks
+    who answers (``proof``), the command that gives the answer code."""
     from flows.settings import dashboard_url
 
     parts = [f"**Ergon refused the last answer:** {_inline(refused)} — answer again below."] if refused else []
@@ -170,6 +171,9 @@ def form_description(title: str, description: str | None, about: dict[str, Any] 
         rows = "\n".join(f"| `{_cell(k)}` | {_cell(v)} |" for k, v in about.items())
         parts.append(f"| field | value |\n|---|---|\n{rows}")
     parts.append(f"[Open this task in Ergon's inbox]({dashboard_url()}/inbox?task={task_id})")
+    if proof:
+        parts.append(f"Ergon checks who answers this task: get your one-time answer code with "
+                     f"`ergon tasks code {task_id}`.")
     return "\n\n".join(parts)
 
 
@@ -219,7 +223,7 @@ async def ask_person(services: Services, *, visit_id: str | None, node_id: str, 
             visit_store.mark_visit_suspended(visit_id)
         waiting = pauses.wait_for_answer(AnswerWait(
             task_id=task.id, fields=fields, model_name=f"{node_id}_answer",
-            prompt=form_description(title, description, about, task.id, refused=refused),
+            prompt=form_description(title, description, about, task.id, refused=refused, proof=proof),
             key=key, seconds=seconds_left, title=f"{node_id}: {title}"[:120], mode=mode, proof=proof,
         ))
         answer = await _unless_cancelled(waiting, run_state, withdrawn=functools.partial(_settled, run_id, task.id))
@@ -238,12 +242,12 @@ async def ask_person(services: Services, *, visit_id: str | None, node_id: str, 
             task_store.close_task(task.id, "expired", actor="ergon", reason=f"no answer within {timeout} s")
             run_state.mark_running_if_idle()
             raise TaskExpired(task.id)
-        token_sha256 = answer.pop(PROOF_KEY, None)  # never kept: only whose token it is counts
+        code_sha256 = answer.pop(PROOF_KEY, None)  # never kept: only whose code it is counts
         task = task_store.get_task(task.id) or task  # the row, answered since (it is never deleted while its run waits)
         if task.status == "completed":  # answered in Ergon (CLI, dashboard): checked and recorded there
             break
         try:  # answered through Prefect's own form or API: the same rules, checked now
-            task = humans.answer_through_prefect(task.id, answer, token_sha256=token_sha256)
+            task = humans.answer_through_prefect(task.id, answer, code_sha256=code_sha256)
             break
         except humans.TaskRefused as exc:
             refused = exc.reason
