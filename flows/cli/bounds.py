@@ -24,3 +24,6 @@ EXPIRES_DAYS = validators.Number(gte=0, lte=MAX_EXPIRES_DAYS)
 
 #: ``runs explain --guard``: the index of one of a node's exits.
 GUARD = validators.Number(gte=0, lte=10_000)
+
+#: ``--port`` and ``--webhook-port``: a TCP port.
+PORT = validators.Number(gte=1, lte=65_535)

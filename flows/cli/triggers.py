@@ -14,6 +14,7 @@ from typing import Annotated
 from cyclopts import App, Parameter
 from rich.console import Console
 
+from flows.cli import bounds
 from flows.cli.output import error
 
 schedules_app = App(name="schedules", help="Triggers of the definitions: next/last run, pause, resume, run now.")
@@ -32,8 +33,8 @@ def _prepare() -> None:
 
 def serve(
     *,
-    webhook_port: Annotated[int, Parameter(name="--webhook-port")] = 8765,
-    limit: Annotated[int | None, Parameter(name="--limit")] = None,
+    webhook_port: Annotated[int, Parameter(name="--webhook-port", validator=bounds.PORT)] = 8765,
+    limit: Annotated[int | None, Parameter(name="--limit", validator=bounds.LIMIT)] = None,
 ) -> int:
     """Serve every triggered definition of the folder: schedules, webhooks (until Ctrl-C).
 

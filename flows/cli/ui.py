@@ -22,6 +22,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Annotated
+
+from cyclopts import Parameter
+
+from flows.cli import bounds
 
 
 #: The dashboard and its Streamlit settings, inside the installed `ui` package (not the checkout:
@@ -54,7 +59,7 @@ def streamlit_command(port: int = 8501, host: str = "127.0.0.1") -> list[str]:
     ]
 
 
-def ui(*, port: int = 8501, host: str = "127.0.0.1") -> int:
+def ui(*, port: Annotated[int, Parameter(validator=bounds.PORT)] = 8501, host: str = "127.0.0.1") -> int:
     """Start the dashboard (runs, a run's story, the task inbox, artifacts, definitions).
 
     Parameters

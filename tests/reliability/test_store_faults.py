@@ -145,7 +145,11 @@ def test_numbers_past_their_range_are_refused_in_one_sentence(copy, tmp_path):
     for args, option in ((["tokens", "create", "--expires-days", "999999999"], "--expires-days"),
                          (["runs", "list", "--limit", "99999999999999999999"], "--limit"),
                          (["tasks", "list", "--limit", "99999999999999999999"], "--limit"),
-                         (["runs", "list", "--limit", "-1"], "--limit")):
+                         (["runs", "list", "--limit", "-1"], "--limit"),
+                         (["server", "start", "--port", "70000"], "--port"),
+                         (["ui", "--port", "99999999999999999999"], "--port"),
+                         (["serve", "--webhook-port", "0"], "--webhook-port"),
+                         (["serve", "--limit", "0"], "--limit")):
         done = ergon(args, database, tmp_path / "home")
         assert done.returncode == 2, (args, done.stderr)
         assert "Traceback" not in done.stderr and "OverflowError" not in done.stderr
