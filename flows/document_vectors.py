@@ -37,15 +37,14 @@ import base64
 import hashlib
 import json
 import math
-import os
 import struct
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from flows import documents
+from flows.files import write_atomic
 from flows.settings import documents_dir
 
 __all__ = ["DimensionMismatch", "IndexReport", "VectorEntry", "current_vector", "ensure_indexed", "matches", "search"]
@@ -110,10 +109,8 @@ def _write(model: str, answered_by: str, doc_id: str, sha: str, vector: Sequence
     folder.mkdir(parents=True, exist_ok=True)
     payload = {"id": doc_id, "sha256": sha, "model": model, "answered_by": answered_by,
                "dimensions": len(vector), "vector": _pack(vector)}
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(payload, f)
-    os.replace(tmp, folder / f"{doc_id}.json")
+    # whole or not at all, and no temporary file left when the disk is full (flows.files)
+    write_atomic(folder / f"{doc_id}.json", json.dumps(payload))
 
 
 def current_vector(doc_id: str, model: str) -> VectorEntry | None:
