@@ -45,9 +45,17 @@ CODES: dict[str, str] = {
     "dead-end": "a non-final node has no way out",
     "final-has-exit": "a final node declares transitions",
     "condition-no-default": "a condition node has no `default: true` branch",
+    "no-fallback": "a process node's exits all carry guards that are not proven to cover every case, so a run "
+                   "where none holds fails (no transition matched); the fix is a last transition without "
+                   "`guard`. Guards are proven complete when one negates another, or when they test one field "
+                   "and hold on each of its values (an `enum`, a boolean, a required select of the node's task). "
+                   "An error; a warning in a definition that declares supervision (`run_type: supervised` or "
+                   "`metadata.supervisor`), whose supervisor is asked at such a node and may route the run",
     "unknown-need": "a pipeline `needs` names no node",
     "cycle": "a pipeline's `needs` form a cycle",
-    "wrong-control": "a field of the other control style (transitions in a pipeline, needs in a process)",
+    "wrong-control": "a field of the other control style (transitions in a pipeline, needs in a process), or a "
+                     "setting only a process acts on, in a pipeline (`metadata.supervisor`, `metadata.max_visits`, "
+                     "`skippable`): pipelines are never supervised, and operator controls steer only a process",
     "agent-transition": "agent-triggered transitions used on a node that is not an agent",
     # authoring rules of the seed (processes/authoring, rules 1-16)
     "input-is-schema": "`node.input` holds a JSON-schema fragment instead of a template mapping",
@@ -57,7 +65,8 @@ CODES: dict[str, str] = {
     "role-assignee": "a human task `assignee` is not `group:<name>` or a user id",
     "assignee-without-choice": "a node sets `assignee` but has no `trigger: user` transition to ask about",
     "mixed-triggers": "a node's exits are picked both by an agent (`trigger: agent`) and a person (`trigger: user`)",
-    "fanout-child": "a foreach/branch child is not a leaf body, or carries routing",
+    "fanout-child": "a foreach/branch child is not a leaf body, or carries routing or a supervision setting "
+                    "(`skippable`, `metadata.supervisor`): those act on the parent node",
     "foreach-limit": "a foreach limit is out of range",
     "set-context-envelope": "a `set_context` tool node does not pass `{updates: {...}}`",
     "skip-not-skippable": "`skip_node` is used on a node without `skippable: true`",

@@ -20,6 +20,30 @@ from compiler.ir import KINDS, NODE_TYPES, IRModel
 
 _TAGGED_UNIONS: dict[str, tuple[str, ...]] = {"type": NODE_TYPES}
 
+#: Keys Ergon refuses where authors bring them from elsewhere — the seed's agent-template table,
+#: the process document — with what Ergon uses instead: (IR class name, key) → (what the key is,
+#: the hint). Still ``unknown-key`` errors: a setting nothing would read is never accepted.
+_INSTEAD: dict[tuple[str, str], tuple[str, str]] = {
+    ("TemplateDef", "input_type"): (
+        "a template does not say where its input comes from",
+        "`input_form` declares the input's shape; a run takes it from a submission of that form (`ergon run NAME "
+        "--submission ID`, or a trigger `on_submission_created` / `on_submission_updated` naming the form) or from "
+        "values given by hand (`ergon run NAME --input KEY=VALUE`, recorded as a submission); drop `input_type`"),
+    ("TemplateDef", "is_active"): (
+        "a definition has no on/off switch",
+        "every definition in the folder can be run; to stop a template starting on its own, set `enabled: false` on "
+        "its triggers or pause them (`ergon schedules pause NAME`); to retire it, move its file out of the "
+        "definitions folder; drop `is_active`"),
+    ("TemplateDef", "version"): (
+        "Ergon numbers the versions of a definition itself",
+        "`ergon publish NAME` records the draft as a new immutable version, `ergon versions NAME` lists them and "
+        "`ergon run NAME --version N` runs one; drop `version`"),
+    ("PipelineDef", "run_type"): (
+        "a pipeline always runs programmatically",
+        "supervision applies to processes: turn the pipeline into a process (its nodes routed with `transitions`) "
+        "to run it supervised, or drop `run_type`"),
+}
+
 
 def detect_kind(data: dict) -> tuple[str | None, Finding | None]:
     """The definition kind: ``kind:``, a Vertesia process document by its ``format_version``, or
@@ -156,6 +180,10 @@ def _finding_for(err: ErrorDetails, loc: DocPath, model: type[BaseModel], data: 
     msg = err["msg"]
     where = loc[-1] if loc else None
     if etype == "extra_forbidden":
+        owner = _model_at(model, data, loc[:-1])
+        instead = _INSTEAD.get((owner.__name__ if owner is not None else "", str(where)))
+        if instead is not None:
+            return Finding("unknown-key", loc, f"unknown key `{where}`: {instead[0]}", hint=instead[1])
         allowed = _allowed_keys(model, data, loc[:-1])
         return Finding("unknown-key", loc, f"unknown key `{where}`", hint=choices_hint(str(where), allowed, what="valid keys") if allowed else None)
     if etype == "missing":

@@ -9,6 +9,7 @@ from compiler.passes import (
     call_cycles,
     definite_assignment,
     environments,
+    fallbacks,
     graph_shape,
     guards,
     javascript_steps,
@@ -28,6 +29,7 @@ PASSES = (
     call_cycles.check,
     templates.check,
     guards.check,
+    fallbacks.check,  # a way out of every process node when its guards all fail
     definite_assignment.check,
     write_races.check,
     write_types.check,

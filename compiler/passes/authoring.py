@@ -7,7 +7,8 @@ catch first-time authors. Those a compiler can see without running anything are 
 * rule 2 ``document-field`` — a document field sets both ``format`` and ``editor``;
 * rule 3/4 ``control-tool`` — worker agents never get process-control tools;
 * rule 9 ``context-too-large`` — ``context.initial`` alone must fit the 64 KB cap;
-* rule 11 ``fanout-child`` — foreach/branch bodies are leaf work without routing;
+* rule 11 ``fanout-child`` — foreach/branch bodies are leaf work without routing (nor a
+  supervision setting: ``skippable`` and ``metadata.supervisor`` act on the parent);
 * rule 12 ``undeclared-write`` / ``write-not-in-schema`` — every write is declared in ``writes``
   and every ``writes`` entry is a property of ``context.schema``;
 * rule 13 ``skip-not-skippable`` — a skip override on a node that is not ``skippable``;
@@ -190,7 +191,8 @@ def _node(site: NodeSite) -> Iterator[Finding]:
     yield from _set_context(site)
     yield from _skip(site)
     meta = site.node.metadata
-    if meta is not None:
+    # a pipeline's node, or a fan-out child, with a policy is refused as a whole (graph_shape, _fanout)
+    if meta is not None and site.parent is None and isinstance(site.owner, ProcessDef):
         yield from _supervisor_policy(meta.supervisor, (*site.path, "metadata", "supervisor"), on_node=True)
     yield from _control_tools(site)
 
@@ -339,6 +341,14 @@ def _fanout(site: NodeSite) -> Iterator[Finding]:
             if written(node, field):
                 yield Finding("fanout-child", (*path, field), f"a {parent} body does not route: `{field}` is not allowed here",
                               hint=f"move `{field}` to the parent `{site.id}` node", at_key=True)
+        # a supervisor or an operator skips, retries or steers the node a run is at: the parent
+        supervision = [("skippable", (*path, "skippable"))] if node.skippable else []
+        if node.metadata is not None and node.metadata.supervisor is not None:
+            supervision.append(("metadata.supervisor", (*path, "metadata", "supervisor")))
+        for setting, where in supervision:
+            yield Finding("fanout-child", where,
+                          f"`{setting}` on a {parent} body: supervision acts on the `{site.id}` node, never on one of its items",
+                          hint=f"move `{setting}` to the parent `{site.id}` node", at_key=True)
     if isinstance(node, BranchNode):
         seen: dict[str, int] = {}
         for i, arm in enumerate(node.branches):

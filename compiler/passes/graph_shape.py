@@ -11,10 +11,15 @@ Inline child definitions (``process_definition``) are graphs of their own and ar
 same way. Fan-out children (foreach/branch bodies) do not route at all; the ``authoring`` pass
 reports routing written on them, so this pass leaves them alone.
 
-Deliberately *not* reported: a process node whose transitions all carry guards and no unguarded
-fallback. The seed allows it (the run fails with "no transition matched" when none passes), and
-guards that together cover every case — a human task routing on every option of a select — are
-the normal way to write a review step.
+Settings only a process acts on are refused in a pipeline too (``wrong-control``): a pipeline
+run is never supervised (``ergon run --supervised`` refuses it) and the operator controls
+(``ergon runs skip``...) steer only a process, so ``metadata.supervisor`` and ``skippable`` would
+do nothing there, nor would ``metadata.max_visits``, the bound of a process's loops (a pipeline
+runs each node once).
+
+A process node whose transitions all carry guards, with no unguarded fallback, is the
+``fallbacks`` pass's business: it needs the guards and the context schema to tell whether the
+guards cover every case.
 """
 
 from __future__ import annotations
@@ -138,6 +143,7 @@ def _condition(nid: str, node: ConditionNode, npath: tuple) -> Iterator[Finding]
 
 def _pipeline(defn: PipelineDef, base: tuple) -> Iterator[Finding]:
     ids = list(defn.nodes)
+    yield from _process_settings(defn, base)
     for nid, node in defn.nodes.items():
         npath = (*base, "nodes", nid)
         for i, need in enumerate(node.needs):
@@ -155,8 +161,43 @@ def _pipeline(defn: PipelineDef, base: tuple) -> Iterator[Finding]:
                       hint="a pipeline is a DAG: remove one of these `needs`, or use a process for a loop")
 
 
+#: What a pipeline-level ``metadata`` key does in a process, and what to do instead in a pipeline.
+_PROCESS_METADATA = {
+    "supervisor": ("a supervisor policy, and a pipeline never runs supervised (`ergon run --supervised` refuses it)",
+                   "supervision applies to processes: turn the pipeline into a process (its nodes routed with "
+                   "`transitions`) to run it supervised, or drop `metadata.supervisor`"),
+    "max_visits": ("the bound of a process's loops: a pipeline runs each node once",
+                   "drop `metadata.max_visits`; bound a pipeline's spending with `budget`"),
+}
+
+
+def _supervision_hint(setting: str) -> str:
+    """What to do with a supervision setting found on a pipeline node."""
+    return (f"supervision applies to processes: turn the pipeline into a process (its nodes routed with "
+            f"`transitions`) for a supervisor or an operator to act on the node, or drop `{setting}` "
+            "(a node that should not always run takes a `when:` rule)")
+
+
+def _process_settings(defn: PipelineDef, base: tuple) -> Iterator[Finding]:
+    """``metadata`` keys of a process that nothing reads in a pipeline."""
+    metadata = defn.metadata if isinstance(defn.metadata, dict) else {}
+    for key, (what, hint) in _PROCESS_METADATA.items():
+        if key in metadata:
+            yield Finding("wrong-control", (*base, "metadata", key),
+                          f"`metadata.{key}` is {what}", hint=hint, at_key=True)
+
+
 def _pipeline_only(nid: str, node, npath: tuple) -> Iterator[Finding]:
-    """Process routing written on a pipeline node."""
+    """Process routing, and process supervision settings, written on a pipeline node."""
+    if node.skippable:
+        yield Finding("wrong-control", (*npath, "skippable"),
+                      f"`skippable` on `{nid}`: only a supervised process run or an operator skips a node, and a "
+                      "pipeline has neither", hint=_supervision_hint("skippable"), at_key=True)
+    if node.metadata is not None and node.metadata.supervisor is not None:
+        yield Finding("wrong-control", (*npath, "metadata", "supervisor"),
+                      f"`metadata.supervisor` on `{nid}`: a pipeline never runs supervised",
+                      hint=_supervision_hint("metadata.supervisor"),
+                      at_key=True)
     if node.transitions:
         yield Finding("wrong-control", (*npath, "transitions"), "`transitions` is a process field; a pipeline orders nodes with `needs`",
                       hint="list the nodes this one waits for in `needs:`, and use `when:` to skip it", at_key=True)
