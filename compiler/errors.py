@@ -62,6 +62,7 @@ CODES: dict[str, str] = {
     "document-field": "a document field in `context.schema` lacks `format` or `editor`",
     "undeclared-write": "a node writes context but does not declare the field in `writes`",
     "write-not-in-schema": "a `writes` entry is not a property of `context.schema`",
+    "write-not-held": "a collected fan-out body writes a field neither `context.schema` nor its interaction's `result_schema` declares (the answer would lose it)",
     "role-assignee": "a human task `assignee` is not `group:<name>` or a user id",
     "assignee-without-choice": "a node sets `assignee` but has no `trigger: user` transition to ask about",
     "mixed-triggers": "a node's exits are picked both by an agent (`trigger: agent`) and a person (`trigger: user`)",

@@ -65,8 +65,8 @@ from compiler.ir import (
     WorkflowDef,
 )
 from compiler.lower import Extras, lower_template, lower_workflow
-from compiler.result_schema import derived_result_schema
-from compiler.tools import resolve_agent_tools
+from compiler.result_schema import InteractionResults, interaction_results, node_result_schema
+from compiler.tools import all_agent_tools, resolve_agent_tools
 
 def _a(kind: str | None) -> str:
     return f"an {kind}" if kind and kind[0] in "aeiou" else f"a {kind}"
@@ -292,24 +292,26 @@ def run_input_schema(context_schema: dict[str, Any], context_initial: dict[str, 
 
 
 def _plan_node(nid: str, node, context_schema: dict[str, Any], agent_targets: list[str], source_file: str | None,
-               extras: dict[str, Any] | None = None) -> PlanNode:
+               extras: dict[str, Any] | None = None, *, results: InteractionResults = None,
+               collected: bool = False) -> PlanNode:
     meta = node.metadata
     extras = dict(extras or {})
     skip_propagates = extras.pop("skip_propagates", True)
     next_enum = list(dict.fromkeys(agent_targets)) if len(set(agent_targets)) >= 2 else None
     result_schema = None
     if isinstance(node, (AgentNode, InteractionNode)) and (node.writes or next_enum):
-        result_schema = derived_result_schema(context_schema, node.writes, next_enum)
+        result_schema = node_result_schema(node, context_schema, next_enum, results=results, collected=collected)
     children: dict[str, PlanNode] = {}
-    if isinstance(node, ForeachNode):
-        children["node"] = _plan_node("node", node.node, context_schema, [], source_file)
-    elif isinstance(node, BranchNode):
-        children = {b.id: _plan_node(b.id, b.node, context_schema, [], source_file) for b in node.branches}
+    if isinstance(node, (ForeachNode, BranchNode)):
+        collects = node.collect is not None
+        bodies = [("node", node.node)] if isinstance(node, ForeachNode) else [(b.id, b.node) for b in node.branches]
+        children = {cid: _plan_node(cid, body, context_schema, [], source_file, results=results, collected=collects)
+                    for cid, body in bodies}
     child_plan = None
     if isinstance(node, ProcessNode) and node.process_definition is not None:
         child = node.process_definition
         child_plan = _plan_from(child, kind="process", version=canonical_version(child.model_dump(by_alias=True, exclude_none=True)),
-                                source_file=source_file)
+                                source_file=source_file, results=results)
     return PlanNode(
         id=nid,
         type=node.type,
@@ -344,7 +346,7 @@ def _edge(e: Edge) -> PlanEdge:
 
 
 def _plan_from(defn: ProcessDef | PipelineDef, *, kind: str, version: str, source_file: str | None,
-               extras: Extras | None = None, name: str | None = None) -> Plan:
+               extras: Extras | None = None, name: str | None = None, results: InteractionResults = None) -> Plan:
     is_process = isinstance(defn, ProcessDef)
     if isinstance(defn, ProcessDef):
         graph, own_name, initial = process_graph(defn), defn.process, defn.initial
@@ -355,7 +357,7 @@ def _plan_from(defn: ProcessDef | PipelineDef, *, kind: str, version: str, sourc
     nodes: dict[str, PlanNode] = {}
     for nid, node in defn.nodes.items():
         agent_targets = [t.to for t in node.transitions if t.trigger == "agent"]
-        nodes[nid] = _plan_node(nid, node, schema, agent_targets, source_file, (extras or {}).get(nid))
+        nodes[nid] = _plan_node(nid, node, schema, agent_targets, source_file, (extras or {}).get(nid), results=results)
     return Plan(
         name=name or own_name,
         kind=kind,
@@ -389,16 +391,17 @@ def build_plan(unit, ws) -> Plan:
         raise KeyError(f"`{unit.name or unit.file}` did not parse; run `ergon check {unit.file}`")
     source = unit.data if unit.data is not None else defn.model_dump(by_alias=True, exclude_none=True, mode="json")
     version = canonical_version(source)
+    results = interaction_results(ws)
     if isinstance(defn, (ProcessDef, PipelineDef)):
-        return _plan_from(defn, kind=unit.kind, version=version, source_file=unit.file)
+        return _plan_from(defn, kind=unit.kind, version=version, source_file=unit.file, results=results)
     if isinstance(defn, TemplateDef):
         forms = {n: u.defn for n, u in ws.named("form").items() if isinstance(u.defn, FormDef)}
-        pipeline, extras = lower_template(defn, forms)
+        pipeline, extras = lower_template(defn, forms, all_agent_tools(ws.tools))
     elif isinstance(defn, WorkflowDef):
         pipeline, extras = lower_workflow(defn)
     else:  # pragma: no cover - every kind is listed above
         raise KeyError(f"`{unit.name}` is {_a(unit.kind)}, not runnable")
-    return _plan_from(pipeline, kind=unit.kind, version=version, source_file=unit.file, extras=extras)
+    return _plan_from(pipeline, kind=unit.kind, version=version, source_file=unit.file, extras=extras, results=results)
 
 
 def compile_plan(ws, name: str) -> Plan:

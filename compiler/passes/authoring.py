@@ -50,6 +50,7 @@ from compiler.ir import (
     ForeachNode,
     HumanTaskNode,
     InteractionDef,
+    InteractionNode,
     PipelineDef,
     RUN_WIDE_SUPERVISOR_KEYS,
     ProcessDef,
@@ -60,6 +61,7 @@ from compiler.ir import (
 )
 from compiler.context_schema import literal_value_error
 from compiler.tools import PROCESS_CONTROL_TOOLS
+from compiler.result_schema import InteractionResults, interaction_results, node_result_schema, unheld_writes
 from compiler.walk import NodeSite, iter_definitions, iter_nodes, written
 
 # Draft 7's meta-schema checks the same structure (type names, the shape of every keyword) as
@@ -100,8 +102,9 @@ def check(unit, ws) -> Iterator[Finding]:
             yield from _supervisor_policy(metadata.get("supervisor"), (*base, "metadata", "supervisor"))
             if "max_visits" in metadata:
                 yield from _policy_value(RunLimits, "max_visits", metadata["max_visits"], (*base, "metadata"))
+        results = interaction_results(ws)
         for site in iter_nodes(graph, base):
-            yield from _node(site)
+            yield from _node(site, results)
 
 
 # --------------------------------------------------------------------------------------------
@@ -178,7 +181,7 @@ def _document_fields(schema: Any, path: tuple) -> Iterator[Finding]:
 # nodes
 
 
-def _node(site: NodeSite) -> Iterator[Finding]:
+def _node(site: NodeSite, results: InteractionResults) -> Iterator[Finding]:
     yield from _input_is_schema(site)
     yield from _undeclared_writes(site)
     yield from _fixed_update_values(site)
@@ -186,6 +189,8 @@ def _node(site: NodeSite) -> Iterator[Finding]:
     # own `collect` field; without `collect` they land in the context directly
     if site.parent is None or getattr(site.parent.node, "collect", None) is None:
         yield from _writes_in_schema(site)
+    else:
+        yield from _writes_held(site, results)
     yield from _assignees(site)
     yield from _fanout(site)
     yield from _set_context(site)
@@ -290,6 +295,27 @@ def _writes_in_schema(site: NodeSite) -> Iterator[Finding]:
                         else f"add `{field}: {{type: string}}` under context.schema.properties (with its real type)")
             yield Finding("write-not-in-schema", (*site.path, "writes", i), f"`{field}` is not a property of `context.schema`",
                           hint=hint)
+
+
+def _writes_held(site: NodeSite, results: InteractionResults) -> Iterator[Finding]:
+    """A collected fan-out body's ``writes`` are fields its result can hold: declared by
+    ``context.schema`` or by its interaction's own ``result_schema``. The check asks the function
+    that makes the Plan's result schema (:func:`compiler.result_schema.node_result_schema`), so a
+    write it passes is one the runtime keeps; any other would be dropped from every answer."""
+    node = site.node
+    if not isinstance(node, (AgentNode, InteractionNode)) or not node.writes:
+        return
+    schema = node_result_schema(node, site.owner.context.schema_ or {}, results=results, collected=True)
+    own = f"interaction `{node.interaction}`'s `result_schema`" if isinstance(node, InteractionNode) else None
+    for field in unheld_writes(schema, list(node.writes)):
+        i = list(node.writes).index(field)
+        undeclared = (f"neither `context.schema` nor {own} declares it" if own
+                      else "`context.schema`, which types an agent's result, does not declare it")
+        hint = (f"declare `{field}` in {own}" if own else f"declare `{field}` in context.schema.properties") \
+            + " with its type, or drop it from `writes`"
+        yield Finding("write-not-held", (*site.path, "writes", i),
+                      f"`{field}` is written to each item's result, but {undeclared}: the model's answer would lose it",
+                      hint=hint)
 
 
 def _assignees(site: NodeSite) -> Iterator[Finding]:

@@ -154,3 +154,66 @@ def test_cassette_record_then_replay_without_the_server(run_def, fake, tmp_path)
     assert second["status"] == "completed", second
     assert second["context"] == first["context"]
     assert len(fake.for_model("agent6")) == before
+
+
+COLLECTED_INTERACTION = """
+kind: interaction
+name: ClassifyDoc
+environment: fake
+prompts:
+  - {role: user, template: "Classify {{ doc }}."}
+input_schema: {type: object, properties: {doc: {type: string}}, required: [doc]}
+result_schema:
+  type: object
+  properties:
+    category: {type: string}
+    confidence: {type: number}
+  required: [category, confidence]
+"""
+
+COLLECTED_PROCESS = """
+format_version: 1
+process: classify_docs
+initial: fan
+context:
+  schema:
+    type: object
+    properties:
+      docs: {type: array, items: {type: string}}
+      results: {type: array}
+  initial: {docs: [a, b]}
+nodes:
+  fan:
+    type: foreach
+    foreach: docs
+    as: doc
+    max_concurrency: 1
+    node:
+      type: interaction
+      interaction: ClassifyDoc
+      input: {doc: "{{ doc }}"}
+      writes: [category, confidence]
+    collect: results
+    writes: [results]
+    transitions: [{to: done}]
+  done: {type: final}
+"""
+
+
+def test_a_collected_body_keeps_the_fields_its_interaction_declares(run_def, fake):
+    """A foreach body's `writes` that only its interaction's result declares (not the context):
+    the answer is validated against — and keeps — those fields, and an empty answer is refused."""
+    files = {"env.yaml": ENV.format(model="collect1", url=fake.url), "classify.yaml": COLLECTED_INTERACTION,
+             "process.yaml": COLLECTED_PROCESS}
+    fake.script("collect1", {"json": {"category": "invoice", "confidence": 0.9}},
+                {"json": {"category": "letter", "confidence": 0.4}})
+    result = run_def(files, "classify_docs", {})
+    assert result["status"] == "completed", result
+    assert result["context"]["results"] == [{"category": "invoice", "confidence": 0.9},
+                                            {"category": "letter", "confidence": 0.4}]
+
+    fake.script("collect2", {"json": {}}, {"json": {}})
+    files["env.yaml"] = ENV.format(model="collect2", url=fake.url)
+    refused = run_def(files, "classify_docs", {})
+    assert refused["status"] == "failed" and refused["error_kind"] == "model", refused
+    assert "results" not in refused["context"], "a refused answer writes nothing"
