@@ -519,7 +519,7 @@ class TemplateStep(IRModel):
         "formula transformation with its expression. Give `prompt` or `mapping`, not both.")
     output_key: str = Field(description="Context field receiving this step's output.")
     output_form: str = Field(description="Form defining the output's shape.")
-    tools_allowed: list[str] = Field(default_factory=list, description="Tools the step may use (empty = defaults).")
+    tools_allowed: list[str] = Field(default_factory=list, description="Tools the step may use (empty = all tools an agent may be given: plans, artifacts, documents, http_request, workstreams, log and the project's own tools).")
     retry_policy: RetryPolicy | None = Field(None, description="Retry policy.")
     model: str | None = Field(None, description="litellm model string.")
     environment: str | None = Field(None, description="Environment name.")

@@ -227,8 +227,10 @@ def mapped_output(mapping: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
-def lower_template(defn: TemplateDef, forms: Mapping[str, FormDef]) -> Lowered:
-    """A template as a pipeline of agent nodes (see the module docstring)."""
+def lower_template(defn: TemplateDef, forms: Mapping[str, FormDef], all_tools: list[str] | None = None) -> Lowered:
+    """A template as a pipeline of agent nodes (see the module docstring). A step whose
+    ``tools_allowed`` is empty gets ``all_tools`` (the seed: "empty = all tools allowed";
+    :func:`compiler.tools.all_agent_tools` of the workspace); without them, the agent defaults."""
     properties: dict[str, Any] = {"input": form_schema(forms[defn.input_form])}
     nodes: dict[str, AgentNode | ToolNode] = {}
     extras: Extras = {}
@@ -249,7 +251,7 @@ def lower_template(defn: TemplateDef, forms: Mapping[str, FormDef]) -> Lowered:
             prompt=step.prompt,
             writes=[step.output_key],
             needs=[step.parent] if step.parent else [],
-            tools=list(step.tools_allowed),
+            tools=list(step.tools_allowed) or list(all_tools or []),
             retry=step.retry_policy,
             model=step.model,
             environment=step.environment,
@@ -412,10 +414,12 @@ def lower_workflow(defn: WorkflowDef) -> Lowered:
     return Lowered(pipeline, extras)
 
 
-def lower(defn: TemplateDef | WorkflowDef, forms: Mapping[str, FormDef] | None = None) -> Lowered:
-    """Lower a template (needs its forms by name) or a workflow."""
+def lower(defn: TemplateDef | WorkflowDef, forms: Mapping[str, FormDef] | None = None,
+          all_tools: list[str] | None = None) -> Lowered:
+    """Lower a template (needs its forms by name, and the tools a step without ``tools_allowed``
+    gets) or a workflow."""
     if isinstance(defn, TemplateDef):
-        return lower_template(defn, forms or {})
+        return lower_template(defn, forms or {}, all_tools)
     if isinstance(defn, WorkflowDef):
         return lower_workflow(defn)
     raise TypeError(f"only templates and workflows are lowered, not {type(defn).__name__}")

@@ -109,6 +109,22 @@ PROCESS_CONTROL_TOOLS: frozenset[str] = frozenset(
     {"set_context", "transition_to", "skip_node", "continue_process", "retry_node", "fail_process"}
 )
 
+#: Built-in tools no step gets by "all tools": the workflow DSL's activities (the same operations
+#: as the agent tools, under the DSL's names and parameters), ``ask_user`` (a person is asked only
+#: where a node names who) and ``noop``.
+NOT_IN_ALL_TOOLS: frozenset[str] = frozenset(BUILTIN_TOOL_PARAMS) - {"log"} | {"ask_user", "noop"}
+
+
+def all_agent_tools(catalogue: ToolCatalogue) -> list[str]:
+    """Every tool of ``catalogue`` an agent's loop may be given: what a template step with an
+    empty ``tools_allowed`` gets (the seed: "empty = all tools allowed") — the built-in agent
+    tools (plans, artifacts, documents, ``http_request``, workstreams, ``log``) and the project's
+    own Python and manifest tools; never the process-control tools (supervisors only), nor
+    :data:`NOT_IN_ALL_TOOLS`."""
+    return [name for name in catalogue.names()
+            if name not in PROCESS_CONTROL_TOOLS and not (catalogue.tools[name] == "builtin" and name in NOT_IN_ALL_TOOLS)]
+
+
 #: Built-in interactions (the seed's `sys:*` names Ergon ships: :mod:`compiler.builtin_interactions`).
 BUILTIN_INTERACTIONS: frozenset[str] = frozenset(BUILTIN)
 

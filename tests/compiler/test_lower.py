@@ -157,7 +157,8 @@ def test_template_plan_tools_and_result_schema():
     plan = compile_plan(_ws(), "deal_review")
     assert plan.kind == "template" and plan.control == "dag"
     assert plan.entries == ["summarize"]
-    assert plan.nodes["summarize"].agent_tools[:2] == ["think", "plan"]  # defaults
+    every = plan.nodes["summarize"].agent_tools  # no tools_allowed: every tool an agent may be given (seed)
+    assert {"think", "plan", "fetch_document", "http_request"} <= set(every) and "set_context" not in every
     assert plan.nodes["critique"].agent_tools == ["fetch_document"]
     rs = plan.nodes["critique"].result_schema
     assert rs["required"] == ["critique"] and rs["additionalProperties"] is False

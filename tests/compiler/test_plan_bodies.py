@@ -22,6 +22,7 @@ from compiler import compile_plan, load_workspace, workspace_from_texts
 from compiler.ir import BranchNode, ForeachNode, FormDef, Node, PipelineDef, ProcessDef, ProcessNode, ToolNode
 from compiler.lower import lower
 from compiler.plan import RUNNABLE_KINDS, Plan, PlanNode, ir_json
+from compiler.tools import all_agent_tools
 
 from mini_process import mini_workspace
 from test_lower import _ws as lowering_workspace
@@ -107,7 +108,7 @@ def _source(ws: Any, name: str) -> ProcessDef | PipelineDef:
     if isinstance(defn, (ProcessDef, PipelineDef)):
         return defn
     forms = {n: u.defn for n, u in ws.named("form").items() if isinstance(u.defn, FormDef)}
-    return lower(defn, forms).pipeline
+    return lower(defn, forms, all_agent_tools(ws.tools)).pipeline
 
 
 def _pairs(plan: Plan, plan_json: dict[str, Any], defn: ProcessDef | PipelineDef, where: str):
