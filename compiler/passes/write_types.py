@@ -22,6 +22,11 @@ accepted (the task stays open, ``flows.humans``), any other write fails the node
   returned child field (``returns.from: context.x``, ``returns.context``, ``outcome``) whose type
   the written field cannot take. The child is the inline ``process_definition``, or the process,
   pipeline or workflow of that name (a pinned ``process_version`` is read at run time: skipped).
+* **a chained start** — an ``on_complete`` trigger's ``map`` renders each value over the context
+  of the run that completed, and the result is this definition's input: a value with no template
+  that the field refuses, exactly one ``{{ field }}`` of the upstream context whose declared type
+  the field cannot take, or text around a template (always a string) for a field without
+  strings. The chained run would be refused at every completion, after the upstream run is over.
 
 Fixed ``context_update`` values are the authoring pass's (``bad-value``).
 """
@@ -36,7 +41,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from compiler.errors import DocPath, Finding
-from compiler.ir import HumanTaskNode, PipelineDef, ProcessDef, ProcessNode, TaskField, WorkflowDef
+from compiler.ir import HumanTaskNode, OnCompleteTrigger, PipelineDef, ProcessDef, ProcessNode, TaskField, WorkflowDef
 from compiler.templates import is_template
 from compiler.walk import iter_definitions, iter_nodes
 
@@ -59,6 +64,11 @@ def check(unit, ws) -> Iterator[Finding]:
                 child = _child_schema(node, ws)
                 if child is not None:
                     yield from _sub_process(schema, child, node, site.path)
+    for i, trigger in enumerate(unit.defn.triggers):
+        if isinstance(trigger, OnCompleteTrigger) and trigger.map:
+            upstream = _schema_of(trigger.definition, ws)
+            if upstream is not None:
+                yield from _chained_map(unit.defn.context.schema_, upstream, trigger, ("triggers", i, "map"))
 
 
 def _field_schema(schema: Any, name: str) -> dict[str, Any] | None:
@@ -140,7 +150,12 @@ def _child_schema(node: ProcessNode, ws: Any) -> dict[str, Any] | None:
         return node.process_definition.context.schema_
     if node.process is None or node.process_version is not None:
         return None
-    defn = ws.get(node.process, "process", "pipeline", "workflow")
+    return _schema_of(node.process, ws)
+
+
+def _schema_of(name: str, ws: Any) -> dict[str, Any] | None:
+    """The context schema of the process, pipeline or workflow called ``name`` (None: not known)."""
+    defn = ws.get(name, "process", "pipeline", "workflow")
     if isinstance(defn, (ProcessDef, PipelineDef)):
         return defn.context.schema_
     if isinstance(defn, WorkflowDef):
@@ -202,6 +217,39 @@ def _disjoint(given: set[str] | None, taken: set[str] | None) -> bool:
     if given is None or taken is None:
         return False
     return not (given & taken or ("integer" in given and "number" in taken))
+
+
+def _chained_map(schema: Any, upstream: Any, trigger: OnCompleteTrigger, path: DocPath) -> Iterator[Finding]:
+    for key, value in trigger.map.items():
+        target = _field_schema(schema, key)
+        if target is None:
+            continue  # an unknown field is the triggers pass's (unknown-field)
+        where = (*path, key)
+        reference = _REFERENCE.match(value.strip()) if isinstance(value, str) else None
+        if reference is not None:
+            source = _path_schema(upstream, reference.group(1))
+            if _disjoint(_kinds(source), _kinds(target)):
+                yield Finding("write-type", where,
+                              f"`{reference.group(1)}` of `{trigger.definition}` ({_shown(_strip(source or {}))}) is passed "
+                              f"whole to `{key}` ({_shown(_strip(target))}), which cannot take it: every chained start "
+                              "would be refused", hint=f"map a value of the type `{key}` takes, or change one of the schemas")
+        elif isinstance(value, str) and _has_template(value) and not _one_expression(value):
+            if _disjoint({"string"}, _kinds(target)):
+                yield Finding("write-type", where,
+                              f"the map renders text (a string) into `{key}` ({_shown(_strip(target))}), which cannot take "
+                              "it: every chained start would be refused",
+                              hint=f"map exactly one `{{{{ field }}}}` of the type `{key}` takes")
+        elif not _has_template(value) and not _fits(target, value):
+            yield Finding("write-type", where,
+                          f"the map value {_shown(value)} does not fit `{key}` ({_shown(_strip(target))})",
+                          hint=f"map a value `{key}` accepts")
+
+
+def _one_expression(value: str) -> bool:
+    """Whether ``value`` is one ``{{ … }}`` and nothing else: it renders to its expression's native value."""
+    stripped = value.strip()
+    return stripped.startswith("{{") and stripped.endswith("}}") and stripped.count("{{") == 1 \
+        and "{%" not in stripped and "{#" not in stripped
 
 
 def _sub_process(schema: Any, child: Any, node: ProcessNode, path: DocPath) -> Iterator[Finding]:
