@@ -25,5 +25,7 @@ EXPIRES_DAYS = validators.Number(gte=0, lte=MAX_EXPIRES_DAYS)
 #: ``runs explain --guard``: the index of one of a node's exits.
 GUARD = validators.Number(gte=0, lte=10_000)
 
-#: ``--port`` and ``--webhook-port``: a TCP port.
+#: ``ui --port``: a TCP port.
 PORT = validators.Number(gte=1, lte=65_535)
+#: ``server start --port``, ``serve --webhook-port``: a TCP port, or 0 for any free one.
+ANY_PORT = validators.Number(gte=0, lte=65_535)

@@ -16,7 +16,7 @@ server_app = App(
 )
 
 @server_app.command(name="start")
-def server_start(*, port: Annotated[int, Parameter(validator=bounds.PORT)] = 4200) -> int:
+def server_start(*, port: Annotated[int, Parameter(validator=bounds.ANY_PORT)] = 4200) -> int:
     """Start Ergon's local Prefect server and make it this folder's API (prefect.toml).
 
     Refused when Prefect's configuration already names an API (see `ergon server status --help`).

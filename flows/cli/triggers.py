@@ -33,7 +33,7 @@ def _prepare() -> None:
 
 def serve(
     *,
-    webhook_port: Annotated[int, Parameter(name="--webhook-port", validator=bounds.PORT)] = 8765,
+    webhook_port: Annotated[int, Parameter(name="--webhook-port", validator=bounds.ANY_PORT)] = 8765,
     limit: Annotated[int | None, Parameter(name="--limit", validator=bounds.LIMIT)] = None,
 ) -> int:
     """Serve every triggered definition of the folder: schedules, webhooks (until Ctrl-C).

@@ -148,7 +148,7 @@ def test_numbers_past_their_range_are_refused_in_one_sentence(copy, tmp_path):
                          (["runs", "list", "--limit", "-1"], "--limit"),
                          (["server", "start", "--port", "70000"], "--port"),
                          (["ui", "--port", "99999999999999999999"], "--port"),
-                         (["serve", "--webhook-port", "0"], "--webhook-port"),
+                         (["serve", "--webhook-port", "70000"], "--webhook-port"),
                          (["serve", "--limit", "0"], "--limit")):
         done = ergon(args, database, tmp_path / "home")
         assert done.returncode == 2, (args, done.stderr)
