@@ -237,10 +237,13 @@ async def run_body(plan: Plan, params: dict[str, Any], request: RunRequest) -> A
     backend = PrefectBackend()
     if request.parent_run_id is not None:
         return to_state(await execute(plan, params, request, backend))
-    body = asyncio.ensure_future(execute(plan, params, request, backend))
-    watchdog = asyncio.ensure_future(watch(body, str(get_current_settings().api.url or ""), backend.lose))
+    # the body runs in this task, as Prefect's engine and a signal's cancellation expect; the
+    # watchdog cancels this task when the API is lost
+    this = asyncio.current_task()
+    assert this is not None  # a flow body always runs in a task
+    watchdog = asyncio.ensure_future(watch(this, str(get_current_settings().api.url or ""), backend.lose))
     try:
-        return to_state(await body)
+        return to_state(await execute(plan, params, request, backend))
     except (asyncio.CancelledError, KeyboardInterrupt, TerminationSignal):
         if backend.lost is None and not reachable():
             fail_fast()

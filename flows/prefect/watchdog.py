@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -40,9 +39,9 @@ log = logging.getLogger("ergon.prefect")
 
 
 async def watch(body: asyncio.Future[Any], api_url: str, lost: Callable[[str], None]) -> None:
-    """Until ``body`` is done: when the API at ``api_url`` has not answered for
-    :func:`~flows.settings.api_lost_seconds`, call ``lost`` with the reason, make the process
-    stop waiting on the API and cancel ``body``."""
+    """Until ``body`` (the task executing the run) is done: when the API at ``api_url`` has not
+    answered for :func:`~flows.settings.api_lost_seconds`, call ``lost`` with the reason, make the
+    process stop waiting on the API and cancel ``body``."""
     from flows.prefect.api import reachable
 
     window = api_lost_seconds()
@@ -71,10 +70,15 @@ async def watch(body: asyncio.Future[Any], api_url: str, lost: Callable[[str], N
 def fail_fast() -> None:
     """This process stops retrying Prefect's API: every later call fails at once. Called when
     the process is about to end with the API unreachable (lost, or the process stopped while it
-    is down), so that Prefect's engine, log and event workers do not hold it for their retries."""
-    from prefect.context import refresh_global_settings_context
+    is down), so that Prefect's engine, log and event workers do not hold it for their retries.
+    Only this process's settings change (never the environment, which the processes it starts
+    would inherit)."""
+    import prefect.context
+    from prefect.settings import PREFECT_CLIENT_MAX_RETRIES, PREFECT_LOGGING_TO_API_ENABLED
 
-    os.environ["PREFECT_CLIENT_MAX_RETRIES"] = "0"
-    # the run's log lines would each print "Error logging to API" with a traceback on stderr
-    os.environ["PREFECT_LOGGING_TO_API_ENABLED"] = "false"
-    refresh_global_settings_context()
+    current = prefect.context.get_settings_context()
+    # the run's log lines would each print "Error logging to API" on stderr
+    settings = current.settings.copy_with_update(
+        updates={PREFECT_CLIENT_MAX_RETRIES: 0, PREFECT_LOGGING_TO_API_ENABLED: False})
+    prefect.context.GLOBAL_SETTINGS_CONTEXT = prefect.context.SettingsContext(profile=current.profile,
+                                                                            settings=settings)
