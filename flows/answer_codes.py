@@ -23,7 +23,6 @@ Nothing here logs, prints or records a code; :func:`redeem` says only whose it w
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, timedelta
@@ -33,6 +32,7 @@ from flows.store import answer_codes as code_store
 from flows.store import people as people_store
 from flows.store import tokens as token_store
 from flows.store.models import AnswerCode, utcnow
+from flows.tokens import hash_token
 
 #: How long a code may wait to be used.
 CODE_MINUTES = 15
@@ -51,10 +51,9 @@ class Issued:
     row: AnswerCode
 
 
-def hash_code(code: str) -> str:
-    """The SHA-256 (hex) the store keeps of a code — the same hash as a personal token's, so the
-    form's reader hashes what was typed once and :func:`redeem` recognises a token typed there."""
-    return hashlib.sha256(code.strip().encode("utf-8")).hexdigest()
+#: The SHA-256 (hex) the store keeps of a code: the personal tokens' own hash, so the form's
+#: reader hashes what was typed once and :func:`redeem` recognises a token typed there.
+hash_code = hash_token
 
 
 def issue(task_id: str, user_name: str) -> Issued:

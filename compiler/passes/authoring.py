@@ -95,6 +95,7 @@ def check(unit, ws) -> Iterator[Finding]:
         return
     if not isinstance(defn, (ProcessDef, PipelineDef)):
         return
+    results = interaction_results(ws)  # the folder's, the same for every inline definition
     for graph, base in iter_definitions(defn):
         yield from _context(graph, base)
         if isinstance(graph, ProcessDef):
@@ -102,7 +103,6 @@ def check(unit, ws) -> Iterator[Finding]:
             yield from _supervisor_policy(metadata.get("supervisor"), (*base, "metadata", "supervisor"))
             if "max_visits" in metadata:
                 yield from _policy_value(RunLimits, "max_visits", metadata["max_visits"], (*base, "metadata"))
-        results = interaction_results(ws)
         for site in iter_nodes(graph, base):
             yield from _node(site, results)
 
