@@ -86,7 +86,7 @@ CODES: dict[str, str] = {
     "agent-only-tool": "a tool node or a workflow activity names a tool only agents can run (the workstream tools)",
     "unknown-process": "a sub-process name that is not defined",
     "process-cycle": "a definition runs itself through its sub-processes or child workflows (the runs would nest without end)",
-    "tool-params": "a workflow step's params do not match the parameters of the tool it calls",
+    "tool-params": "a workflow step's params, or a tool node's `input`, do not match the parameters of the tool it calls",
     "dsl-unsupported": "a workflow-DSL feature or activity Ergon does not run (yet); the message says what to use",
     "not-enforced": "a limit Ergon would not keep (an environment model's `rpm`); the message says what to use",
     "unknown-form": "a form name that is not defined",

@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from compiler.builtin_interactions import BUILTIN
+from compiler.tool_signatures import Signature, python_signatures
 
 #: Tools every run has. Agent nodes get DEFAULT_AGENT_TOOLS unless `tools:` says otherwise.
 BUILTIN_TOOLS: dict[str, str] = {
@@ -134,6 +135,8 @@ class ToolCatalogue:
     """Tool names known to the compiler, with where each came from."""
 
     tools: dict[str, str] = field(default_factory=lambda: {n: "builtin" for n in BUILTIN_TOOLS})
+    #: signatures of the Python tool files read so far, by file (read on first use)
+    _signatures: dict[str, dict[str, Signature]] = field(default_factory=dict, repr=False, compare=False)
 
     def builtin_params(self, name: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
         """(required, optional) parameters of a built-in tool the checker knows, else None."""
@@ -146,6 +149,16 @@ class ToolCatalogue:
 
     def __contains__(self, name: str) -> bool:
         return name in self.tools
+
+    def signature(self, name: str) -> Signature | None:
+        """The parameters and result of a tool, from its type hints: a project Python tool (None for a
+        built-in or a tool served over HTTP: their calls are checked elsewhere, or at run time)."""
+        source = self.tools.get(name)
+        if source is None or not source.endswith(".py"):
+            return None
+        if source not in self._signatures:
+            self._signatures[source] = python_signatures(Path(source))
+        return self._signatures[source].get(name)
 
     def names(self) -> list[str]:
         return sorted(self.tools)
@@ -174,23 +187,26 @@ def python_tool_names(path: Path) -> list[str]:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except (SyntaxError, OSError, UnicodeDecodeError):
         return []
-    names: list[str] = []
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        for deco in node.decorator_list:
-            target = deco.func if isinstance(deco, ast.Call) else deco
-            ident = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
-            if ident == "tool":
-                explicit: str | None = None
-                if isinstance(deco, ast.Call):
-                    for kw in deco.keywords:
-                        if kw.arg == "name" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
-                            explicit = kw.value.value
-                    if deco.args and isinstance(deco.args[0], ast.Constant) and isinstance(deco.args[0].value, str):
-                        explicit = deco.args[0].value
-                names.append(explicit or node.name)
-    return names
+    names = (tool_name(node) for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    return [name for name in names if name is not None]
+
+
+def tool_name(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """The tool name a function's ``@tool`` decorator gives it (its own name unless the decorator
+    names one), or None when it is not decorated ``@tool``."""
+    for deco in fn.decorator_list:
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        ident = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
+        if ident == "tool":
+            explicit: str | None = None
+            if isinstance(deco, ast.Call):
+                for kw in deco.keywords:
+                    if kw.arg == "name" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+                        explicit = kw.value.value
+                if deco.args and isinstance(deco.args[0], ast.Constant) and isinstance(deco.args[0].value, str):
+                    explicit = deco.args[0].value
+            return explicit or fn.name
+    return None
 
 
 def resolve_agent_tools(spec: list[str]) -> tuple[list[str], list[str]]:

@@ -17,6 +17,7 @@ from compiler.passes import (
     prompts,
     references,
     templates,
+    tool_calls,
     triggers,
     write_races,
     write_types,
@@ -33,6 +34,7 @@ PASSES = (
     definite_assignment.check,
     write_races.check,
     write_types.check,
+    tool_calls.check,  # a Python tool's arguments and result against its type hints
     lowered_kinds.check,
     prompts.check,  # interaction prompt segments in their formats
     javascript_steps.check,  # the code of runJavascriptCode workflow steps

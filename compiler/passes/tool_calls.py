@@ -1,0 +1,126 @@
+"""The `tool_calls` pass: a tool node calls a project Python tool with arguments it takes, and its
+result fits the field it is written to.
+
+The runtime validates a tool's arguments against its type hints and fails the node as a
+``definition`` error when they do not fit; it refuses a result that ``context.schema`` does not
+take for the ``output`` field the same way. From the tool's hints (read statically,
+:mod:`compiler.tool_signatures`) and the context schema, these are certain before any run:
+
+* ``tool-params`` — an argument the tool has no parameter for (unless it takes ``**kwargs``); a
+  parameter without a default that ``input`` does not give; an argument whose value can be of a
+  type the parameter refuses: a literal of another type, exactly one ``{{ field }}`` (which passes
+  the field's value through, native type and all) whose declared type is not among the
+  parameter's — a ``number`` field for an ``int`` parameter included, as 2.5 would be refused —
+  or text around a template (always a string) for a parameter that takes no strings;
+* ``write-type`` — ``output: field`` when the tool's declared result can be of a type the field
+  refuses (an ``int`` result into a string field; a ``float`` one into an integer field).
+
+A parameter or result without a hint the reader understands is not checked; nor are the
+arguments of a fan-out's item scope (``{{ item }}``), whose type the context schema does not say.
+Built-in tools' arguments are checked where they are used (workflow activities, ``tool-params``
+in :mod:`compiler.passes.lowered_kinds`); tools served over HTTP are checked at run time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from compiler.errors import Finding
+from compiler.ir import BranchNode, ForeachNode, PipelineDef, ProcessDef, ToolNode
+from compiler.passes.write_types import (
+    _REFERENCE,
+    _field_schema,
+    _has_template,
+    _json_type,
+    _kinds,
+    _one_expression,
+    _path_schema,
+)
+from compiler.tool_signatures import Parameter
+from compiler.walk import NodeSite, iter_definitions, iter_nodes
+
+
+def check(unit, ws) -> Iterator[Finding]:
+    if not isinstance(unit.defn, (ProcessDef, PipelineDef)):
+        return
+    for graph, base in iter_definitions(unit.defn):
+        schema = graph.context.schema_
+        for site in iter_nodes(graph, base):
+            node = site.node
+            if not isinstance(node, ToolNode) or node.tool is None or node.config is not None and node.config.context_update:
+                continue
+            signature = ws.tools.signature(node.tool)
+            if signature is None:
+                continue
+            args = node.input or {}
+            for key, value in args.items():
+                param = signature.parameters.get(key)
+                if param is None:
+                    if not signature.any_keyword:
+                        yield Finding("tool-params", (*site.path, "input", key), f"tool `{node.tool}` has no parameter `{key}`",
+                                      hint=_takes(node.tool, signature.parameters))
+                    continue
+                problem = _argument_problem(schema, param, value)
+                if problem:
+                    yield Finding("tool-params", (*site.path, "input", key), f"`{key}` of tool `{node.tool}`: {problem}",
+                                  hint=f"give `{key}` a value of the type the tool's hint declares ({_named(param.kinds)})")
+            missing = [p.name for p in signature.parameters.values() if p.required and p.name not in args]
+            if missing:
+                yield Finding("tool-params", (*site.path, "input") if node.input else (*site.path, "tool"),
+                              f"tool `{node.tool}` needs {', '.join(f'`{m}`' for m in missing)}, which `input` does not give",
+                              hint=_takes(node.tool, signature.parameters))
+            if node.output and signature.result is not None and not _collected(site):
+                target = _field_schema(schema, node.output)
+                accepted = _kinds(target)
+                if accepted is not None and not signature.result <= accepted:
+                    yield Finding("write-type", (*site.path, "output"),
+                                  f"tool `{node.tool}` returns {_named(signature.result)}, which `{node.output}` "
+                                  f"({_named(accepted)}) cannot always take: the write would be refused",
+                                  hint=f"write the result into a field of its type, or change `{node.output}`'s schema")
+
+
+def _argument_problem(schema: Any, param: Parameter, value: Any) -> str | None:
+    """Why ``value`` can be refused by ``param`` (None: it fits, or that is not certain)."""
+    if param.kinds is None:
+        return None
+    accepted = param.kinds | ({"integer"} if "number" in param.kinds else set())
+    if not _has_template(value):
+        given = _json_type(value)
+        return None if given in accepted else f"the value {value!r} is {_named({given})}; the parameter takes {_named(param.kinds)}"
+    if not isinstance(value, str):  # a list or mapping with templates inside: an array or an object
+        given = "array" if isinstance(value, list) else "object"
+        return None if given in accepted else f"the value is {_named({given})}; the parameter takes {_named(param.kinds)}"
+    if not _one_expression(value):
+        return None if "string" in accepted else f"the text it renders (a string) is not {_named(param.kinds)}"
+    reference = _REFERENCE.match(value.strip())
+    if reference is None:
+        return None
+    source = _path_schema(schema, reference.group(1))
+    if source is None:  # not a context field (a fan-out's `item`), or one the templates pass refuses
+        return None
+    kinds = _kinds(source)
+    if kinds is None or kinds <= accepted:
+        return None
+    return f"`{reference.group(1)}` can be {_named(kinds - accepted)}, which the parameter ({_named(param.kinds)}) refuses"
+
+
+def _collected(site: NodeSite) -> bool:
+    """Whether a fan-out collects this body's results (they go to its envelope, not to `output`)."""
+    parent = site.parent.node if site.parent is not None else None
+    return isinstance(parent, (ForeachNode, BranchNode)) and parent.collect is not None
+
+
+def _named(kinds: frozenset[str] | set[str] | None) -> str:
+    if not kinds:
+        return "anything"
+    shown = sorted(kinds - {"integer"} if "number" in kinds else kinds)
+    return " or ".join(f"a{'n' if k[0] in 'aeiou' else ''} {k}" for k in shown)
+
+
+def _takes(tool: str, params: dict[str, Parameter]) -> str:
+    if not params:
+        return f"`{tool}` takes no arguments"
+    shown = [f"`{p.name}`" + ("" if p.required else " (optional)") for p in params.values()]
+    return f"`{tool}` takes {', '.join(shown)}"
+
