@@ -18,7 +18,8 @@ catch first-time authors. Those a compiler can see without running anything are 
   a node without any (``assignee-without-choice``); a node cannot let both an agent and a person
   pick its exit (``mixed-triggers``);
 * ``bad-value`` — a fixed ``config.context_update`` value, or a literal one of ``set_context``'s
-  ``input.updates``, that ``context.schema`` refuses (the run would refuse the write);
+  ``input.updates``, that ``context.schema`` refuses (the run would refuse the write); a
+  ``context.initial`` value it refuses (every start would be refused);
 * ``foreach-limit`` — a foreach runs at most 1000 items, at most 1000 at a time;
 * ``supervisor-policy`` — ``metadata.supervisor`` (and a process's ``metadata.max_visits``) hold
   only the keys the engine reads, each of its type and within its range
@@ -124,6 +125,13 @@ def _context(graph: ProcessDef | PipelineDef, base: tuple) -> Iterator[Finding]:
         yield Finding("context-too-large", (*base, "context", "initial"),
                       f"`context.initial` is {size:,} bytes serialized; the context is capped at {CONTEXT_CAP_BYTES:,}",
                       hint="store large payloads as artifacts or documents and keep their ids in the context")
+    for key, value in graph.context.initial.items():
+        # every run starts from these values: one the schema refuses refuses every start
+        problem = literal_value_error(graph.context, key, value)
+        if problem is not None:
+            message, inner = problem
+            yield Finding("bad-value", (*base, "context", "initial", key, *inner), message,
+                          hint=f"give `{key}` a value of the declared type, or change its schema")
 
 
 def _bad_schema(schema: Any, path: tuple) -> Iterator[Finding]:
