@@ -361,6 +361,7 @@ def evaluate(rule: Any, data: Any, artifacts: Callable[[], Iterable[str]] | None
     ``data`` is normalised to JSON first (datalogic refuses ``Decimal``/``datetime``); values
     JSON cannot represent are passed as their string form. ``artifacts`` returns the run's
     artifact keys; it is called only when the rule uses ``artifact_exists`` (none: no artifacts).
+    A comparison whose operands are not numbers (``"abc" >= 1``) is false, as in JavaScript.
     Raises :class:`datalogic_py.DataLogicError` subclasses on an invalid rule or a failing evaluation.
     """
     text = _json(rule)
@@ -374,7 +375,14 @@ def evaluate(rule: Any, data: Any, artifacts: Callable[[], Iterable[str]] | None
         data = {**data, ARTIFACTS_KEY: keys} if isinstance(data, dict) else {ARTIFACTS_KEY: keys}
         text = core
     data_text = json.dumps(data, default=_jsonable)
-    result = _compiled(text).evaluate(data_text)
+    try:
+        result = _compiled(text).evaluate(data_text)
+    except dl.EvaluateError as exc:
+        # A comparison of values that are no numbers ("abc" >= 1, a list == 3): datalogic throws
+        # NaN where JSON Logic's reference semantics (JavaScript's) make the comparison false.
+        if "NaN" in str(exc):
+            return False
+        raise
     return bool(ENGINE.truthy(json.dumps(result, default=_jsonable)))
 
 

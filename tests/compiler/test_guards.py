@@ -234,3 +234,14 @@ def test_artifact_exists_with_a_computed_argument_is_guard_invalid_with_a_hint()
     assert '{"artifact_exists": {"var": "out/report.md"}}' in d.hint
     (typo,) = diagnostics(text.replace("{artifact_exists: {var: 3}}", '{artifact_exist: {var: "r"}}'), ("guard-invalid",))
     assert typo.hint == "did you mean `artifact_exists`?"
+
+
+@pytest.mark.parametrize("rule, data", [
+    ({">=": [{"var": "m"}, -1.25]}, {"m": "abc"}),
+    ({"==": [{"var": "m"}, 3]}, {"m": [1]}),
+    ({"<": [{"var": "m"}, 3]}, {"m": {"x": 1}}),
+])
+def test_a_comparison_of_values_that_are_no_numbers_is_false(rule, data):
+    # JSON Logic's reference semantics (JavaScript's): NaN compares false; the engine throws
+    assert evaluate(rule, data) is False
+    assert evaluate({">": [{"var": "m"}, 3]}, {"m": "5"}) is True  # a numeric string still compares as a number
