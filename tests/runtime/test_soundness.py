@@ -49,23 +49,20 @@ which costs many more runs).
 from __future__ import annotations
 
 import ast
-import json
 import os
 import re
 import runpy
 import shutil
 import tempfile
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from hypothesis_jsonschema import from_schema
 
 import soundness_report
+from soundness_runs import classify, draw_inputs, execute, run_tree
 from compiler import check_workspace, load_workspace
 from compiler.plan import RUNNABLE_KINDS, Plan
 
@@ -80,8 +77,6 @@ SEED_CHILD = "kind: workflow\nname: My Child Workflow\nsteps:\n  - {name: log, p
 
 EXAMPLES = int(os.environ.get("ERGON_SOUNDNESS_EXAMPLES") or 10)
 SHRINK = os.environ.get("ERGON_SOUNDNESS_SHRINK") == "1"
-#: longest a run may take, people's answers included, before the example fails
-RUN_SECONDS = 120.0
 #: who answers the tasks: an admin, so that every task is theirs to answer (and never the starter)
 ANSWERER = "soundness-checker"
 DOCUMENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -176,66 +171,6 @@ def corpus(tmp_path, monkeypatch, prefect_api, store):
 
 
 # --------------------------------------------------------------------------------------------
-# Strategies
-
-
-def _document_ids() -> st.SearchStrategy[str]:
-    return st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_-]{0,15}", fullmatch=True)
-
-
-def _draw_inputs(data: st.DataObject, plan: Plan, words: list[str]) -> dict[str, Any]:
-    """Run inputs from the Plan's input schema (its `$defs` kept, no field it does not declare),
-    free string fields maybe replaced by a dictionary word their schema accepts."""
-    from jsonschema import Draft202012Validator
-
-    schema = dict(plan.input_schema)
-    for key in ("$defs", "definitions"):
-        if key in plan.context_schema:
-            schema[key] = plan.context_schema[key]
-    schema["additionalProperties"] = False
-    inputs = data.draw(from_schema(schema, custom_formats={"document": _document_ids()}), label="inputs")
-    for name, value in sorted(inputs.items()):
-        prop = schema["properties"].get(name)
-        if not isinstance(value, str) or not isinstance(prop, dict) or {"enum", "const", "format", "pattern"} & set(prop):
-            continue
-        fitting = [w for w in words if Draft202012Validator(prop).is_valid(w)]
-        # three times in four: a word reaches past the tool that knows it, a random string rarely does
-        if fitting and data.draw(st.integers(0, 3), label=f"{name} from the dictionary") > 0:
-            inputs[name] = data.draw(st.sampled_from(fitting), label=name)
-    return inputs
-
-
-def _answer_schema(fields: list[dict[str, Any]]) -> dict[str, Any]:
-    """The JSON Schema of a valid answer to a task with ``fields`` (what humans.validate_answer accepts)."""
-    from flows.humans import normalize_fields
-
-    props: dict[str, Any] = {}
-    required = []
-    for f in normalize_fields(fields):
-        kind = f["type"]
-        if kind == "select":
-            prop: dict[str, Any] = {"enum": list(f["options"] or [])}
-        elif kind in ("text", "string"):
-            # what a person can type on a command line: no NUL; a required field is not blank
-            prop = {"type": "string", "maxLength": 40, "pattern": r"^[^\x00]*\S[^\x00]*$" if f["required"] else r"^[^\x00]*$"}
-        else:
-            prop = {"type": {"boolean": "boolean", "number": "number", "integer": "integer"}[kind]}
-        props[f["name"]] = prop
-        if f["required"]:
-            required.append(f["name"])
-    return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
-
-
-def _cli_value(value: Any) -> str:
-    """A value as ``--set FIELD=VALUE`` spells it (the CLI parses it back per the field's type)."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return json.dumps(value)
-
-
-# --------------------------------------------------------------------------------------------
 # One example: stock the world, run, answer, classify
 
 
@@ -256,71 +191,6 @@ def _stock_documents(data: st.DataObject, inputs: dict[str, Any], shipped: set[s
             documents.create(f"{value}.txt", text, id=value)
 
 
-def _run_tree(root_id: str) -> list[Any]:
-    from flows.store import runs as run_store
-
-    tree, frontier = [], [root_id]
-    while frontier:
-        run = run_store.require_run(frontier.pop())
-        tree.append(run)
-        frontier.extend(child.id for child in run_store.child_runs(run.id))
-    return tree
-
-
-def _answer_open_tasks(data: st.DataObject, root_id: str, answered: set[str], problems: list[str]) -> None:
-    from flows.cli.tasks import tasks_answer
-    from flows.store import tasks as task_store
-
-    for run in _run_tree(root_id):
-        for task in task_store.tasks_for_run(run.id):
-            if task.id in answered or task.status not in ("pending", "in_progress"):
-                continue
-            answered.add(task.id)
-            answer = data.draw(from_schema(_answer_schema(task.fields)), label=f"answer to {task.node_id}")
-            pairs = [f"{name}={_cli_value(value)}" for name, value in answer.items()]
-            code = tasks_answer(task.id, set_=pairs)  # as ANSWERER, by the token in ERGON_TOKEN
-            if code != 0:
-                problems.append(f"{run.definition_name}: the valid answer {answer} to task `{task.node_id}` was refused "
-                                f"(exit {code})")
-
-
-def _execute(data: st.DataObject, compiled: Any, catalog: Any, inputs: dict[str, Any]) -> tuple[str, list[str]]:
-    """Run to the end, answering every task; the root run's id and what went wrong on the way."""
-    from flows import runs
-
-    run = runs.create(compiled, inputs, catalog=catalog)
-    outcome: dict[str, Any] = {}
-
-    def body() -> None:
-        try:
-            outcome["result"] = runs.start(compiled, inputs, catalog=catalog, run_id=run.id)
-        except BaseException as exc:  # noqa: BLE001 - reported by the test thread
-            outcome["raised"] = exc
-
-    thread = threading.Thread(target=body, name=f"soundness-{compiled.plan.name}", daemon=True)
-    thread.start()
-    answered: set[str] = set()
-    problems: list[str] = []
-    deadline = time.monotonic() + RUN_SECONDS
-    try:
-        while thread.is_alive() and time.monotonic() < deadline:
-            _answer_open_tasks(data, run.id, answered, problems)
-            thread.join(0.1)
-        if thread.is_alive():
-            problems.append(f"{compiled.plan.name}: the run did not end within {RUN_SECONDS:.0f} s")
-    finally:
-        # Also when hypothesis abandons the example mid-way (a draw over its data budget raises
-        # out of here): no run may outlive its example, still waiting for an answer.
-        if thread.is_alive():
-            from flows.runs import cancel
-
-            cancel(run.id)
-            thread.join(30)
-    if "raised" in outcome:
-        problems.append(f"{compiled.plan.name}: starting the run raised {outcome['raised']!r}")
-    return run.id, problems
-
-
 def _routes(plan: Plan) -> set[tuple[str, str]]:
     return {(e.source, e.target) for e in plan.edges}
 
@@ -337,45 +207,17 @@ def _taken(plan: Plan, visits: list[Any]) -> set[tuple[str, str]]:
     return {(s, t) for s, t in _routes(plan) if s in settled and t in done}
 
 
-def _classify(run: Any, plan: Plan | None, visits: list[Any]) -> tuple[str, list[str]]:
-    """How one run ended (for the table), and the soundness problems it shows."""
-    from flows.schema import schema_errors
-
-    name = run.definition_name
-    problems = []
-    for v in visits:
-        if v.status != "failed":
-            continue
-        # A failed visit without a kind is the marker of a pipeline node not run after another
-        # failed: allowed only where that other failure is the world's.
-        if v.error_kind not in ("world", None) or (v.error_kind is None and run.error_kind != "world"):
-            where = f"{v.node_id}[{v.item_key}]" if v.item_key else v.node_id
-            problems.append(f"{name}: node `{where}` failed with a {v.error_kind} error: {v.error}")
-    if run.status == "completed":
-        if plan is not None and plan.control == "state_machine" and run.outcome not in plan.finals:
-            problems.append(f"{name}: completed with outcome {run.outcome!r}, not one of its final nodes")
-        if plan is not None:
-            for problem in schema_errors(plan.context_schema, run.context or {}):
-                problems.append(f"{name}: its final context does not fit context.schema: {problem}")
-        return f"completed:{run.outcome}", problems
-    if run.status == "failed" and run.error_kind == "world":
-        at = next((v.node_id for v in visits if v.status == "failed" and v.error_kind == "world"), None)
-        return f"failed (world) at {at}" if at else "failed (world)", problems
-    problems.append(f"{name}: ended {run.status} with a {run.error_kind} error: {run.error}")
-    return f"{run.status} ({run.error_kind})", problems
-
-
 def _check(root_id: str, catalog: Any, root: Plan) -> list[str]:
     from flows.store import visits as visit_store
 
     problems = []
-    for run in _run_tree(root_id):
+    for run in run_tree(root_id):
         try:
             plan = root if run.id == root_id else catalog.resolve(run.definition_name)
         except Exception:  # noqa: BLE001 - an inline child has no name to resolve
             plan = None
         visits = list(visit_store.visits_for_run(run.id))
-        end, found = _classify(run, plan, visits)
+        end, found = classify(run, plan, visits)
         problems += found
         if plan is not None:
             entry = soundness_report.definition(run.definition_name, _routes(plan))
@@ -408,13 +250,13 @@ def test_a_definition_that_checks_clean_runs_as_written(name, corpus, request):
                                      HealthCheck.data_too_large])
     @given(data=st.data())
     def one_run(data: st.DataObject) -> None:
-        inputs = _draw_inputs(data, plan, words)
+        inputs = draw_inputs(data, plan, words)
         refused = validate_inputs(plan, inputs)
         assert not refused, f"inputs drawn from {name}'s own input schema were refused: {[d.message for d in refused]}"
         _stock_documents(data, inputs, shipped)
         os.environ[SEED_ENV] = str(data.draw(st.integers(0, 2**32 - 1), label="offline model seed"))
         try:
-            root_id, problems = _execute(data, compiled, catalog, inputs)
+            root_id, problems = execute(data, compiled, catalog, inputs)
         finally:
             os.environ.pop(SEED_ENV, None)
         problems += _check(root_id, catalog, plan)
