@@ -14,7 +14,9 @@ is not a tool function: the engine applies its ``updates`` envelope itself
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+from typing import Any
 
 from flows.tools import tool
 from flows.tools.errors import ToolError
@@ -29,10 +31,17 @@ async def noop() -> dict:
 
 
 @tool(name="log")
-async def log_message(message: str, level: str = "info") -> dict:
-    """Log a message into the run's log."""
-    log.log(logging.getLevelName(level.upper()) if isinstance(logging.getLevelName(level.upper()), int) else logging.INFO, message)
-    return {"logged": message}
+async def log_message(message: Any, level: str = "info") -> dict:
+    """Log a message into the run's log: a string as it is, any other JSON value as JSON text.
+
+    Args:
+        message: the text to log (a number, list or mapping is logged as its JSON text)
+        level: a logging level name (debug, info, warning, error); info when unknown
+    """
+    text = message if isinstance(message, str) else json.dumps(message, ensure_ascii=False, default=str)
+    number = logging.getLevelName(level.upper())
+    log.log(number if isinstance(number, int) else logging.INFO, text)
+    return {"logged": text}
 
 
 @tool(name="sleep")

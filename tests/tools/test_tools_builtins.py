@@ -154,3 +154,16 @@ def test_documents_cli(home, capsys):
     assert capsys.readouterr().out.strip() == "Refunds within 14 days."
     assert run(["documents", "search", "refunds", "--json"]) == 0
     assert [h["id"] for h in json.loads(capsys.readouterr().out)["hits"]] == ["policy", "refunds"]
+
+
+def test_log_takes_any_json_value_and_logs_its_text(caplog):
+    import flows.tools.builtins  # noqa: F401
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="ergon.tools"):
+        assert call("log", {"message": 42}) == {"logged": "42"}
+        assert call("log", {"message": {"n": 1, "tags": ["a"]}}) == {"logged": '{"n": 1, "tags": ["a"]}'}
+        assert call("log", {"message": None, "level": "warning"}) == {"logged": "null"}
+        assert call("log", {"message": "plain text"}) == {"logged": "plain text"}
+    assert [r.getMessage() for r in caplog.records if r.name == "ergon.tools"][-4:] == [
+        "42", '{"n": 1, "tags": ["a"]}', "null", "plain text"]
