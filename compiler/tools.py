@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from compiler.builtin_interactions import BUILTIN
+from compiler.builtin_signatures import BUILTIN_SIGNATURES
 from compiler.tool_signatures import Signature, python_signatures
 
 #: Tools every run has. Agent nodes get DEFAULT_AGENT_TOOLS unless `tools:` says otherwise.
@@ -151,9 +152,13 @@ class ToolCatalogue:
         return name in self.tools
 
     def signature(self, name: str) -> Signature | None:
-        """The parameters and result of a tool, from its type hints: a project Python tool (None for a
-        built-in or a tool served over HTTP: their calls are checked elsewhere, or at run time)."""
+        """The parameters and result of a tool: a built-in's from
+        :data:`compiler.builtin_signatures.BUILTIN_SIGNATURES`, a project Python tool's from its type
+        hints (None for a tool served over HTTP and for ``set_context``, checked at run time, and for
+        an agent-only tool, which no tool node or activity may call at all)."""
         source = self.tools.get(name)
+        if source == "builtin":
+            return None if name in AGENT_ONLY_TOOLS else BUILTIN_SIGNATURES.get(name)
         if source is None or not source.endswith(".py"):
             return None
         if source not in self._signatures:

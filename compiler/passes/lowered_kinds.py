@@ -16,7 +16,10 @@ on the *original* document, so that diagnostics point at what the author wrote:
   step ids are unique (``bad-value``), activities are registered tools (``unknown-tool``) that
   a step can run (not an agent-only workstream tool, ``agent-only-tool``) called with the
   parameters the built-in ones take (``tool-params``, ``compiler.tools.BUILTIN_TOOL_PARAMS``; the
-  embedding activities' values too, :mod:`compiler.activity_values`), and not
+  embedding activities' values too, :mod:`compiler.activity_values`) and, for every tool whose
+  signature the catalogue knows (built-ins, :mod:`compiler.builtin_signatures`; Python tools),
+  values of the types its parameters take — a literal, exactly one ``${name}`` of a type the
+  workflow declares, or text around references (a string) (``tool-params``), and not
   one of the documented activities Ergon does not run yet (``dsl-unsupported``), child steps name
   a workflow, process or pipeline (``unknown-process``), ``fetch`` has the shape
   :mod:`flows.runtime.dsl` runs (``bad-value``; another type or a ``source`` is
@@ -45,7 +48,19 @@ from compiler.ir import FormDef, FormField, InteractionDef, TemplateDef, Workflo
 from compiler.passes.definite_assignment import nested_findings
 from compiler.passes.templates import located, name_line
 from compiler.templates import TemplateSite, analyse, is_template, syntax_error
-from compiler.lower import VARS_NODE, condition_clauses, has_refs, iter_refs, ref_root, verbatim_params, workflow_inputs
+from compiler.lower import (
+    VARS_NODE,
+    condition_clauses,
+    has_refs,
+    iter_refs,
+    lower_workflow,
+    ref_root,
+    to_jinja,
+    verbatim_params,
+    workflow_inputs,
+)
+from compiler.passes.tool_calls import _argument_problem
+from compiler.tool_signatures import Signature
 from compiler.tools import PROCESS_CONTROL_TOOLS
 
 
@@ -329,6 +344,10 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
                 yield Finding("maybe-unset", ("vars", name, *where), f"`${{{expr}}}` refers to {why} (`{root}`)",
                               hint="vars may refer to input_schema properties and to vars with literal values")
 
+    try:  # the types the run's context declares: what `${name}` passes to an activity
+        context_schema: dict[str, Any] = lower_workflow(defn).pipeline.context.schema_
+    except Exception:  # noqa: BLE001 - a workflow that does not lower: the findings below say why
+        context_schema = {}
     outputs: dict[str, dict | None] = {}  # output → condition of the step that sets it
     async_outputs: set[str] = set()
     explicit_ids: dict[str, int] = {}
@@ -362,6 +381,7 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
                           hint=UNAVAILABLE_ACTIVITIES[step.name])
         elif step.type == "activity" and (known_params := ws.tools.builtin_params(step.name)) is not None:
             yield from _tool_params(step.name, step.params, known_params, base)
+            yield from _param_types(step, ws.tools.signature(step.name), context_schema, base)
             yield from activity_values.check_values(step.name, step.params, base)
             named = step.params.get("interaction") if step.name == "executeInteraction" else None
             interactions = ws.named("interaction")
@@ -375,6 +395,14 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
         elif step.type == "activity" and step.name not in ws.tools:
             yield Finding("unknown-tool", (*base, "name"), f"no tool is named `{step.name}` (activities are registered tools)",
                           hint=choices_hint(step.name, ws.tools.names(), what="registered tools"))
+        elif step.type == "activity" and (signature := ws.tools.signature(step.name)) is not None:
+            params = signature.parameters.values()
+            if not signature.any_keyword:  # a Python tool taking **kwargs takes any other name
+                known_params = (tuple(p.name for p in params if p.required), tuple(p.name for p in params if not p.required))
+                yield from _tool_params(step.name, step.params, known_params, base)
+            else:
+                yield from _tool_params(step.name, {}, (tuple(p.name for p in params if p.required), ()), base)
+            yield from _param_types(step, signature, context_schema, base)
         if step.type == "workflow" and step.name in UNAVAILABLE_WORKFLOWS and step.name not in child_workflows:
             yield Finding("dsl-unsupported", (*base, "name"), f"child workflow `{step.name}` is not available yet",
                           hint=UNAVAILABLE_WORKFLOWS[step.name])
@@ -414,6 +442,27 @@ def _tool_params(name: str, params: dict[str, Any], known: tuple[tuple[str, ...]
         if key not in params:
             yield Finding("tool-params", (*base, "params") if params else (*base, "name"),
                           f"activity `{name}` needs the parameter `{key}`", hint=f"add `params: {{{key}: ...}}`")
+
+
+def _param_types(step: Any, signature: Signature | None, schema: dict[str, Any], base: tuple) -> Iterator[Finding]:
+    """Each param's value against the JSON types the tool's parameter takes: a literal, exactly one
+    ``${name}`` of a declared type (passed whole, native type and all), or text around references
+    (a string). A param the tool does not have is ``_tool_params``' finding."""
+    if signature is None:
+        return
+    verbatim = verbatim_params(step)
+    for key, value in step.params.items():
+        param = signature.parameters.get(key)
+        if param is None or (step.name, key) == ("runJavascriptCode", "code"):  # the javascript_steps pass's
+            continue
+        if key in activity_values.PARAM_SCHEMAS.get(step.name, {}) and not has_refs(value):
+            continue  # a literal held to its finer schema by activity_values
+        if key not in verbatim and step.fetch is not None and any(ref_root(e) == "fetched" for _, e in iter_refs(value)):
+            continue  # `fetched` is the fetch's result, not a context field
+        problem = _argument_problem(schema, param, value if key in verbatim else to_jinja(value))
+        if problem:
+            yield Finding("tool-params", (*base, "params", key), f"`{key}` of activity `{step.name}`: {problem}",
+                          hint=f"give `{key}` a value of the type `{step.name}` takes")
 
 
 FETCH_KEYS = ("type", "source", "query", "select", "limit", "on_not_found")

@@ -85,3 +85,41 @@ def test_run_javascript_code_fails_with_the_sandboxs_message():
         call("runJavascriptCode", {"code": "total * 2"})
     with pytest.raises(ToolError, match="SyntaxError: Unexpected token"):
         call("runJavascriptCode", {"code": "const = 1"})
+
+
+def _schema_kinds(schema):
+    """The JSON types a registered parameter's JSON schema takes (None: any), integer ⊂ number."""
+    if "anyOf" in schema:
+        parts = [_schema_kinds(s) for s in schema["anyOf"]]
+        return None if any(p is None for p in parts) else frozenset().union(*parts)
+    kind = schema.get("type")
+    if kind is None:
+        return None
+    kinds = frozenset(kind if isinstance(kind, list) else [kind])
+    return kinds | {"integer"} if "number" in kinds else kinds
+
+
+def _result_kinds(fn):
+    import inspect
+    import typing
+
+    hint = inspect.signature(fn, eval_str=True).return_annotation
+    origin = typing.get_origin(hint) or hint
+    return frozenset({"object"}) if origin is dict else frozenset({"array"}) if origin is list else None
+
+
+def test_the_checker_knows_the_parameters_and_results_of_every_registered_built_in():
+    import flows.tools.builtins  # noqa: F401
+    from compiler.builtin_signatures import BUILTIN_SIGNATURES
+    from compiler.tools import BUILTIN_TOOLS
+    from flows.tools import REGISTRY
+
+    assert set(BUILTIN_SIGNATURES) == {n for n in BUILTIN_TOOLS if n in REGISTRY}
+    for name, signature in BUILTIN_SIGNATURES.items():
+        schema = REGISTRY[name].parameters
+        assert {p.name for p in signature.parameters.values() if p.required} == set(schema["required"]), name
+        assert set(signature.parameters) == set(schema["properties"]), name
+        for pname, param in signature.parameters.items():
+            assert param.kinds == _schema_kinds(schema["properties"][pname]), (name, pname)
+        assert signature.result == _result_kinds(REGISTRY[name].fn.__wrapped__ if hasattr(REGISTRY[name].fn, "__wrapped__")
+                                                 else REGISTRY[name].fn), name

@@ -1,0 +1,86 @@
+"""The parameters and results of the built-in tools, as JSON types the checker can compare.
+
+A project's Python tool is read from its type hints (:mod:`compiler.tool_signatures`); the
+built-ins live in ``flows`` and are never imported by the compiler, so their signatures are
+written here, in the same terms: each parameter's JSON types (None: any value), whether it must
+be given, and the JSON types of the result. :meth:`compiler.tools.ToolCatalogue.signature`
+returns them for a built-in that no Python tool replaces, so a tool node's arguments
+(:mod:`compiler.passes.tool_calls`) and a workflow activity's ``params``
+(:mod:`compiler.passes.lowered_kinds`) are held to them.
+
+``tests/tools`` asserts that this table agrees with the registered tools' argument schemas and
+return hints. ``set_context`` is no tool function (the engine applies its ``updates``): it has
+no entry.
+"""
+
+from __future__ import annotations
+
+from compiler.tool_signatures import Parameter, Signature
+
+_STRING = frozenset({"string"})
+_INTEGER = frozenset({"integer"})
+_NUMBER = frozenset({"number", "integer"})
+_BOOLEAN = frozenset({"boolean"})
+_ARRAY = frozenset({"array"})
+_OBJECT = frozenset({"object"})
+_NULL = frozenset({"null"})
+_DOCUMENT = _STRING | _OBJECT  # a document id, or a document (a mapping with an `id`)
+
+#: A parameter's JSON types (None: any) and whether it is required.
+_Spec = tuple[frozenset[str] | None, bool]
+
+
+def _sig(result: frozenset[str], **params: _Spec) -> Signature:
+    return Signature({name: Parameter(name, kinds, required) for name, (kinds, required) in params.items()},
+                     any_keyword=False, result=result)
+
+
+#: Built-in tool → its signature.
+BUILTIN_SIGNATURES: dict[str, Signature] = {
+    # agents' working tools
+    "think": _sig(_OBJECT, thought=(_STRING, True)),
+    "plan": _sig(_OBJECT, steps=(_ARRAY, True)),
+    "update_plan": _sig(_OBJECT, step_index=(_INTEGER, True), status=(_STRING, True), note=(_STRING | _NULL, False)),
+    "write_artifact": _sig(_OBJECT, key=(_STRING, True), content=(None, True), type=(_STRING, False),
+                           description=(_STRING | _NULL, False)),
+    "read_artifact": _sig(_OBJECT, key=(_STRING, True), version=(_INTEGER | _NULL, False)),
+    "list_artifacts": _sig(_ARRAY),
+    "fetch_document": _sig(_OBJECT, id=(_STRING, True), max_chars=(_INTEGER, False)),
+    "search_documents": _sig(_ARRAY, query=(_STRING, True), limit=(_INTEGER, False)),
+    "create_document": _sig(_OBJECT, name=(_STRING, True), content=(_STRING | _NULL, False), source=(_STRING | _NULL, False)),
+    "semantic_search_documents": _sig(_ARRAY, query=(_STRING, True), limit=(_INTEGER, False)),
+    "http_request": _sig(_OBJECT, url=(_STRING, True), method=(_STRING, False), headers=(_OBJECT | _NULL, False),
+                         body=(_STRING | _OBJECT | _ARRAY | _NULL, False)),
+    "ask_user": _sig(_OBJECT, question=(_STRING, True), fields=(_ARRAY | _NULL, False)),
+    "noop": _sig(_OBJECT),
+    "log": _sig(_OBJECT, message=(None, True), level=(_STRING, False)),
+    "sleep": _sig(_OBJECT, duration=(_NUMBER | _NULL, False), seconds=(_NUMBER | _NULL, False)),
+    # workflow-DSL activities
+    "createDocument": _sig(_OBJECT, type=(_STRING, True), properties=(_OBJECT | _NULL, False), content=(_STRING, False)),
+    "updateDocument": _sig(_OBJECT, document=(_DOCUMENT, True), properties=(_OBJECT | _NULL, False),
+                           content=(_STRING | _NULL, False)),
+    "deleteDocument": _sig(_OBJECT, document=(_DOCUMENT, True)),
+    "executeInteraction": _sig(_OBJECT, interaction=(_STRING, True), data=(_OBJECT | _NULL, False)),
+    "extractText": _sig(_OBJECT, document=(_DOCUMENT, True)),
+    "generateText": _sig(_OBJECT, prompt=(_STRING, True), data=(_OBJECT | _NULL, False)),
+    "translateText": _sig(_OBJECT, text=(_STRING, True), targetLanguage=(_STRING, True)),
+    "summarizeText": _sig(_OBJECT, text=(_STRING, True)),
+    "analyzeSentiment": _sig(_OBJECT, text=(_STRING, True)),
+    "classifyText": _sig(_OBJECT, text=(_STRING, True), categories=(_ARRAY, True)),
+    "extractEntities": _sig(_OBJECT, text=(_STRING, True)),
+    "runJavascriptCode": _sig(_OBJECT, code=(_STRING, True), data=(_OBJECT | _NULL, False)),
+    "generateEmbeddings": _sig(_OBJECT, text=(_STRING | _ARRAY | _NULL, False), document=(_DOCUMENT | _ARRAY | _NULL, False),
+                               type=(_STRING, False), force=(_BOOLEAN, False), model=(_STRING | _NULL, False)),
+    "searchEmbeddings": _sig(_OBJECT, embeddings=(_ARRAY, True), limit=(_INTEGER, False), filter=(_OBJECT | _NULL, False),
+                             model=(_STRING | _NULL, False)),
+    # agents' workstream tools
+    "launch_workstream": _sig(_OBJECT, id=(_STRING, True), name=(_STRING, True), instruction=(_STRING, True),
+                              allowed_tools=(_ARRAY, True), context=(None, False), model=(_STRING | _NULL, False),
+                              deadline_seconds=(_NUMBER, False), interactive=(_BOOLEAN, False)),
+    "check_workstream": _sig(_OBJECT, launch_id=(_STRING, True)),
+    "list_workstreams": _sig(_ARRAY, status_filter=(_STRING, False)),
+    "get_workstream_result": _sig(_OBJECT, launch_id=(_STRING, True)),
+    "message_workstream": _sig(_OBJECT, launch_id=(_STRING, True), message=(_STRING, True)),
+    "steer_workstream": _sig(_OBJECT, launch_id=(_STRING, True), command=(_STRING, True), message=(_STRING, True)),
+    "terminate_workstream": _sig(_OBJECT, launch_id=(_STRING, True)),
+}
