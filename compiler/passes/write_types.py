@@ -18,15 +18,24 @@ accepted (the task stays open, ``flows.humans``), any other write fails the node
 * **a sub-process** — a ``process`` node's ``input`` is written into the child's context, and
   what ``returns`` picks into the parent's: an input value with no template that the child's
   field refuses, an input that is exactly one ``{{ field }}`` (which passes the field's value
-  through, native type and all) whose declared type the child's field cannot take, and a
+  through, native type and all) whose declared type the child's field cannot take, text around a
+  template (a string) for a child field without strings, and a
   returned child field (``returns.from: context.x``, ``returns.context``, ``outcome``) whose type
   the written field cannot take. The child is the inline ``process_definition``, or the process,
   pipeline or workflow of that name (a pinned ``process_version`` is read at run time: skipped).
+* **a fan-out** — a ``foreach`` over a field whose schema takes no array (``wrong-type``), and a
+  ``collect`` into a field that takes no list;
 * **a chained start** — an ``on_complete`` trigger's ``map`` renders each value over the context
   of the run that completed, and the result is this definition's input: a value with no template
   that the field refuses, exactly one ``{{ field }}`` of the upstream context whose declared type
   the field cannot take, or text around a template (always a string) for a field without
   strings. The chained run would be refused at every completion, after the upstream run is over.
+
+"Cannot take" means *may refuse* (:func:`_may_not_fit`): a declared type the field does not
+allow — a ``number``, which may have a fraction, into an ``integer`` field included — a value
+outside the listed values of an ``enum`` field, recursively in the items of arrays and the
+properties both objects declare. The runtime refuses any such value, so the run would fail on
+the first one that comes.
 
 Fixed ``context_update`` values are the authoring pass's (``bad-value``).
 """
@@ -41,7 +50,17 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from compiler.errors import DocPath, Finding
-from compiler.ir import HumanTaskNode, OnCompleteTrigger, PipelineDef, ProcessDef, ProcessNode, TaskField, WorkflowDef
+from compiler.ir import (
+    BranchNode,
+    ForeachNode,
+    HumanTaskNode,
+    OnCompleteTrigger,
+    PipelineDef,
+    ProcessDef,
+    ProcessNode,
+    TaskField,
+    WorkflowDef,
+)
 from compiler.templates import is_template
 from compiler.walk import iter_definitions, iter_nodes
 
@@ -64,6 +83,8 @@ def check(unit, ws) -> Iterator[Finding]:
                 child = _child_schema(node, ws)
                 if child is not None:
                     yield from _sub_process(schema, child, node, site.path)
+            if isinstance(node, (ForeachNode, BranchNode)):
+                yield from _fan_out(schema, node, site.path)
     for i, trigger in enumerate(unit.defn.triggers):
         if isinstance(trigger, OnCompleteTrigger) and trigger.map:
             upstream = _schema_of(trigger.definition, ws)
@@ -212,11 +233,55 @@ def _json_type(value: Any) -> str:
     return "array" if isinstance(value, list) else "object"
 
 
+def _may_not_fit(source: dict[str, Any] | None, target: dict[str, Any] | None) -> bool:
+    """Whether some value of the declared ``source`` schema can be refused by ``target``: a type
+    ``source`` allows that ``target`` does not (a number, which may have a fraction, for an
+    integer), recursively in the items of two arrays and in the properties both objects declare.
+    Unknown on either side (no type, ``$ref``, combinators): never."""
+    given, taken = _kinds(source), _kinds(target)
+    if given is None or taken is None:
+        return False
+    assert source is not None and target is not None  # known kinds come from schemas
+    limited = [target["const"]] if "const" in target else target.get("enum")
+    if isinstance(limited, list):  # a field of listed values takes only a source of those values
+        offered = [source["const"]] if "const" in source else source.get("enum")
+        return not isinstance(offered, list) or any(v not in limited for v in offered)
+    if not given <= taken and not (given - {"integer"} <= taken and "number" in taken):
+        return True
+    roots = {k: v for k, v in {**source, **target}.items() if k in ("$defs", "definitions")}
+    if given == {"array"} and isinstance(source.get("items"), dict) and isinstance(target.get("items"), dict):
+        return _may_not_fit({**roots, **source["items"]}, {**roots, **target["items"]})
+    if given == {"object"}:
+        mine, theirs = source.get("properties"), target.get("properties")
+        if isinstance(mine, dict) and isinstance(theirs, dict):
+            return any(isinstance(mine.get(k), dict) and isinstance(v, dict) and _may_not_fit({**roots, **mine[k]}, {**roots, **v})
+                       for k, v in theirs.items() if k in mine)
+    return False
+
+
 def _disjoint(given: set[str] | None, taken: set[str] | None) -> bool:
     """Whether no value of the types ``given`` is of the types ``taken`` (unknown: never)."""
     if given is None or taken is None:
         return False
     return not (given & taken or ("integer" in given and "number" in taken))
+
+
+def _fan_out(schema: Any, node: ForeachNode | BranchNode, path: DocPath) -> Iterator[Finding]:
+    """A foreach runs over a list, and a fan-out's ``collect`` writes one: a field whose schema
+    takes no array is refused at run time."""
+    if isinstance(node, ForeachNode) and "." not in node.foreach:
+        over = _field_schema(schema, node.foreach)
+        if _disjoint({"array"}, _kinds(over)):
+            yield Finding("wrong-type", (*path, "foreach"),
+                          f"`{node.foreach}` ({_shown(_strip(over or {}))}) is no list: the foreach would fail on its first run",
+                          hint="name a field whose schema is `type: array`")
+    into = node.collect if isinstance(node.collect, str) else node.collect.into if node.collect is not None else None
+    target = _field_schema(schema, into) if into else None
+    if target is not None and _disjoint({"array"}, _kinds(target)):
+        where = (*path, "collect") if isinstance(node.collect, str) else (*path, "collect", "into")
+        yield Finding("write-type", where,
+                      f"`collect` writes a list into `{into}` ({_shown(_strip(target))}), which cannot take it",
+                      hint=f"collect into a field of `type: array`, or change `{into}`'s schema")
 
 
 def _chained_map(schema: Any, upstream: Any, trigger: OnCompleteTrigger, path: DocPath) -> Iterator[Finding]:
@@ -228,10 +293,10 @@ def _chained_map(schema: Any, upstream: Any, trigger: OnCompleteTrigger, path: D
         reference = _REFERENCE.match(value.strip()) if isinstance(value, str) else None
         if reference is not None:
             source = _path_schema(upstream, reference.group(1))
-            if _disjoint(_kinds(source), _kinds(target)):
+            if _may_not_fit(source, target):
                 yield Finding("write-type", where,
                               f"`{reference.group(1)}` of `{trigger.definition}` ({_shown(_strip(source or {}))}) is passed "
-                              f"whole to `{key}` ({_shown(_strip(target))}), which cannot take it: every chained start "
+                              f"whole to `{key}` ({_shown(_strip(target))}), which cannot always take it: a chained start "
                               "would be refused", hint=f"map a value of the type `{key}` takes, or change one of the schemas")
         elif isinstance(value, str) and _has_template(value) and not _one_expression(value):
             if _disjoint({"string"}, _kinds(target)):
@@ -261,11 +326,16 @@ def _sub_process(schema: Any, child: Any, node: ProcessNode, path: DocPath) -> I
         reference = _REFERENCE.match(value.strip()) if isinstance(value, str) else None
         if reference is not None:
             source = _path_schema(schema, reference.group(1))
-            if _disjoint(_kinds(source), _kinds(target)):
+            if _may_not_fit(source, target):
                 yield Finding("write-type", where,
                               f"`{reference.group(1)}` ({_shown(_strip(source or {}))}) is passed whole to the child's `{key}` "
-                              f"({_shown(_strip(target))}), which cannot take it",
+                              f"({_shown(_strip(target))}), which cannot always take it",
                               hint=f"pass a value of the type the child's `{key}` takes, or change one of the schemas")
+        elif isinstance(value, str) and _has_template(value) and not _one_expression(value):
+            if _disjoint({"string"}, _kinds(target)):
+                yield Finding("write-type", where,
+                              f"the input renders text (a string) into the child's `{key}` ({_shown(_strip(target))}), "
+                              "which cannot take it", hint=f"pass exactly one `{{{{ field }}}}` of the type `{key}` takes")
         elif not _has_template(value) and not _fits(target, value):
             yield Finding("write-type", where,
                           f"the input value {_shown(value)} does not fit the child's `{key}` ({_shown(_strip(target))})",
@@ -274,27 +344,27 @@ def _sub_process(schema: Any, child: Any, node: ProcessNode, path: DocPath) -> I
     writes = list(node.writes)
     if returns is not None and returns.from_ and len(writes) == 1:
         picked = returns.from_
-        source_kinds: set[str] | None
+        returned: dict[str, Any] | None
         if picked in ("outcome", "run_id"):
-            source_kinds, shown = {"string"}, f"the child's `{picked}` (a string)"
+            returned, shown = {"type": "string"}, f"the child's `{picked}` (a string)"
         elif picked.startswith("context.") and len(picked) > len("context."):
             field = picked[len("context."):]
-            source = _path_schema(child, field)
-            source_kinds, shown = _kinds(source), f"the child's `{field}` ({_shown(_strip(source or {}))})"
+            returned = _path_schema(child, field)
+            shown = f"the child's `{field}` ({_shown(_strip(returned or {}))})"
         else:
             return
         target = _field_schema(schema, writes[0])
-        if target is not None and _disjoint(source_kinds, _kinds(target)):
+        if target is not None and _may_not_fit(returned, target):
             yield Finding("write-type", (*path, "returns", "from"),
-                          f"`returns.from: {picked}` writes {shown} into `{writes[0]}` ({_shown(_strip(target))}), which cannot take it",
+                          f"`returns.from: {picked}` writes {shown} into `{writes[0]}` ({_shown(_strip(target))}), which cannot always take it",
                           hint=f"return a field of the type `{writes[0]}` takes, or change one of the schemas")
     elif returns is not None and returns.context and not returns.from_:
         for i, field in enumerate(returns.context):
             if field not in writes:
                 continue
             source, target = _field_schema(child, field), _field_schema(schema, field)
-            if target is not None and _disjoint(_kinds(source), _kinds(target)):
+            if target is not None and _may_not_fit(source, target):
                 yield Finding("write-type", (*path, "returns", "context", i),
                               f"the child's `{field}` ({_shown(_strip(source or {}))}) is returned into `{field}` "
-                              f"({_shown(_strip(target))}), which cannot take it",
+                              f"({_shown(_strip(target))}), which cannot always take it",
                               hint=f"make the two `{field}` fields the same type")
