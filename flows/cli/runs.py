@@ -79,7 +79,7 @@ def run(
     version: Annotated[int | None, Parameter(name="--version", validator=bounds.VERSION)] = None,
     supervised: Annotated[bool, Parameter(name="--supervised", negative=())] = False,
     message: Annotated[str | None, Parameter(name="--message")] = None,
-    submission: Annotated[str | None, Parameter(name="--submission")] = None,
+    submission: Annotated[list[str] | None, Parameter(name="--submission", negative=())] = None,
     who: Who = Who(),
 ) -> int:
     """Validate a definition, run it on Prefect, show progress node by node, wait for the end.
@@ -112,6 +112,8 @@ def run(
     submission
         A template's input: this submission of its input form (see `ergon submissions`). Each
         step writes a submission of its output form, every value citing the values it came from.
+        Repeatable: several submissions are merged into a new one first (repeating groups'
+        entries one after the other; a field of another group held by two is refused).
     """
     with heavy_imports():  # the compiler, the store (see flows.heap)
         from flows import runs

@@ -51,7 +51,8 @@ def _jsonable(value: Any) -> Any:
 
 
 def _badge(v: Any) -> str:
-    """``import · lea · 2026-12-01 17:58:06`` (and the transformation's id, when a step made it)."""
+    """``import · lea · 2026-12-01 17:58:06`` (and the transformation's id, when a step made it,
+    or the version it was copied from, in a merged submission)."""
     parts = [v.source_type + (f" {v.source_id}" if v.source_id else ""), v.created_by or "?",
              v.created_at.strftime("%Y-%m-%d %H:%M:%S")]
     return " · ".join(parts)
@@ -203,7 +204,8 @@ def submissions_show(
     out.print(f"[bold]submission {sub.id}[/] · form {escape(sub.form_name)}"
               + (f" · {escape(sub.name)}" if sub.name else "") + f" · {sub.origin}")
     out.print(f"[dim]created by {escape(sub.created_by or '?')} at {sub.created_at:%Y-%m-%d %H:%M:%S}"
-              + (f" · run {sub.run_id} step {escape(sub.step_key or '')}" if sub.run_id else "") + "[/]")
+              + (f" · run {sub.run_id} step {escape(sub.step_key or '')}" if sub.run_id else "")
+              + (f" · merged from {', '.join(doc['merged_from'])}" if doc["merged_from"] else "") + "[/]")
     if not view.values:
         out.print("[dim](no values)[/]")
     for v in view.values:

@@ -36,6 +36,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,14 +80,15 @@ def start_detached(name: str, inputs: dict[str, Any], **options: Any) -> str:
 def start_background(name: str, inputs: dict[str, Any], *, started_by: str, trigger: RunTrigger = "manual",
                      catalog: Catalog | None = None, env: dict[str, str] | None = None,
                      version: int | None = None, supervised: bool = False, message: str | None = None,
-                     submission_id: str | None = None) -> Started:
+                     submission_id: str | Sequence[str] | None = None) -> Started:
     """Validate, record a pending run, and hand it to its deployment or to ``ergon run`` in the
     background (see the module docstring).
 
     ``env`` adds variables to the environment of the process that runs it (a local child's, or
     the deployment flow run's, through the work pool's ``env`` job variable). ``version`` runs that published version
     instead of the definitions folder's draft. ``supervised``/``message``: as for
-    :func:`~flows.runs.lifecycle.create`, like ``submission_id`` (a template's input submission).
+    :func:`~flows.runs.lifecycle.create`, like ``submission_id`` (a template's input submission, or a
+    list of several merged into a new one).
     Raises :class:`~flows.runs.lifecycle.StartRefused`.
     """
     catalog = catalog or Catalog.load()

@@ -28,6 +28,7 @@ import logging
 import os
 import socket
 
+from collections.abc import Sequence
 from typing import Any, cast
 
 from compiler import CompileError, Diagnostic
@@ -156,7 +157,7 @@ def compile_definition(name: str, *, catalog: Catalog | None = None, version: in
 def create(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog | None = None,
            trigger: RunTrigger = "manual", started_by: str | None = None, version: int | None = None,
            source: str = "inputs", supervised: bool = False, message: str | None = None,
-           submission_id: str | None = None) -> Run:
+           submission_id: str | Sequence[str] | None = None) -> Run:
     """Validate ``inputs`` against the definition and record a pending run of it, with the folders
     ``catalog`` was loaded from (what resume and replay rebuild it from, :mod:`flows.runs.sources`).
 
@@ -169,16 +170,21 @@ def create(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog | Non
     trigger's ``as_user``); without one, the OS user acting as themselves
     (:func:`flows.identity.own_name`) — never a name from the environment.
 
-    A template run reads a submission: ``submission_id``'s selected values are its ``input``; one
-    started with raw inputs records them as its input submission first
+    A template run reads a submission: ``submission_id``'s selected values are its ``input``; given
+    a list of several ids, a submission merged from them is recorded with the run and read
+    instead; one started with raw inputs records them as its input submission first
     (:mod:`flows.submissions.template_runs`)."""
     from flows.submissions import template_runs
 
     plan = compiled.plan
     try:
-        inputs = template_runs.run_input(plan, inputs, submission_id)
-    except (template_runs.NotATemplateInput, NotFound) as exc:
+        given = template_runs.given_input(plan, inputs, submission_id)
+    except template_runs.NotATemplateInput as exc:
+        raise StartRefused([Diagnostic("invalid-input", p, plan.name, 1, 1) for p in exc.problems]) from exc
+    except NotFound as exc:
         raise StartRefused([Diagnostic("invalid-input", str(exc), plan.name, 1, 1)]) from exc
+    if given is not None:
+        inputs = {**inputs, "input": given.data}
     run_type = "supervised" if supervised or plan.run_type == "supervised" else "programmatic"
     if run_type == "supervised" and plan.control != "state_machine":
         raise StartRefused([Diagnostic("invalid-input", f"`{plan.name}` is a {plan.kind}: only processes run "
@@ -195,7 +201,8 @@ def create(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog | Non
 
         version = version_of_content(compiled.plan.name, content_hash)
     started_by = started_by or own_name()
-    input_submission = submission_id or template_runs.record_input(plan, inputs, created_by=started_by)
+    input_submission = (given.record(plan, created_by=started_by) if given is not None
+                        else template_runs.record_input(plan, inputs, created_by=started_by))
     # this process owns the run until one starts it (start_detached hands it to its child)
     run = run_store.create_run(compiled.plan.name, content_hash=content_hash, inputs=inputs, trigger=trigger,
                                started_by=started_by, definition_version=version,
@@ -213,7 +220,7 @@ def start(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog, run_i
           trigger: RunTrigger = "manual", started_by: str | None = None, listener: Listener = no_listener,
           record: str | None = None, replay: str | None = None, version: int | None = None,
           source: str = "inputs", supervised: bool = False, message: str | None = None,
-          submission_id: str | None = None) -> RunResult:
+          submission_id: str | Sequence[str] | None = None) -> RunResult:
     """Execute a run of ``compiled`` in this process, blocking until it ends (or its process must stop).
 
     Without ``run_id`` the run is created first (inputs validated); with it, the pending (or

@@ -45,8 +45,8 @@ TaskAction = Literal["created", "claimed", "answered", "refused", "expired", "ca
 WorkstreamStatus = Literal["running", "canceling", "completed", "failed", "timeout", "canceled"]
 WorkstreamPhase = Literal["planning", "executing_tool", "synthesizing", "blocked", "done"]
 #: where a submission came from, and where one value version came from (seed 000)
-SubmissionOrigin = Literal["manual", "import", "transformation"]
-VersionSource = Literal["manual", "transformation", "human", "import"]
+SubmissionOrigin = Literal["manual", "import", "transformation", "merged"]
+VersionSource = Literal["manual", "transformation", "human", "import", "merged"]
 TransformationKind = Literal["copy", "map", "formula", "aggregate", "classify", "normalize", "llm_extract"]
 
 RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
@@ -410,7 +410,7 @@ class Submission(SQLModel, table=True):
     form_name: str
     form_hash: str = Field(foreign_key="definition_snapshots.hash")
     name: str | None = None
-    origin: str = "manual"  # manual | import | transformation
+    origin: str = "manual"  # manual | import | transformation | merged
     # a step's output: the run, the visit and the template step that produced it
     run_id: str | None = Field(default=None, foreign_key="runs.id", index=True)
     visit_id: str | None = Field(default=None, foreign_key="node_visits.id")
@@ -450,7 +450,9 @@ class ItemVersion(SQLModel, table=True):
 
     ``source_type`` says where the value came from: ``manual`` (a person typed it), ``import``
     (the data a submission was created from), ``transformation`` (a template step made it;
-    ``source_id`` is the :class:`Transformation`), ``human`` (a human task's answer)."""
+    ``source_id`` is the :class:`Transformation`), ``human`` (a human task's answer), ``merged``
+    (copied into a merged submission from another submission; ``source_id`` is the version it
+    was copied from)."""
 
     __tablename__ = "item_versions"
     __table_args__ = (sa.Index("ix_item_versions_item_selected", "item_id", "selected"),)

@@ -4,7 +4,9 @@ The shape (seed 000): a submission has groups (a repeating group one row per ent
 has items (one per field), an item has versions; one version per item is *selected* (its
 current value) and a new value adds a version and moves the selection, so nothing is lost.
 A version made by a template step names its :class:`~flows.store.models.Transformation`
-(``source_id``), which names the visit, the model call and the input versions it read.
+(``source_id``), which names the visit, the model call and the input versions it read; a
+``merged`` version (a copy in a submission merged from others) names the version it was copied
+from.
 
 Two ways in:
 
@@ -73,6 +75,8 @@ class NewValue:
     #: the input versions the value was taken from (the model's ``refId``s)
     inputs: list[str] = field(default_factory=list)
     meta: dict[str, Any] | None = None
+    #: a copy (no transformation): the version it was copied from, its ``source_id``
+    copied_from: str | None = None
 
 
 @dataclass(frozen=True)
@@ -138,7 +142,7 @@ def submission_rows(
 def _version_rows(rows: Rows, v: NewValue, *, item_id: str, submission_id: str, source_type: str,
                   created_by: str | None, run_id: str | None, visit_id: str | None, llm_call_id: str | None,
                   now: datetime) -> str:
-    source_id = None
+    source_id = v.copied_from
     if v.kind is not None:
         check(v.kind, TRANSFORMATION_KINDS, "transformation kind")
         if run_id is None:
@@ -287,7 +291,8 @@ class VersionInfo:
     submission_id: str
     form_name: str
     transformation: dict[str, Any] | None
-    #: the input versions the transformation read
+    #: the versions it was made from: the input versions its transformation read, or the one
+    #: a ``merged`` version was copied from
     inputs: tuple[str, ...] = ()
 
 
@@ -300,15 +305,28 @@ def versions(version_ids: Iterable[str]) -> dict[str, VersionInfo]:
     with connection() as conn:
         rows = conn.execute(_cell_query().add_columns(s.c.form_name).join(s, s.c.id == v.c.submission_id)
                             .where(v.c.id.in_(ids))).all()
-        sources = [r.source_id for r in rows if r.source_id]
+        sources = [r.source_id for r in rows if r.source_id and r.source_type == "transformation"]
         trans = {r.id: dict(r._mapping) for r in conn.execute(sa.select(t).where(t.c.id.in_(sources)))} if sources else {}
         inputs: dict[str, list[str]] = defaultdict(list)
         if trans:
             for r in conn.execute(sa.select(ti).where(ti.c.transformation_id.in_(list(trans)))):
                 inputs[r.transformation_id].append(r.version_id)
     return {r.id: VersionInfo(_cell_value(r), r.submission_id, r.form_name, trans.get(r.source_id or ""),
-                              tuple(sorted(inputs.get(r.source_id or "", ()))))
+                              (r.source_id,) if r.source_type == "merged" and r.source_id
+                              else tuple(sorted(inputs.get(r.source_id or "", ()))))
             for r in rows}
+
+
+def merged_from(submission_id: str) -> list[str]:
+    """The submissions a merged submission's versions were copied from, oldest first."""
+    v, s = _T["ItemVersion"], _T["Submission"]
+    original = v.alias("original")
+    q = (sa.select(s.c.id, s.c.created_at).distinct()
+         .select_from(v.join(original, original.c.id == v.c.source_id).join(s, s.c.id == original.c.submission_id))
+         .where(v.c.submission_id == submission_id, v.c.source_type == "merged")
+         .order_by(s.c.created_at, s.c.id))
+    with connection() as conn:
+        return [r.id for r in conn.execute(q)]
 
 
 def output_submissions(run_id: str) -> dict[str, str]:

@@ -1,5 +1,6 @@
 """Where a value came from: a version, the transformation that made it, and its inputs, back to
-values nobody computed (imported, typed by a person, answered in a human task).
+values nobody computed (imported, typed by a person, answered in a human task). A ``merged``
+version's one input is the version it was copied from.
 
 :func:`chain` walks the graph breadth-first over a bounded number of versions: a chain of
 template steps is short, but a value may cite many inputs and a store is not trusted to be a

@@ -3,7 +3,8 @@
 A submission is made for a form of the definitions folder; the form's content is pinned as a
 snapshot (``form_hash``), so :func:`view` and :func:`set_values` check against the form the
 submission was made for. Every change is a new selected version (``manual`` from a person,
-``import`` from the data a submission was created from); nothing is overwritten.
+``import`` from the data a submission was created from); nothing is overwritten. A submission
+merged from others (:mod:`flows.submissions.merging`) is read like any other.
 
 After a submission is created (:func:`create`) or changed (:func:`set_values`, once per call),
 the change is announced (:mod:`flows.moments`, ``submission.changed``): the
@@ -130,11 +131,12 @@ def _gaps(form: FormDef, entries: Sequence[tuple[str, int]]) -> list[str]:
 
 def export(submission_id: str) -> dict[str, Any]:
     """The submission as one JSON-able document: its form, its data, and per value where the
-    selected version came from."""
+    selected version came from (a merged submission: the submissions it was merged from too)."""
     v = view(submission_id)
     sub = v.submission
     return {
         "id": sub.id, "form": sub.form_name, "name": sub.name, "origin": sub.origin,
+        "merged_from": submission_store.merged_from(sub.id) if sub.origin == "merged" else [],
         "run_id": sub.run_id, "step_key": sub.step_key, "created_by": sub.created_by,
         "created_at": sub.created_at.isoformat(), "updated_at": sub.updated_at.isoformat(),
         "data": v.data(),

@@ -7,22 +7,52 @@ the template uses, as it was compiled) and per step node ``extras.output_form`` 
 ``extras.parent``.
 
 Every template run has an input submission: ``ergon run TEMPLATE --submission ID`` reads that
-one (its selected values become the context's ``input``); a run started with raw inputs first
+one (its selected values become the context's ``input``); given several (``--submission A
+--submission B``), the run reads a new submission merged from them
+(:mod:`flows.submissions.merging`), recorded with the run; a run started with raw inputs first
 records them as a new submission (``import``), so that the first step's values can cite them
 like any others.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from compiler.ir import FormDef
 from compiler.plan import Plan, PlanNode
 from flows.store import definitions as definition_store
 
+if TYPE_CHECKING:
+    from flows.submissions.merging import Merge
+
 
 class NotATemplateInput(ValueError):
-    """A submission given to a run that cannot take it (the message says why)."""
+    """Submissions given to a run that cannot take them: ``problems`` says why, one line each."""
+
+    def __init__(self, *problems: str):
+        self.problems = list(problems)
+        super().__init__("; ".join(self.problems))
+
+
+@dataclass(frozen=True)
+class GivenInput:
+    """The input submission a template run was given: one that exists (``submission_id``), or
+    the merge of several (``merge``), written only when the run is recorded (:meth:`record`)."""
+
+    #: its selected values as form data: the run's ``input``
+    data: dict[str, Any]
+    submission_id: str | None = None
+    merge: Merge | None = None
+
+    def record(self, plan: Plan, *, created_by: str | None) -> str:
+        """The id of the run's input submission, writing the merged one first."""
+        if self.submission_id is not None:
+            return self.submission_id
+        assert self.merge is not None
+        return self.merge.write(created_by=created_by,
+                                name=f"{plan.name} • input merged from {len(self.merge.sources)} submissions")
 
 
 def is_template(plan: Plan) -> bool:
@@ -47,12 +77,16 @@ def step_form(plan: Plan, node: PlanNode) -> tuple[FormDef, str] | None:
     return form_of(plan, name) if name and is_template(plan) else None
 
 
-def run_input(plan: Plan, inputs: dict[str, Any], submission_id: str | None) -> dict[str, Any]:
-    """The run's inputs: a given submission's selected values as ``input``; raises
-    :class:`NotATemplateInput` when the submission does not fit the run."""
-    if submission_id is None:
-        return inputs
-    from flows.submissions import records
+def given_input(plan: Plan, inputs: dict[str, Any], submissions: str | Sequence[str] | None) -> GivenInput | None:
+    """The input submission of a run given ``submissions`` (one id, or several to merge; None or
+    none: the run was given raw inputs). Raises :class:`NotATemplateInput` naming every
+    submission that does not fit the run, and :class:`~flows.store.errors.NotFound` for one
+    unknown id."""
+    ids = [submissions] if isinstance(submissions, str) else list(submissions or ())
+    if not ids:
+        return None
+    from flows.store import submissions as submission_store
+    from flows.submissions import merging, records
 
     if not is_template(plan):
         raise NotATemplateInput(f"`{plan.name}` is a {plan.kind}: only templates read a submission "
@@ -60,12 +94,32 @@ def run_input(plan: Plan, inputs: dict[str, Any], submission_id: str | None) -> 
     if "input" in inputs:
         raise NotATemplateInput("give the template's input either as a submission (--submission) or as "
                                 "`input` (--input), not both")
-    view = records.view(submission_id)
     want = plan.metadata["input_form"]  # type: ignore[index]
-    if view.submission.form_name != want:
-        raise NotATemplateInput(f"submission {submission_id} is a `{view.submission.form_name}` submission; "
-                                f"template `{plan.name}` reads `{want}` submissions")
-    return {**inputs, "input": view.data()}
+
+    def wrong_form(submission_id: str, form_name: str) -> str:
+        return (f"submission {submission_id} is a `{form_name}` submission; template `{plan.name}` reads "
+                f"`{want}` submissions")
+
+    if len(ids) == 1:
+        view = records.view(ids[0])
+        if view.submission.form_name != want:
+            raise NotATemplateInput(wrong_form(ids[0], view.submission.form_name))
+        return GivenInput(view.data(), submission_id=ids[0])
+    problems = []
+    for sid in dict.fromkeys(ids):
+        sub = submission_store.get_submission(sid)
+        if sub is None:
+            problems.append(f"no submission {sid!r}")
+        elif sub.form_name != want:
+            problems.append(wrong_form(sid, sub.form_name))
+    if problems:
+        raise NotATemplateInput(*problems)
+    form, digest = input_form(plan)
+    try:
+        merge = merging.plan(ids, form, digest)
+    except merging.MergeRefused as exc:
+        raise NotATemplateInput(*exc.problems) from exc
+    return GivenInput(merge.data(), merge=merge)
 
 
 def record_input(plan: Plan, inputs: dict[str, Any], *, created_by: str | None) -> str | None:
