@@ -1,7 +1,7 @@
 """What the submissions page shows of a value, as plain data (tested without Streamlit).
 
 * :func:`source_badge` — where a version came from, in one word and a colour: ``manual``,
-  ``import``, ``human``, or the kind of the transformation that made it (``llm_extract``);
+  ``import``, ``human``, ``merged``, or the kind of the transformation that made it (``llm_extract``);
 * :func:`value_text` / :func:`edit_text` — a value on one line, and as an editor starts it;
 * :func:`parse_edit` — what a person typed for a cell, typed as its field wants (the rules of
   ``ergon submissions set``: numbers, integers and booleans read as JSON, other fields as text);
@@ -22,7 +22,7 @@ from flows.submissions.provenance import Link
 from ui.format import markdown_text as markdown_text  # the page writes every text through it
 
 #: badge colours by source (a transformation's badge names its kind)
-COLOURS = {"manual": "blue", "import": "gray", "human": "green", "transformation": "violet"}
+COLOURS = {"manual": "blue", "import": "gray", "human": "green", "merged": "orange", "transformation": "violet"}
 #: how many links of one provenance chain the page draws (a value may cite many inputs)
 MAX_HOPS = 60
 

@@ -199,6 +199,31 @@ def test_the_run_page_links_the_input_and_each_steps_output_submission(make_app,
                                                f"submissions?submission={chain.digest_id}"]
 
 
+def test_a_merged_submission_links_its_sources_and_each_copy_leads_to_its_original(make_app, chain):
+    from flows.submissions import merging, records
+
+    form, digest = records.form_named("contract_points")
+    extra = records.create(form, digest, {"points": [{"topic": "other", "statement": "Governed by Delaware law."}]},
+                           created_by="lea", tell=False)
+    merged = merging.plan([chain.points_id, extra], form, digest).write(created_by="lea")
+    at = _page(make_app, submission=merged)
+    text = _texts(at)
+    assert "origin **merged**" in text and "Entry 3" in text, "both sources' points, one after the other"
+    assert text.count(":orange-badge[merged] lea · ") == 8, "the six points values made by the step, and two"
+    assert {f"Merged from submission {s}" for s in (chain.points_id, extra)} <= {b.label for b in at.button}
+
+    _button(at, "Governed by Delaware law\\.").click().run()
+    text = _texts(at)
+    assert "Copied unchanged into a merged submission from the value below." in text
+    assert "**1 step back** · `points[0].statement` of a `contract_points` submission" in text
+    assert "Nothing computed it: imported with the submission." in text
+    assert [b.label for b in at.button if b.label.startswith("Open it in submission")] == [
+        f"Open it in submission {extra}"]
+
+    _button(at, f"Merged from submission {chain.points_id}").click().run()
+    assert at.query_params["submission"] == chain.points_id
+
+
 @pytest.mark.prefect
 def test_a_real_template_runs_values_trace_back_to_its_input_on_the_page(make_app, run_def, ui_defs):
     """The same page over what a real run of the template records (the offline model cites its input)."""
@@ -292,6 +317,7 @@ def test_source_badges_values_and_edits_read_as_words():
 
     assert sv.source_badge("transformation", {"kind": "llm_extract"}) == ("llm_extract", "violet")
     assert sv.source_badge("manual") == ("manual", "blue") and sv.source_badge("import")[0] == "import"
+    assert sv.source_badge("merged") == ("merged", "orange")
     assert sv.value_text(None) == "—" and sv.value_text(True) == "yes" and sv.value_text({"a": 1}) == '{"a": 1}'
     assert sv.value_text("a\n  b") == "a b" and len(sv.value_text("x" * 500)) == 120
     assert sv.markdown_text("$900 *now*") == "\\$900 \\*now\\*"

@@ -3,8 +3,9 @@
 The list shows the submissions newest first (one query a page), filtered by form; a click on a
 row, or ``submissions?submission=<id>``, shows one submission **as its form** (the form it was
 made for, pinned): each group under its label, a repeating group as its entries, each field's
-selected value with a badge of its source (``manual``, ``import``, ``human``, or the kind of the
-transformation that made it, ``llm_extract``) and who made it when.
+selected value with a badge of its source (``manual``, ``import``, ``human``, ``merged``, or the
+kind of the transformation that made it, ``llm_extract``) and who made it when; a merged
+submission links the submissions it was merged from.
 
 A click on a value (``&value=<version id>``) opens it beside the form:
 
@@ -193,6 +194,9 @@ def _provenance(root: provenance.Link) -> None:
                 st.button(f"Open it in submission {info.submission_id}", key=f"follow:{v.version_id}", type="tertiary",
                           icon=":material/dataset:", on_click=_open, args=(info.submission_id, v.version_id))
             _badge(v, t)
+            if v.source_type == "merged":
+                st.caption("Copied unchanged into a merged submission from the value below.")
+                continue
             if t is None:
                 st.caption("Nothing computed it: " + _LEAF.get(v.source_type, v.source_type) + ".")
                 continue
@@ -346,6 +350,10 @@ if view.form.description:
 with st.container(horizontal=True, gap="small"):
     if sub.run_id:
         nav.run_link(sub.run_id, f"Made by step {sub.step_key or '—'} of run {sub.run_id}")
+    if sub.origin == "merged":  # buttons: a link to the page it is on does not change its query
+        for source in submission_store.merged_from(sub.id):
+            st.button(f"Merged from submission {source}", key=f"merged_from:{source}", type="tertiary",
+                      icon=":material/dataset:", on_click=_open, args=(source,))
     st.download_button("Export JSON", lambda: json.dumps(records.export(sub.id), indent=2, default=str),
                        file_name=f"submission-{sub.id}.json", mime="application/json", key="subs_export",
                        icon=":material/download:", on_click="ignore")
