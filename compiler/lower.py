@@ -302,7 +302,9 @@ def verbatim_params(step: WorkflowStep) -> tuple[str, ...]:
     return tuple(k for k in VERBATIM_PARAMS.get(step.name, ()) if k in step.params)
 
 
-def _step_node(step: WorkflowStep, needs: list[str]) -> ToolNode | ProcessNode:
+def step_node(step: WorkflowStep, needs: list[str]) -> ToolNode | ProcessNode:
+    """The pipeline node of one workflow step: a tool node for an activity, a process node for a
+    child workflow (its ``params`` the child's ``input``)."""
     when, _ = lower_condition(step.condition)
     verbatim = verbatim_params(step)
     params = {k: v if k in verbatim else to_jinja(v) for k, v in step.params.items()} if step.params else None
@@ -374,7 +376,7 @@ def lower_workflow(defn: WorkflowDef) -> Lowered:
     for i, (step, nid) in enumerate(zip(defn.steps, workflow_step_ids(defn), strict=True)):
         if step.output:
             properties.setdefault(step.output, {})
-        nodes[nid] = _step_node(step, [prev] if prev else [])
+        nodes[nid] = step_node(step, [prev] if prev else [])
         extra: dict[str, Any] = {"skip_propagates": False, "source_step": i}
         _, regexps = lower_condition(step.condition)
         if regexps:

@@ -21,7 +21,9 @@ on the *original* document, so that diagnostics point at what the author wrote:
   values of the types its parameters take — a literal, exactly one ``${name}`` of a type the
   workflow declares, or text around references (a string) (``tool-params``), and not
   one of the documented activities Ergon does not run yet (``dsl-unsupported``), child steps name
-  a workflow, process or pipeline (``unknown-process``), ``fetch`` has the shape
+  a workflow, process or pipeline (``unknown-process``) and give it the inputs it takes — values
+  of types its fields can take (``write-type``), every required input it has no value for
+  (``missing-field``) —, ``fetch`` has the shape
   :mod:`flows.runtime.dsl` runs (``bad-value``; another type or a ``source`` is
   ``dsl-unsupported``) and ``projection`` lists paths under ``$include`` / ``$exclude``
   (``bad-value``); ``${fetched}`` is visible in the params of a step with a ``fetch``;
@@ -44,7 +46,7 @@ from typing import Any
 from compiler import activity_values
 from compiler.errors import Finding, choices_hint
 from compiler.forms import field_schema, form_schema
-from compiler.ir import FormDef, FormField, InteractionDef, TemplateDef, WorkflowDef
+from compiler.ir import FormDef, FormField, InteractionDef, PipelineDef, ProcessDef, TemplateDef, WorkflowDef
 from compiler.passes.definite_assignment import nested_findings
 from compiler.passes.templates import located, name_line
 from compiler.templates import TemplateSite, analyse, is_template, syntax_error
@@ -55,11 +57,13 @@ from compiler.lower import (
     iter_refs,
     lower_workflow,
     ref_root,
+    step_node,
     to_jinja,
     verbatim_params,
     workflow_inputs,
 )
 from compiler.passes.tool_calls import _argument_problem
+from compiler.passes.write_types import _sub_process
 from compiler.tool_signatures import Signature
 from compiler.tools import PROCESS_CONTROL_TOOLS
 
@@ -409,6 +413,8 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
         elif step.type == "workflow" and step.name not in child_workflows:
             yield Finding("unknown-process", (*base, "name"), f"no workflow, process or pipeline named `{step.name}`",
                           hint=choices_hint(step.name, [n for n in child_workflows if n != defn.name], what="defined workflows and processes"))
+        elif step.type == "workflow":
+            yield from _child_params(step, ws, context_schema, base)
         if step.output:
             if step.type == "workflow" and step.async_:
                 async_outputs.add(step.output)
@@ -463,6 +469,39 @@ def _param_types(step: Any, signature: Signature | None, schema: dict[str, Any],
         if problem:
             yield Finding("tool-params", (*base, "params", key), f"`{key}` of activity `{step.name}`: {problem}",
                           hint=f"give `{key}` a value of the type `{step.name}` takes")
+
+
+def _child_params(step: Any, ws, schema: dict[str, Any], base: tuple) -> Iterator[Finding]:
+    """A child workflow step's ``params`` are the child run's inputs: each must be of a type the
+    child's field can take (``write-type``, as a process node's ``input``:
+    :mod:`compiler.passes.write_types`), and every required input the child has no initial value
+    for must be given (``missing-field``); the run would refuse the child's start."""
+    child = ws.get(step.name, "workflow", "process", "pipeline")
+    if isinstance(child, WorkflowDef):
+        try:
+            lowered = lower_workflow(child).pipeline
+        except Exception:  # noqa: BLE001 - a child that does not lower is reported on its own file
+            return
+        child_schema, initial = lowered.context.schema_, lowered.context.initial
+    elif isinstance(child, (ProcessDef, PipelineDef)):
+        child_schema, initial = child.context.schema_, child.context.initial
+    else:
+        return
+    node = step_node(step, [])
+    for finding in _sub_process(schema, child_schema, node, base):  # type: ignore[arg-type]
+        at = finding.path
+        if at[len(base):len(base) + 1] == ("input",):  # a node's `input` is the step's `params`
+            at = (*base, "params", *at[len(base) + 1:])
+        yield Finding(finding.code, at, finding.message.replace("the input", "the param"), hint=finding.hint)
+    props = child_schema.get("properties") if isinstance(child_schema, dict) else None
+    required = child_schema.get("required") if isinstance(child_schema, dict) else None
+    if not isinstance(props, dict) or not isinstance(required, list):
+        return
+    missing = [r for r in required if r in props and r not in initial and r not in step.params]
+    if missing:
+        yield Finding("missing-field", (*base, "params") if step.params else (*base, "name"),
+                      f"child workflow `{step.name}` needs the input(s) {', '.join(f'`{m}`' for m in missing)}, "
+                      "which `params` does not give", hint=f"add `params: {{{missing[0]}: ...}}`")
 
 
 FETCH_KEYS = ("type", "source", "query", "select", "limit", "on_not_found")

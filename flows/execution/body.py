@@ -116,6 +116,11 @@ async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest,
             raise NodeFailed(f"sub-process `{child.name}` would nest {request.depth + 1} levels deep, more than the "
                              f"{max_subprocess_depth()} allowed (ERGON_MAX_SUBPROCESS_DEPTH): does it run its caller?",
                              kind="definition")
+        # inputs the child refuses are the parent definition's fault: refused here, naming them, before
+        # Prefect's own validation of the flow's parameters would fail the child with no kind
+        problems = context_problems(child, {**child.context_initial, **child_inputs})
+        if problems:
+            raise NodeFailed(f"sub-process `{child.name}`: invalid input: " + "; ".join(problems[:5]), kind="definition")
         accepted = set(child.input_schema.get("properties", {}))
         child_request = RunRequest(trigger="subprocess", started_by=request.started_by, parent_run_id=recorder.run_id,
                                    parent_visit_id=parent_visit_id, depth=request.depth + 1, overrides=child_inputs,

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pydantic
 from prefect import Flow, flow
@@ -67,8 +67,9 @@ def flow_signature(plan: Plan) -> inspect.Signature:
         if not name.isidentifier():
             continue
         ann = _annotation(prop if isinstance(prop, dict) else {})
-        if name in required:
-            default = pydantic.Field(..., description=prop.get("description"))
+        if name in required:  # no default: a call without it is refused, never given a FieldInfo as its value
+            ann = Annotated[ann, pydantic.Field(description=prop.get("description"))]
+            default: Any = inspect.Parameter.empty
         else:
             default = pydantic.Field(prop.get("default"), description=prop.get("description"))
             ann = ann | None if ann is not Any else Any
