@@ -10,7 +10,9 @@ on the *original* document, so that diagnostics point at what the author wrote:
   keys and output keys are unique and ``input`` is not used as an output key (``bad-value``),
   parent links have no cycle (``cycle``), a prompt reads no optional form field unguarded
   (``maybe-unset``, as the definite-assignment pass says of the lowered pipeline);
-* workflow — every ``${var}`` names a var, an input property or the output of an earlier,
+* workflow — a var or step output named like an ``input_schema`` property is of a type it takes
+  (a literal default ``bad-value``, a computed var or a step's result ``write-type``); every
+  ``${var}`` names a var, an input property or the output of an earlier,
   awaited step (``maybe-unset``), condition operators are known (``guard-invalid``) and their
   operands valid (``bad-value``: ``$regexp`` compiles, ``$in``/``$nin`` take a list), explicit
   step ids are unique (``bad-value``), activities are registered tools (``unknown-tool``) that
@@ -63,7 +65,18 @@ from compiler.lower import (
     workflow_inputs,
 )
 from compiler.passes.tool_calls import _argument_problem
-from compiler.passes.write_types import _sub_process
+from compiler.passes.write_types import (
+    _REFERENCE,
+    _disjoint,
+    _field_schema,
+    _fits,
+    _kinds,
+    _may_not_fit,
+    _path_schema,
+    _shown,
+    _strip,
+    _sub_process,
+)
 from compiler.tool_signatures import Signature
 from compiler.tools import PROCESS_CONTROL_TOOLS
 
@@ -352,6 +365,7 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
         context_schema: dict[str, Any] = lower_workflow(defn).pipeline.context.schema_
     except Exception:  # noqa: BLE001 - a workflow that does not lower: the findings below say why
         context_schema = {}
+    yield from _typed_names(defn, ws, context_schema)
     outputs: dict[str, dict | None] = {}  # output → condition of the step that sets it
     async_outputs: set[str] = set()
     explicit_ids: dict[str, int] = {}
@@ -469,6 +483,49 @@ def _param_types(step: Any, signature: Signature | None, schema: dict[str, Any],
         if problem:
             yield Finding("tool-params", (*base, "params", key), f"`{key}` of activity `{step.name}`: {problem}",
                           hint=f"give `{key}` a value of the type `{step.name}` takes")
+
+
+def _typed_names(defn: WorkflowDef, ws, schema: dict[str, Any]) -> Iterator[Finding]:
+    """A var or a step output named like an ``input_schema`` property is that context field, typed
+    by the input's schema: a literal var it refuses refuses every start (``bad-value``); a computed
+    var (exactly one ``${name}`` passes that field's value, type and all; text is a string) and a
+    step's result (an activity's, as its tool returns it; a child workflow's context, an object)
+    of a type it may refuse are refused when written (``write-type``)."""
+    inputs = workflow_inputs(defn)
+    for name, value in defn.vars.items():
+        target = _field_schema(schema, name) if name in inputs else None
+        if target is None:
+            continue
+        if not has_refs(value):
+            if not _fits(target, value):
+                yield Finding("bad-value", ("vars", name), f"the default {_shown(value)} of `{name}` does not fit its "
+                              f"input_schema property ({_shown(_strip(target))}): every start would be refused",
+                              hint=f"give `{name}` a value of the type input_schema declares, or rename the var")
+            continue
+        rendered = to_jinja(value)
+        reference = _REFERENCE.match(rendered.strip()) if isinstance(rendered, str) else None
+        if reference is not None:
+            source = _path_schema(schema, reference.group(1))
+            problem = _may_not_fit(source, target)
+            given = f"`${{{reference.group(1)}}}` ({_shown(_strip(source or {}))})"
+        else:
+            problem = isinstance(rendered, str) and _disjoint({"string"}, _kinds(target))
+            given = "its text (a string)"
+        if problem:
+            yield Finding("write-type", ("vars", name), f"computed var `{name}` is {given}, which its input_schema "
+                          f"property ({_shown(_strip(target))}) cannot always take", hint=f"compute `{name}` as a value of "
+                          "the type input_schema declares, or give the var another name")
+    for i, step in enumerate(defn.steps):
+        target = _field_schema(schema, step.output) if step.output in inputs else None
+        if target is None or step.output is None:
+            continue
+        signature = ws.tools.signature(step.name) if step.type == "activity" else None
+        result = frozenset({"object"}) if step.type == "workflow" else signature.result if signature else None
+        accepted = _kinds(target)
+        if result is not None and accepted is not None and not result <= accepted:
+            yield Finding("write-type", ("steps", i, "output"), f"the step's result ({' or '.join(sorted(result))}) is "
+                          f"written into `{step.output}`, whose input_schema property ({_shown(_strip(target))}) cannot "
+                          "take it", hint="write the result into a name of its own")
 
 
 def _child_params(step: Any, ws, schema: dict[str, Any], base: tuple) -> Iterator[Finding]:
