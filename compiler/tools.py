@@ -85,11 +85,13 @@ BUILTIN_TOOL_PARAMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 
 #: Parameters of built-in activities that a workflow passes as written, never interpolated:
-#: ``${…}`` in a ``runJavascriptCode`` step's ``code`` is JavaScript's own (a template literal);
-#: workflow values reach the code through ``data``. The lowering keeps them out of Jinja
+#: ``${…}`` in a ``runJavascriptCode`` step's ``code`` is JavaScript's own (a template literal),
+#: and a ``generateText`` step's ``prompt`` is a template the activity renders over its ``data``;
+#: workflow values reach both through ``data``. The lowering keeps them out of Jinja
 #: (``extras["verbatim"]``), and the checker reads no workflow reference in them.
 VERBATIM_PARAMS: dict[str, tuple[str, ...]] = {
     "runJavascriptCode": ("code",),
+    "generateText": ("prompt",),
 }
 
 DEFAULT_AGENT_TOOLS: tuple[str, ...] = (

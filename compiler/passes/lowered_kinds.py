@@ -28,7 +28,10 @@ on the *original* document, so that diagnostics point at what the author wrote:
   (``missing-field``) —, ``fetch`` has the shape
   :mod:`flows.runtime.dsl` runs (``bad-value``; another type or a ``source`` is
   ``dsl-unsupported``) and ``projection`` lists paths under ``$include`` / ``$exclude``
-  (``bad-value``); ``${fetched}`` is visible in the params of a step with a ``fetch``;
+  (``bad-value``); ``${fetched}`` is visible in the params of a step with a ``fetch``; a
+  ``{{ }}`` written in a param parses (``template-syntax``) and reads visible names
+  (``maybe-unset``), except in a ``generateText`` ``prompt``, rendered over ``data`` alone: it
+  reads ``data``'s keys (``unknown-field``) and holds no ``${}`` (``bad-value``);
 * form — group names and field names within a group are unique, a ``select`` has options
   (``bad-value``);
 * interaction — it has prompt segments and its ``test_data`` matches its ``input_schema``
@@ -384,6 +387,9 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
             seen = visible | {"fetched"} if section == "params" and step.fetch else visible
             for where, expr in iter_refs(value):
                 yield from _ref(expr, (*base, section, *where), seen, outputs, async_outputs, step.condition)
+            yield from _jinja_reads(value, (*base, section), seen)
+        if step.type == "activity" and step.name == "generateText" and "prompt" in verbatim_params(step):
+            yield from _prompt_reads(step.params, (*base, "params"))
         if step.fetch is not None:
             yield from _fetch(step.fetch, (*base, "fetch"), step.type)
         if step.projection is not None:
@@ -483,6 +489,51 @@ def _param_types(step: Any, signature: Signature | None, schema: dict[str, Any],
         if problem:
             yield Finding("tool-params", (*base, "params", key), f"`{key}` of activity `{step.name}`: {problem}",
                           hint=f"give `{key}` a value of the type `{step.name}` takes")
+
+
+def _jinja_reads(value: Any, path: tuple, visible: set[str]) -> Iterator[Finding]:
+    """``{{ }}`` written in a param is Jinja rendered over the run's context, as ``${}`` is: it
+    parses (``template-syntax``) and reads only names the step can see (``maybe-unset``)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _jinja_reads(v, (*path, k), visible)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _jinja_reads(v, (*path, i), visible)
+    elif is_template(value):
+        info = analyse(value)
+        if info.error is not None:
+            yield Finding("template-syntax", path, f"template does not parse: {info.error[0]}",
+                          hint="`{{ }}` in a workflow param is Jinja; write `${name}` to insert a value")
+            return
+        for name in sorted(info.reads - visible):
+            yield Finding("maybe-unset", path, f"`{{{{ {name} }}}}` reads `{name}`, which is neither a var, an input nor "
+                          "the output of an earlier step", hint=choices_hint(name, visible, what="visible names"))
+
+
+def _prompt_reads(params: dict[str, Any], path: tuple) -> Iterator[Finding]:
+    """A ``generateText`` prompt is rendered over ``data`` alone: it reads only ``data``'s keys
+    (``unknown-field``, when ``data`` is a mapping written out), and a ``${}`` in it would reach the
+    model as text (``bad-value``)."""
+    prompt, data = params.get("prompt"), params.get("data")
+    if not isinstance(prompt, str):
+        return
+    for _, expr in iter_refs(prompt):
+        yield Finding("bad-value", (*path, "prompt"), f"`${{{expr}}}` in a `generateText` prompt is not a workflow "
+                      "reference: the prompt is a template rendered over `data`",
+                      hint=f"pass the value in `data` and write `{{{{ {ref_root(expr) or 'name'} }}}}`: "
+                           f"`data: {{{ref_root(expr) or 'name'}: \"${{{expr}}}\"}}`")
+    if data is not None and not isinstance(data, dict):
+        return
+    info = analyse(prompt)
+    if info.error is not None:
+        yield Finding("template-syntax", (*path, "prompt"), f"template does not parse: {info.error[0]}",
+                      hint="the prompt is Jinja rendered over `data`: `{{ key }}` inserts a value of `data`")
+        return
+    keys = set(data or {})
+    for name in sorted(info.reads - keys):
+        yield Finding("unknown-field", (*path, "prompt"), f"the prompt reads `{name}`, which `data` does not give",
+                      hint=choices_hint(name, keys, what="keys of `data`") if keys else f"add `data: {{{name}: ...}}`")
 
 
 def _typed_names(defn: WorkflowDef, ws, schema: dict[str, Any]) -> Iterator[Finding]:
