@@ -397,3 +397,30 @@ class _PipelineFlow:
         if writers:
             return f"add `{writers[0]}` to `nodes.{r.node}.needs`, or set it in context.initial or make it a required input"
         return _HINT
+
+
+def set_at_completion(defn: ProcessDef | PipelineDef, outcomes: list[str] | None = None) -> set[str]:
+    """The fields surely set when a run of ``defn`` completes (at one of ``outcomes``, when given):
+    for a process, those set on every path into its final nodes; for a pipeline, those set when
+    it starts and those written by nodes that always run (no ``when`` on them or anything they
+    need — a skipped node writes nothing)."""
+    if isinstance(defn, ProcessDef):
+        flow = _ProcessFlow(defn)
+        finals = [nid for nid, node in defn.nodes.items()
+                  if node.type == "final" and nid in flow.reachable and (not outcomes or nid in outcomes)]
+        names = set(flow.bits.index) | set(declared_properties(defn.context) or {})
+        return {name for name in names if all(flow.bits.has(flow.IN[f], name) for f in finals)}
+    sure = set(initially_set(defn.context))
+    always: dict[str, bool] = {}
+
+    def runs(nid: str, seen: frozenset[str] = frozenset()) -> bool:
+        if nid not in always:
+            node = defn.nodes.get(nid)
+            always[nid] = node is not None and node.when is None and nid not in seen \
+                and all(runs(need, seen | {nid}) for need in node.needs)
+        return always[nid]
+
+    for nid, node in defn.nodes.items():
+        if runs(nid):
+            sure |= set(sure_writes(node))
+    return sure

@@ -11,7 +11,10 @@ Prefect refuses or a chain to nowhere:
 * ``unknown-process`` — an on-complete trigger waiting for a definition that does not exist;
 * ``unknown-field`` — a key of ``input`` or ``map`` that is not a field of the definition's
   ``context.schema`` (when the schema lists its fields), which every start would refuse;
-* ``bad-value`` — a literal ``input`` value that the field's schema refuses (same reason).
+* ``bad-value`` — a literal ``input`` value that the field's schema refuses (same reason);
+* ``maybe-unset`` — an on-complete ``map`` template reading a field the finished run may not
+  have set (:func:`compiler.passes.definite_assignment.set_at_completion`): the chained start
+  would fail to render it.
 
 Submission triggers (``on_submission_created`` / ``on_submission_updated``):
 
@@ -23,7 +26,7 @@ Submission triggers (``on_submission_created`` / ``on_submission_updated``):
   starts with the submission as its input), or gives ``input`` / ``map`` (it has no other inputs);
 * ``missing-field`` — a process's or pipeline's trigger leaves a required input (one that
   ``context.initial`` and a ``default`` do not set) out of ``input`` and ``map``, so every start
-  would be refused; ``unknown-field`` — a ``map`` template reads a name other than
+  would be refused (on-complete triggers too); ``unknown-field`` — a ``map`` template reads a name other than
   ``submission``, ``submission_id`` and ``form``.
 """
 
@@ -77,6 +80,7 @@ def check(unit, ws) -> Iterator[Finding]:
         elif isinstance(trigger, OnCompleteTrigger):
             yield from _on_complete(trigger, path, runnable)
             yield from _keys(trigger.map, (*path, "map"), fields, unit.defn)
+            yield from _chained_inputs(trigger, path, runnable, unit.defn)
         elif isinstance(trigger, (OnSubmissionCreatedTrigger, OnSubmissionUpdatedTrigger)):
             yield from _on_submission(trigger, path, unit.defn, ws)
             yield from _keys(trigger.map, (*path, "map"), fields, unit.defn)
@@ -146,6 +150,40 @@ def _on_complete(trigger: OnCompleteTrigger, path, runnable) -> Iterator[Finding
             yield Finding("bad-value", (*path, "outcomes", j),
                           f"`{outcome}` is not a node of `{trigger.definition}` (an outcome is the id of the final node a run ends on)",
                           hint=choices_hint(outcome, nodes, what="its nodes"))
+
+
+def _chained_inputs(trigger: OnCompleteTrigger, path, runnable, defn) -> Iterator[Finding]:
+    """A chained start renders its ``map`` over the finished run's context and is refused when a
+    template reads a field that run may not have set, or when a required input is given nothing."""
+    from compiler.passes.definite_assignment import set_at_completion
+    from compiler.templates import template_reads
+
+    source = runnable.get(trigger.definition)
+    upstream = source.defn if source is not None else None
+    if isinstance(upstream, (ProcessDef, PipelineDef)):
+        sure = set_at_completion(upstream, trigger.outcomes)
+        declared = set((upstream.context.schema_ or {}).get("properties") or {})
+        own = (defn.context.schema_ or {}).get("properties") if isinstance(defn, (ProcessDef, PipelineDef)) else None
+        for key, template in trigger.map.items():
+            if isinstance(own, dict) and own and key not in own:
+                continue  # not a field here: unknown-field already says so
+            try:
+                reads = template_reads(template) if isinstance(template, str) else set()
+            except Exception:  # noqa: BLE001 - a template that does not parse is the templates pass's finding
+                continue
+            for name in sorted((reads & declared) - sure):
+                yield Finding("maybe-unset", (*path, "map", key),
+                              f"`{name}` may be unset when a run of `{trigger.definition}` completes: the chained start "
+                              "would fail to render this map",
+                              hint=f"read a field `{trigger.definition}` sets on every path to its end, or set `{name}` "
+                              "in its context.initial")
+    if isinstance(defn, (ProcessDef, PipelineDef)):
+        for name in _required_inputs(defn):
+            if name not in trigger.input and name not in trigger.map:
+                yield Finding("missing-field", (*path, "map") if trigger.map else path,
+                              f"`{name}` is a required input of `{defn.name}` and this trigger gives it no value, "
+                              "so every run it starts would be refused",
+                              hint=f'map it from the finished run, e.g. `{name}: "{{{{ FIELD }}}}"`', at_key=bool(trigger.map))
 
 
 #: The names a submission trigger's ``map`` templates see.

@@ -12,6 +12,7 @@ kind: pipeline
 name: {name}
 context:
   schema: {{type: object, properties: {{x: {{type: string}}, last: {{type: string}}}}}}
+  initial: {{last: ""}}  # a chained start's map reads it: set when every run completes
 nodes:
   n: {{type: tool, tool: log, input: {{message: hi}}}}
 triggers:
