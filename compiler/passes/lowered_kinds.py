@@ -22,7 +22,7 @@ on the *original* document, so that diagnostics point at what the author wrote:
   signature the catalogue knows (built-ins, :mod:`compiler.builtin_signatures`; Python tools),
   values of the types its parameters take — a literal, exactly one ``${name}`` of a type the
   workflow declares, or text around references (a string) (``tool-params``), and not
-  one of the documented activities Ergon does not run yet (``dsl-unsupported``), child steps name
+  one of the documented activities Ergon does not run yet nor ``set_context`` (``dsl-unsupported``), child steps name
   a workflow, process or pipeline (``unknown-process``) and give it the inputs it takes — values
   of types its fields can take (``write-type``), every required input it has no value for
   (``missing-field``) —, ``fetch`` has the shape
@@ -400,7 +400,11 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
                               hint=choices_hint(name, defn.vars, what="vars"))
         if step.condition:
             yield from _condition(step.condition, (*base, "condition"), visible, outputs, async_outputs)
-        if step.type == "activity" and step.name in UNAVAILABLE_ACTIVITIES and step.name not in ws.tools:
+        if step.type == "activity" and step.name == "set_context" and ws.tools.tools.get(step.name) == "builtin":
+            yield Finding("dsl-unsupported", (*base, "name"), "`set_context` is not a workflow activity: its updates "
+                          "would be writes the step does not declare",
+                          hint="set a value with `vars` (a literal, or `${…}` of the inputs), or give a step `output: name`")
+        elif step.type == "activity" and step.name in UNAVAILABLE_ACTIVITIES and step.name not in ws.tools:
             yield Finding("dsl-unsupported", (*base, "name"), f"activity `{step.name}` is not available yet",
                           hint=UNAVAILABLE_ACTIVITIES[step.name])
         elif step.type == "activity" and (known_params := ws.tools.builtin_params(step.name)) is not None:
