@@ -31,7 +31,8 @@ on the *original* document, so that diagnostics point at what the author wrote:
   (``bad-value``); ``${fetched}`` is visible in the params of a step with a ``fetch``; a
   ``{{ }}`` written in a param parses (``template-syntax``) and reads visible names
   (``maybe-unset``), except in a ``generateText`` ``prompt``, rendered over ``data`` alone: it
-  reads ``data``'s keys (``unknown-field``) and holds no ``${}`` (``bad-value``);
+  reads ``data``'s keys (``unknown-field``) and holds no ``${}`` (``bad-value``); a ``${}`` of a
+  literal var nothing replaces reads only fields and items its value has (``unknown-field``);
 * form — group names and field names within a group are unique, a ``select`` has options
   (``bad-value``);
 * interaction — it has prompt segments and its ``test_data`` matches its ``input_schema``
@@ -356,6 +357,9 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
     known = inputs | set(defn.vars)
 
     # vars: computed vars are rendered against the inputs and literal vars (compiler.lower)
+    written = {step.output for step in defn.steps if step.output}
+    # literal vars nothing replaces (no input of that name, no step output): their value is known
+    fixed = {k: v for k, v in defn.vars.items() if k in literal_vars and k not in inputs and k not in written}
     for name, value in defn.vars.items():
         for where, expr in iter_refs(value):
             root = ref_root(expr)
@@ -363,6 +367,8 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
                 why = "another computed var" if root in defn.vars else "no var or input"
                 yield Finding("maybe-unset", ("vars", name, *where), f"`${{{expr}}}` refers to {why} (`{root}`)",
                               hint="vars may refer to input_schema properties and to vars with literal values")
+            else:
+                yield from _literal_member(expr, ("vars", name, *where), fixed)
 
     try:  # the types the run's context declares: what `${name}` passes to an activity
         context_schema: dict[str, Any] = lower_workflow(defn).pipeline.context.schema_
@@ -387,6 +393,8 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
             seen = visible | {"fetched"} if section == "params" and step.fetch else visible
             for where, expr in iter_refs(value):
                 yield from _ref(expr, (*base, section, *where), seen, outputs, async_outputs, step.condition)
+                if not (step.fetch and ref_root(expr) == "fetched"):
+                    yield from _literal_member(expr, (*base, section, *where), fixed)
             yield from _jinja_reads(value, (*base, section), seen)
         if step.type == "activity" and step.name == "generateText" and "prompt" in verbatim_params(step):
             yield from _prompt_reads(step.params, (*base, "params"))
@@ -493,6 +501,42 @@ def _param_types(step: Any, signature: Signature | None, schema: dict[str, Any],
         if problem:
             yield Finding("tool-params", (*base, "params", key), f"`{key}` of activity `{step.name}`: {problem}",
                           hint=f"give `{key}` a value of the type `{step.name}` takes")
+
+
+_MEMBER = re.compile(r"\.([A-Za-z_$][\w$-]*)|\[\s*(-?\d+)\s*\]|\[\s*['\"]([^'\"]*)['\"]\s*\]")
+
+
+def _literal_member(expr: str, path: tuple, fixed: dict[str, Any]) -> Iterator[Finding]:
+    """``${a.b[0]}`` of a var whose literal value is known (``fixed``): each field must be one its
+    object has, each index one its list has (``unknown-field``); rendering a missing one fails.
+    An expression that is not a plain path (filters, operators) is not followed."""
+    root = ref_root(expr)
+    if root is None or root not in fixed:
+        return
+    rest, value, walked = expr[len(root):].strip(), fixed[root], root
+    while rest:
+        m = _MEMBER.match(rest)
+        if m is None:
+            return  # not a plain path
+        rest = rest[m.end():].lstrip()
+        key: str | int = int(m.group(2)) if m.group(2) is not None else m.group(1) or m.group(3) or ""
+        if isinstance(key, int) and isinstance(value, list):
+            if not -len(value) <= key < len(value):
+                yield Finding("unknown-field", path, f"`${{{expr}}}`: `{walked}` has {len(value)} item(s), so no item [{key}]",
+                              hint=f"`{walked}` is the literal var's list; index it within its length")
+                return
+            value, walked = value[key], f"{walked}[{key}]"
+        elif isinstance(key, str) and isinstance(value, dict):
+            if key not in value and not (m.group(1) and hasattr(value, key)):  # `.items` is the mapping's method
+                yield Finding("unknown-field", path, f"`${{{expr}}}`: `{walked}` has no field `{key}`",
+                              hint=choices_hint(key, [str(k) for k in value], what="its fields") if value else
+                              f"`{walked}` is an empty mapping")
+                return
+            if key not in value:
+                return
+            value, walked = value[key], f"{walked}.{key}"
+        else:
+            return  # an attribute of a string, a key of a list...: Jinja's business, not followed
 
 
 def _jinja_reads(value: Any, path: tuple, visible: set[str]) -> Iterator[Finding]:
