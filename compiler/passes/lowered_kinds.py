@@ -13,7 +13,8 @@ on the *original* document, so that diagnostics point at what the author wrote:
 * workflow — a var or step output named like an ``input_schema`` property is of a type it takes
   (a literal default ``bad-value``, a computed var or a step's result ``write-type``); every
   ``${var}`` names a var, an input property or the output of an earlier,
-  awaited step (``maybe-unset``), condition operators are known (``guard-invalid``) and their
+  awaited step (``maybe-unset``; one set under a condition is read under the same condition only
+  while no step writes a var that condition reads), condition operators are known (``guard-invalid``) and their
   operands valid (``bad-value``: ``$regexp`` compiles, ``$in``/``$nin`` take a list), explicit
   step ids are unique (``bad-value``), activities are registered tools (``unknown-tool``) that
   a step can run (not an agent-only workstream tool, ``agent-only-tool``) called with the
@@ -448,6 +449,10 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
         elif step.type == "workflow":
             yield from _child_params(step, ws, context_schema, base)
         if step.output:
+            # a condition reading what this step writes is no longer the one its setter ran under
+            for name, cond in outputs.items():
+                if cond and step.output in _condition_reads(cond):
+                    outputs[name] = {"$changed": step.output, **cond}
             if step.type == "workflow" and step.async_:
                 async_outputs.add(step.output)
             else:
@@ -729,10 +734,23 @@ def _ref(expr: str, path: tuple, visible: set[str], outputs: dict[str, dict | No
         return
     setter_condition = outputs.get(root)
     # a condition reading an unset value sees null and is simply false, so only params are held
-    # to "set on every path"; a step with the same condition as the setter runs only after it
-    if not in_condition and root in outputs and setter_condition and setter_condition != condition:
+    # to "set on every path"; a step with the same condition as the setter runs only after it,
+    # unless a var the condition reads was written in between (the setter's is then marked changed)
+    if not in_condition and root in outputs and setter_condition and "$changed" in setter_condition:
+        yield Finding("maybe-unset", path, f"`{root}` is set by a step that is skipped when its condition is false, and "
+                      f"`{setter_condition['$changed']}`, which that condition reads, has been written since",
+                      hint="read it before that write, or read a var with a default value")
+    elif not in_condition and root in outputs and setter_condition and setter_condition != condition:
         yield Finding("maybe-unset", path, f"`{root}` is set by a step that is skipped when its condition is false",
                       hint="give this step the same condition, or read a var with a default value")
+
+
+def _condition_reads(cond: dict[str, Any]) -> set[str]:
+    """The vars a condition reads: its clauses' paths and the ``${}`` of their values."""
+    clauses, _ = condition_clauses(cond)
+    reads = {ref_root(c.var) for c in clauses}
+    reads |= {ref_root(expr) for c in clauses for _, expr in iter_refs(c.value)}
+    return {r for r in reads if r}
 
 
 def _condition(cond: dict[str, Any], path: tuple, visible: set[str], outputs, async_outputs) -> Iterator[Finding]:
