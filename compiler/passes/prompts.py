@@ -6,9 +6,10 @@
   written: the hint is ``content_type: jst``;
 * ``unknown-field`` — a segment reads a field that ``input_schema`` does not declare (checked when
   it declares ``properties``; inside a Handlebars ``#each``/``#with``, against the item's or the
-  value's schema where it is known: :mod:`compiler.prompts.handlebars`); and, for an interaction
-  that declares no input fields, a segment that reads a field the calling node's ``input`` does
-  not pass (reported on the node: its run would fail on the undefined field).
+  value's schema where it is known: :mod:`compiler.prompts.handlebars`); and a segment that reads
+  a field the calling node's ``input`` does not pass (reported on the node: the call would fail
+  on the undefined field);
+* ``missing-field`` — a node calling an interaction without one of its required inputs.
 
 Positions: for a ``|`` block scalar, the file line and column of the place in the template;
 elsewhere the template's string, with the line and column named in the message.
@@ -41,7 +42,9 @@ def check(unit, ws) -> Iterator[Finding]:
 
 
 def _callers(defn: ProcessDef | PipelineDef, ws) -> Iterator[Finding]:
-    """Nodes calling an interaction without declared input fields pass every field its prompts read."""
+    """A node calling a named interaction passes its required inputs and every field its prompts
+    read (a prompt fails on a field it is not given, declared or not). An interaction node passes
+    its ``input``; an agent node its ``input``, its ``prompt`` and the context's fields."""
     for graph, base in iter_definitions(defn):
         for site in iter_nodes(graph, base):
             node = site.node
@@ -49,14 +52,23 @@ def _callers(defn: ProcessDef | PipelineDef, ws) -> Iterator[Finding]:
                 continue
             name = node.interaction
             called = ws.get(name, "interaction")
-            if not isinstance(called, InteractionDef) or declared_fields(called.input_schema) is not None:
+            if not isinstance(called, InteractionDef):
                 continue
             passed = sorted(node.input or {})
+            if isinstance(node, AgentNode):  # an agent's interaction sees the context and `prompt` too
+                passed = sorted({*passed, "prompt", *((graph.context.schema_ or {}).get("properties") or {})})
+            where = (*site.path, "input") if node.input else (*site.path, "interaction")
+            declared = declared_fields(called.input_schema)
+            required = (called.input_schema or {}).get("required") if declared is not None else None
+            for field in [r for r in required or [] if isinstance(r, str) and r not in passed]:
+                yield Finding("missing-field", where, f"interaction `{name}` requires `{field}`, which this node's `input` "
+                              "does not pass: the call would be refused", hint=f"pass `{field}` in `input`")
             given = {"type": "object", "properties": {key: {} for key in passed}}
             missing = sorted({p.name for segment in called.prompts for p in problems(segment, given)
-                              if p.code == "unknown-field" and p.name})
+                              if p.code == "unknown-field" and p.name and (declared is None or p.name in declared)})
             for field in missing:
-                yield Finding("unknown-field", (*site.path, "input") if node.input else (*site.path, "interaction"),
-                              f"interaction `{name}` reads `{field}` in its prompt, which this node's `input` does not pass "
-                              "(the interaction declares no input fields): the call would fail on it",
-                              hint=f"pass `{field}` in `input`, or declare the interaction's `input_schema`")
+                if required and field in required:
+                    continue  # said above
+                yield Finding("unknown-field", where,
+                              f"interaction `{name}` reads `{field}` in its prompt, which this node's `input` does not pass: "
+                              "the call would fail on it", hint=f"pass `{field}` in `input`, or do not read it in the prompt")

@@ -17,8 +17,9 @@ take for the ``output`` field the same way. From the tool's hints (read statical
 
 A parameter or result without a hint the reader understands is not checked; nor are the
 arguments of a fan-out's item scope (``{{ item }}``), whose type the context schema does not say.
-Built-in tools' arguments are checked where they are used (workflow activities, ``tool-params``
-in :mod:`compiler.passes.lowered_kinds`); tools served over HTTP are checked at run time.
+Built-in tools are checked the same way, from the table of their hints
+(:mod:`compiler.builtin_signatures`, which ``ToolCatalogue.signature`` returns for them); tools
+served over HTTP are checked at run time.
 """
 
 from __future__ import annotations

@@ -23,6 +23,8 @@ accepted (the task stays open, ``flows.humans``), any other write fails the node
   returned child field (``returns.from: context.x``, ``returns.context``, ``outcome``) whose type
   the written field cannot take. The child is the inline ``process_definition``, or the process,
   pipeline or workflow of that name (a pinned ``process_version`` is read at run time: skipped).
+* **an interaction's input** — what an ``interaction`` or ``agent`` node passes to a named
+  interaction, against its ``input_schema``, as for a sub-process's input;
 * **a fan-out** — a ``foreach`` over a field whose schema takes no array (``wrong-type``), and a
   ``collect`` into a field that takes no list;
 * **a chained start** — an ``on_complete`` trigger's ``map`` renders each value over the context
@@ -51,9 +53,12 @@ from jsonschema import Draft202012Validator
 
 from compiler.errors import DocPath, Finding
 from compiler.ir import (
+    AgentNode,
     BranchNode,
     ForeachNode,
     HumanTaskNode,
+    InteractionDef,
+    InteractionNode,
     OnCompleteTrigger,
     PipelineDef,
     ProcessDef,
@@ -85,6 +90,11 @@ def check(unit, ws) -> Iterator[Finding]:
                     yield from _sub_process(schema, child, node, site.path)
             if isinstance(node, (ForeachNode, BranchNode)):
                 yield from _fan_out(schema, node, site.path)
+            if isinstance(node, (InteractionNode, AgentNode)) and node.interaction:
+                called = ws.get(node.interaction, "interaction")
+                if isinstance(called, InteractionDef) and isinstance(called.input_schema, dict):
+                    yield from _inputs(schema, called.input_schema, node.input or {}, (*site.path, "input"),
+                                       f"interaction `{node.interaction}`'s")
     for i, trigger in enumerate(unit.defn.triggers):
         if isinstance(trigger, OnCompleteTrigger) and trigger.map:
             upstream = _schema_of(trigger.definition, ws)
@@ -317,29 +327,36 @@ def _one_expression(value: str) -> bool:
         and "{%" not in stripped and "{#" not in stripped
 
 
-def _sub_process(schema: Any, child: Any, node: ProcessNode, path: DocPath) -> Iterator[Finding]:
-    for key, value in (node.input or {}).items():
-        target = _field_schema(child, key)
+def _inputs(schema: Any, target_schema: Any, mapping: dict[str, Any], path: DocPath, whose: str) -> Iterator[Finding]:
+    """Each value of ``mapping`` (templates over ``schema``) against the field of ``target_schema`` it
+    is given to (a child's context, an interaction's input): one ``{{ field }}`` of a type the
+    field may refuse, text for a field without strings, a literal it refuses."""
+    for key, value in mapping.items():
+        target = _field_schema(target_schema, key)
         if target is None:
             continue
-        where = (*path, "input", key)
+        where = (*path, key)
         reference = _REFERENCE.match(value.strip()) if isinstance(value, str) else None
         if reference is not None:
             source = _path_schema(schema, reference.group(1))
             if _may_not_fit(source, target):
                 yield Finding("write-type", where,
-                              f"`{reference.group(1)}` ({_shown(_strip(source or {}))}) is passed whole to the child's `{key}` "
+                              f"`{reference.group(1)}` ({_shown(_strip(source or {}))}) is passed whole to {whose} `{key}` "
                               f"({_shown(_strip(target))}), which cannot always take it",
-                              hint=f"pass a value of the type the child's `{key}` takes, or change one of the schemas")
+                              hint=f"pass a value of the type {whose} `{key}` takes, or change one of the schemas")
         elif isinstance(value, str) and _has_template(value) and not _one_expression(value):
             if _disjoint({"string"}, _kinds(target)):
                 yield Finding("write-type", where,
-                              f"the input renders text (a string) into the child's `{key}` ({_shown(_strip(target))}), "
+                              f"the input renders text (a string) into {whose} `{key}` ({_shown(_strip(target))}), "
                               "which cannot take it", hint=f"pass exactly one `{{{{ field }}}}` of the type `{key}` takes")
         elif not _has_template(value) and not _fits(target, value):
             yield Finding("write-type", where,
-                          f"the input value {_shown(value)} does not fit the child's `{key}` ({_shown(_strip(target))})",
-                          hint=f"pass a value the child's `{key}` accepts")
+                          f"the input value {_shown(value)} does not fit {whose} `{key}` ({_shown(_strip(target))})",
+                          hint=f"pass a value {whose} `{key}` accepts")
+
+
+def _sub_process(schema: Any, child: Any, node: ProcessNode, path: DocPath) -> Iterator[Finding]:
+    yield from _inputs(schema, child, node.input or {}, (*path, "input"), "the child's")
     returns = node.returns
     writes = list(node.writes)
     if returns is not None and returns.from_ and len(writes) == 1:
