@@ -46,6 +46,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--definitions", type=int, default=10_000, help="how many folders to draw")
     parser.add_argument("--seed", type=int, default=0, help="which sequence of folders")
+    parser.add_argument("--kinds", default="process,pipeline,workflow",
+                        help="the main definitions' kinds, comma-separated (weighted as the test weighs them)")
     parser.add_argument("--keep", type=Path, default=Path("soundness-problems"),
                         help="where one folder per problem class is written")
     args = parser.parse_args()
@@ -57,7 +59,7 @@ def main() -> int:
     from hypothesis import HealthCheck, Phase, given, seed, settings
     from hypothesis import strategies as st
 
-    from definition_generator import Generated, definitions
+    from definition_generator import SHAPES, Generated, definitions
     from differential import Tally, differential, write
     from flows import documents, people, tokens
 
@@ -69,10 +71,13 @@ def main() -> int:
     classes: Counter = Counter()
     started = time.monotonic()
 
+    kinds = set(args.kinds.split(","))
+    shapes = tuple(shape for shape in SHAPES if shape in kinds)
+
     @seed(args.seed)
     @settings(max_examples=args.definitions, deadline=None, database=None, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck))
-    @given(generated=definitions(), data=st.data())
+    @given(generated=definitions(shapes), data=st.data())
     def one_folder(generated: Generated, data: st.DataObject) -> None:
         outcome = differential(generated, data, scratch)
         tally.add(generated, outcome)

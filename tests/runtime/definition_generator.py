@@ -675,12 +675,15 @@ def chained(draw: st.DrawFn, main: Context) -> dict[str, Any]:
             "triggers": [trigger], "nodes": {"note": log, "done": {"type": "final"}}}
 
 
+SHAPES = ("process", "process", "process", "pipeline", "pipeline", "workflow")
+
+
 @st.composite
-def definitions(draw: st.DrawFn) -> Generated:
-    """One generated folder (see the module docstring)."""
+def definitions(draw: st.DrawFn, shapes: tuple[str, ...] = SHAPES) -> Generated:
+    """One generated folder (see the module docstring); ``shapes`` weighs the main definition's kind."""
     from workflow_generator import workflows
 
-    shape = draw(st.sampled_from(["process", "process", "process", "pipeline", "pipeline", "workflow"]))
+    shape = draw(st.sampled_from(shapes))
     folder = Folder(files={"tools/gen_tools.py": TOOLS_PY})
     if shape == "workflow":
         folder.files.update(draw(workflows()))
