@@ -15,7 +15,8 @@ accepted (the task stays open, ``flows.humans``), any other write fails the node
 
   (an answer the schema takes only sometimes — 2.5 for an ``integer``, free text for an
   ``enum`` — is refused with the reason when given, and the person answers again);
-* **a sub-process** — a ``process`` node's ``input`` is written into the child's context, and
+* **a sub-process** — a required input of the child that the node's ``input`` does not give
+  (``missing-field``); a ``process`` node's ``input`` is written into the child's context, and
   what ``returns`` picks into the parent's: an input value with no template that the child's
   field refuses, an input that is exactly one ``{{ field }}`` (which passes the field's value
   through, native type and all) whose declared type the child's field cannot take, text around a
@@ -88,6 +89,7 @@ def check(unit, ws) -> Iterator[Finding]:
                 child = _child_schema(node, ws)
                 if child is not None:
                     yield from _sub_process(schema, child, node, site.path)
+                    yield from _missing_inputs(node, child, _child_initial(node, ws), site.path)
             if isinstance(node, (ForeachNode, BranchNode)):
                 yield from _fan_out(schema, node, site.path)
             if isinstance(node, (InteractionNode, AgentNode)) and node.interaction:
@@ -182,6 +184,34 @@ def _child_schema(node: ProcessNode, ws: Any) -> dict[str, Any] | None:
     if node.process is None or node.process_version is not None:
         return None
     return _schema_of(node.process, ws)
+
+
+def _child_initial(node: ProcessNode, ws: Any) -> dict[str, Any]:
+    """The ``context.initial`` of the child a process node runs (a workflow's literal vars)."""
+    defn = node.process_definition if node.process_definition is not None else \
+        ws.get(node.process, "process", "pipeline", "workflow") if node.process else None
+    if isinstance(defn, WorkflowDef):
+        from compiler.lower import lower_workflow
+
+        try:
+            return lower_workflow(defn).pipeline.context.initial
+        except Exception:  # noqa: BLE001 - a workflow that does not lower is its own diagnostics' business
+            return {}
+    return defn.context.initial if isinstance(defn, (ProcessDef, PipelineDef)) else {}
+
+
+def _missing_inputs(node: ProcessNode, child: dict[str, Any], initial: dict[str, Any], path: DocPath) -> Iterator[Finding]:
+    """A required input of the child that neither the node's ``input`` nor the child's initial
+    context gives: the child refuses to start (``missing-field``)."""
+    props, required = child.get("properties"), child.get("required")
+    if not isinstance(props, dict) or not isinstance(required, list):
+        return
+    missing = [r for r in required if isinstance(r, str) and r in props and r not in initial and r not in (node.input or {})]
+    if missing:
+        yield Finding("missing-field", (*path, "input") if node.input else (*path, "process"),
+                      f"the child `{node.process or 'process_definition'}` needs the input(s) "
+                      f"{', '.join(f'`{m}`' for m in missing)}, which `input` does not give: it would refuse to start",
+                      hint=f"add `input: {{{missing[0]}: ...}}`")
 
 
 def _schema_of(name: str, ws: Any) -> dict[str, Any] | None:

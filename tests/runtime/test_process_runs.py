@@ -117,7 +117,7 @@ def test_no_transition_matched_fails_the_run_naming_node_and_guards(run_def):
 
 
 def test_write_outside_scope_is_rejected_and_context_unchanged(run_def):
-    text = process("scope", {"a": "{type: integer}", "secret": "{type: string}"}, """
+    text = process("scope", {"a": "{type: integer}", "secret": "{type: object}"}, """
   start:
     type: tool
     tool: increment
