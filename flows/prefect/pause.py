@@ -90,11 +90,18 @@ class PrefectPauses:
 
     async def wait_for_answer(self, wait: AnswerWait) -> dict[str, Any] | None:
         if wait.mode == "subflow":
-            return await _answer_subflow().with_options(flow_run_name=wait.title)(
+            return await _answer_subflow().with_options(flow_run_name=literal_run_name(wait.title))(
                 wait.task_id, wait.fields, wait.model_name, wait.prompt, wait.key, wait.seconds, wait.proof)
         if wait.mode == "suspend":
             return await _suspend_for_answer(wait.fields, wait.model_name, wait.prompt, wait.key, wait.proof)
         return await _await_answer(wait.fields, wait.model_name, wait.prompt, wait.key, wait.seconds, wait.proof)
+
+
+def literal_run_name(text: str) -> str:
+    """``text`` as a flow run's name: Prefect formats a name with the flow's parameters
+    (``str.format``), so a brace in it — a task title showing a rendered object, ``{'x': 1}`` —
+    would fail the run; doubled, it is kept as written."""
+    return text.replace("{", "{{").replace("}", "}}")
 
 
 async def _await_answer(fields: list[dict[str, Any]], model_name: str, prompt: str, key: str,

@@ -30,6 +30,7 @@ from typing import Any
 from prefect import flow
 from prefect.runtime import flow_run
 from prefect.states import Cancelled, Completed, Failed
+from flows.prefect.pause import literal_run_name
 
 #: one "a workstream is starting" lock per event loop (an asyncio lock belongs to one loop)
 _STARTING: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
@@ -70,7 +71,7 @@ async def run_workstream(name: str, launch_id: str, body: Callable[[str | None],
         began.set()
         return await body(flow_run_id)
 
-    child = _workstream_flow().with_options(flow_run_name=f"workstream {name}")
+    child = _workstream_flow().with_options(flow_run_name=literal_run_name(f"workstream {name}"))
     async with _starting_lock():
         # a task copies this context: the subflow is still started from the parent visit's task run
         call = asyncio.ensure_future(child(launch_id, body_once_running, return_state=True))

@@ -236,3 +236,25 @@ def test_two_tasks_open_at_once_inside_a_branch(env, definitions, tokens):
     assert result["status"] == "completed", result
     assert result["context"]["reviews"] == [{"branch_id": "legal", "output": True},
                                             {"branch_id": "finance", "output": False}]
+
+
+def test_a_task_title_with_braces_waits_in_its_subflow(env, definitions, tokens):
+    # Prefect formats a flow run's name with the flow's parameters: the title of a task that
+    # shows a rendered object ("{'x': 1}") once failed the node with a KeyError
+    import subprocess
+    import sys
+
+    (definitions / "two_approvals.yaml").write_text(APPROVALS)
+    assert cli(["users", "add", "root", "--admin", "--token", tokens.admin], env).returncode == 0
+    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "run", "two_approvals", "--input", "party={'x': 1} {}",
+                             "--json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        finance, legal = wait_for_open_tasks(2)
+        assert legal.title == "Legal review of {'x': 1} {}"
+        answer(finance.id, "yes", env, "finance_ok", tokens)
+        answer(legal.id, "yes", env, "legal_ok", tokens)
+        result = finish(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert result["status"] == "completed", result
