@@ -63,7 +63,8 @@ def _callers(defn: ProcessDef | PipelineDef, ws) -> Iterator[Finding]:
             for field in [r for r in required or [] if isinstance(r, str) and r not in passed]:
                 yield Finding("missing-field", where, f"interaction `{name}` requires `{field}`, which this node's `input` "
                               "does not pass: the call would be refused", hint=f"pass `{field}` in `input`")
-            given = {"type": "object", "properties": {key: {} for key in passed}}
+            # every format also sees `_model` (and it keeps the property list non-empty: "declares none")
+            given = {"type": "object", "properties": {key: {} for key in [*passed, "_model"]}}
             missing = sorted({p.name for segment in called.prompts for p in problems(segment, given)
                               if p.code == "unknown-field" and p.name and (declared is None or p.name in declared)})
             for field in missing:
