@@ -15,8 +15,8 @@ take for the ``output`` field the same way. From the tool's hints (read statical
 * ``write-type`` — ``output: field`` when the tool's declared result can be of a type the field
   refuses (an ``int`` result into a string field; a ``float`` one into an integer field).
 
-A parameter or result without a hint the reader understands is not checked; nor are the
-arguments of a fan-out's item scope (``{{ item }}``), whose type the context schema does not say.
+A parameter or result without a hint the reader understands is not checked. A foreach body's
+item (``{{ item }}``) is typed by the items of the list it runs over, where its schema says.
 Built-in tools are checked the same way, from the table of their hints
 (:mod:`compiler.builtin_signatures`, which ``ToolCatalogue.signature`` returns for them); tools
 served over HTTP are checked at run time.
@@ -34,9 +34,13 @@ from compiler.passes.write_types import (
     _field_schema,
     _has_template,
     _json_type,
+    _shown,
+    _strip,
     _kinds,
+    _may_not_fit,
     _one_expression,
     _path_schema,
+    scoped_schema,
 )
 from compiler.tool_signatures import Parameter
 from compiler.walk import NodeSite, iter_definitions, iter_nodes
@@ -51,6 +55,7 @@ def check(unit, ws) -> Iterator[Finding]:
             node = site.node
             if not isinstance(node, ToolNode) or node.tool is None or node.config is not None and node.config.context_update:
                 continue
+            schema = scoped_schema(graph.context.schema_, site)
             signature = ws.tools.signature(node.tool)
             if signature is None:
                 continue
@@ -73,11 +78,10 @@ def check(unit, ws) -> Iterator[Finding]:
                               hint=_takes(node.tool, signature.parameters))
             if node.output and signature.result is not None and not _collected(site):
                 target = _field_schema(schema, node.output)
-                accepted = _kinds(target)
-                if accepted is not None and not signature.result <= accepted:
+                if _may_not_fit({"type": sorted(signature.result)}, target):
                     yield Finding("write-type", (*site.path, "output"),
                                   f"tool `{node.tool}` returns {_named(signature.result)}, which `{node.output}` "
-                                  f"({_named(accepted)}) cannot always take: the write would be refused",
+                                  f"({_shown(_strip(target or {}))}) cannot always take: the write would be refused",
                                   hint=f"write the result into a field of its type, or change `{node.output}`'s schema")
 
 

@@ -16,7 +16,8 @@ accepted (the task stays open, ``flows.humans``), any other write fails the node
   (an answer the schema takes only sometimes — 2.5 for an ``integer``, free text for an
   ``enum`` — is refused with the reason when given, and the person answers again);
 * **a sub-process** — a required input of the child that the node's ``input`` does not give
-  (``missing-field``); a ``process`` node's ``input`` is written into the child's context, and
+  (``missing-field``); a field ``returns`` takes that the child may not have set when it
+  completes (``maybe-unset``); a ``process`` node's ``input`` is written into the child's context, and
   what ``returns`` picks into the parent's: an input value with no template that the child's
   field refuses, an input that is exactly one ``{{ field }}`` (which passes the field's value
   through, native type and all) whose declared type the child's field cannot take, text around a
@@ -81,6 +82,7 @@ def check(unit, ws) -> Iterator[Finding]:
         schema = graph.context.schema_
         for site in iter_nodes(graph, base):
             node = site.node
+            schema = scoped_schema(graph.context.schema_, site)
             if isinstance(node, HumanTaskNode):
                 for i, f in enumerate(node.task.fields):
                     if f.name in node.writes:
@@ -90,8 +92,9 @@ def check(unit, ws) -> Iterator[Finding]:
                 if child is not None:
                     yield from _sub_process(schema, child, node, site.path)
                     yield from _missing_inputs(node, child, _child_initial(node, ws), site.path)
+                    yield from _unset_returns(node, _child_definition(node, ws), site.path)
             if isinstance(node, (ForeachNode, BranchNode)):
-                yield from _fan_out(schema, node, site.path)
+                yield from _fan_out(schema, node, site.path, ws)
             if isinstance(node, (InteractionNode, AgentNode)) and node.interaction:
                 called = ws.get(node.interaction, "interaction")
                 if isinstance(called, InteractionDef) and isinstance(called.input_schema, dict):
@@ -102,6 +105,19 @@ def check(unit, ws) -> Iterator[Finding]:
             upstream = _schema_of(trigger.definition, ws)
             if upstream is not None:
                 yield from _chained_map(unit.defn.context.schema_, upstream, trigger, ("triggers", i, "map"))
+
+
+def scoped_schema(schema: Any, site: Any) -> Any:
+    """The schema a node's templates read against: the context's, plus a foreach body's item
+    (its ``as`` name) typed by the items of the list it runs over, when that list's schema says."""
+    parent = site.parent.node if site.parent is not None else None
+    if not isinstance(parent, ForeachNode) or not isinstance(schema, dict) or "." in parent.foreach:
+        return schema
+    over = _field_schema(schema, parent.foreach)
+    items = over.get("items") if isinstance(over, dict) else None
+    if not isinstance(items, dict):
+        return schema
+    return {**schema, "properties": {**(schema.get("properties") or {}), parent.as_: items}}
 
 
 def _field_schema(schema: Any, name: str) -> dict[str, Any] | None:
@@ -186,18 +202,49 @@ def _child_schema(node: ProcessNode, ws: Any) -> dict[str, Any] | None:
     return _schema_of(node.process, ws)
 
 
-def _child_initial(node: ProcessNode, ws: Any) -> dict[str, Any]:
-    """The ``context.initial`` of the child a process node runs (a workflow's literal vars)."""
+def _child_definition(node: ProcessNode, ws: Any) -> ProcessDef | PipelineDef | None:
+    """The child a process node runs, as a process or pipeline (a workflow lowered; None: unknown)."""
+    if node.process_version is not None:
+        return None  # a pinned version is read at run time
     defn = node.process_definition if node.process_definition is not None else \
         ws.get(node.process, "process", "pipeline", "workflow") if node.process else None
     if isinstance(defn, WorkflowDef):
         from compiler.lower import lower_workflow
 
         try:
-            return lower_workflow(defn).pipeline.context.initial
+            return lower_workflow(defn).pipeline
         except Exception:  # noqa: BLE001 - a workflow that does not lower is its own diagnostics' business
-            return {}
-    return defn.context.initial if isinstance(defn, (ProcessDef, PipelineDef)) else {}
+            return None
+    return defn if isinstance(defn, (ProcessDef, PipelineDef)) else None
+
+
+def _child_initial(node: ProcessNode, ws: Any) -> dict[str, Any]:
+    """The ``context.initial`` of the child a process node runs (a workflow's literal vars)."""
+    defn = _child_definition(node, ws)
+    return defn.context.initial if defn is not None else {}
+
+
+def _unset_returns(node: ProcessNode, child: ProcessDef | PipelineDef | None, path: DocPath) -> Iterator[Finding]:
+    """What ``returns`` takes from the child's context must be set when every run of it completes
+    (``maybe-unset``): ``returns.from`` fails the node on a missing field, and ``returns.context``
+    would write nothing the parent's schema takes."""
+    returns = node.returns
+    if returns is None or child is None:
+        return
+    from compiler.passes.definite_assignment import set_at_completion
+
+    sure = set_at_completion(child)
+    name = child.process if isinstance(child, ProcessDef) else child.name
+    taken: list[tuple[str, DocPath]] = []
+    if returns.from_ and returns.from_.startswith("context.") and len(returns.from_) > len("context."):
+        taken.append((returns.from_[len("context."):].split(".")[0], (*path, "returns", "from")))
+    elif returns.context and not returns.from_:
+        taken += [(f, (*path, "returns", "context", i)) for i, f in enumerate(returns.context) if f in node.writes]
+    for field, where in taken:
+        if field not in sure:
+            yield Finding("maybe-unset", where,
+                          f"`{field}` may be unset when a run of `{name}` completes: `returns` would have nothing to take",
+                          hint=f"return a field `{name}` sets on every path to its end, or set `{field}` in its context.initial")
 
 
 def _missing_inputs(node: ProcessNode, child: dict[str, Any], initial: dict[str, Any], path: DocPath) -> Iterator[Finding]:
@@ -306,9 +353,10 @@ def _disjoint(given: set[str] | None, taken: set[str] | None) -> bool:
     return not (given & taken or ("integer" in given and "number" in taken))
 
 
-def _fan_out(schema: Any, node: ForeachNode | BranchNode, path: DocPath) -> Iterator[Finding]:
+def _fan_out(schema: Any, node: ForeachNode | BranchNode, path: DocPath, ws: Any) -> Iterator[Finding]:
     """A foreach runs over a list, and a fan-out's ``collect`` writes one: a field whose schema
-    takes no array is refused at run time."""
+    takes no array is refused at run time, and so is one whose items cannot take what is
+    collected (an envelope object per item, or each body's output)."""
     if isinstance(node, ForeachNode) and "." not in node.foreach:
         over = _field_schema(schema, node.foreach)
         if _disjoint({"array"}, _kinds(over)):
@@ -322,6 +370,39 @@ def _fan_out(schema: Any, node: ForeachNode | BranchNode, path: DocPath) -> Iter
         yield Finding("write-type", where,
                       f"`collect` writes a list into `{into}` ({_shown(_strip(target))}), which cannot take it",
                       hint=f"collect into a field of `type: array`, or change `{into}`'s schema")
+        return
+    items = target.get("items") if isinstance(target, dict) else None
+    if target is None or not isinstance(items, dict):
+        return
+    bodies = [node.node] if isinstance(node, ForeachNode) else [arm.node for arm in node.branches]
+    kinds: set[str] = set()
+    for body in bodies:
+        one = {"object"} if not isinstance(node.collect, str) else _output_kinds(body, ws)
+        if one is None:
+            return
+        kinds |= one
+    where = (*path, "collect") if isinstance(node.collect, str) else (*path, "collect", "into")
+    if kinds and _may_not_fit({"type": sorted(kinds)}, {**{k: target[k] for k in ("$defs", "definitions") if k in target}, **items}):
+        what = "an envelope object per item" if not isinstance(node.collect, str) else f"{' or '.join(sorted(kinds))} outputs"
+        yield Finding("write-type", where,
+                      f"`collect` writes {what} into `{into}`, whose items ({_shown(_strip(items))}) cannot always take them",
+                      hint=f"give `{into}` items of the type collected (or no `items`), or collect another field")
+
+
+def _output_kinds(body: Any, ws: Any) -> set[str] | None:
+    """The JSON types of a fan-out body's output (what a plain ``collect`` keeps per item; None: unknown)."""
+    from compiler.ir import ToolNode
+
+    if isinstance(body, (InteractionNode, AgentNode)):
+        return {"object"}
+    if isinstance(body, ToolNode):
+        if body.config is not None and body.config.context_update:
+            return {"object"}
+        signature = ws.tools.signature(body.tool) if body.tool else None
+        return set(signature.result) if signature is not None and signature.result is not None else None
+    if isinstance(body, ProcessNode):
+        return None if body.returns is not None and body.returns.from_ else {"object"}
+    return None
 
 
 def _chained_map(schema: Any, upstream: Any, trigger: OnCompleteTrigger, path: DocPath) -> Iterator[Finding]:

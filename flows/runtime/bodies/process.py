@@ -38,7 +38,11 @@ async def run(node: PlanNode, context: dict[str, Any], services: Services, visit
     final_state = {"context": result.context, "outcome": result.outcome, "run_id": result.run_id}
     value: Any
     if returns.from_:
-        value = get_path(final_state, returns.from_)
+        try:
+            value = get_path(final_state, returns.from_)
+        except KeyError as exc:  # the child completed without setting what `returns` names
+            raise NodeFailed(f"sub-process `{child.name}` completed without `{returns.from_}` for `returns.from`: "
+                             f"{exc.args[0]}", kind="definition") from exc
     elif returns.context:
         value = {k: result.context.get(k) for k in returns.context}
     else:
