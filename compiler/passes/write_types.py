@@ -323,7 +323,8 @@ def _json_type(value: Any) -> str:
 def _may_not_fit(source: dict[str, Any] | None, target: dict[str, Any] | None) -> bool:
     """Whether some value of the declared ``source`` schema can be refused by ``target``: a type
     ``source`` allows that ``target`` does not (a number, which may have a fraction, for an
-    integer), recursively in the items of two arrays and in the properties both objects declare.
+    integer), a property ``target`` requires that ``source`` does not, recursively in the items
+    of two arrays and in the properties both objects declare.
     Unknown on either side (no type, ``$ref``, combinators): never."""
     given, taken = _kinds(source), _kinds(target)
     if given is None or taken is None:
@@ -339,6 +340,10 @@ def _may_not_fit(source: dict[str, Any] | None, target: dict[str, Any] | None) -
     if given == {"array"} and isinstance(source.get("items"), dict) and isinstance(target.get("items"), dict):
         return _may_not_fit({**roots, **source["items"]}, {**roots, **target["items"]})
     if given == {"object"}:
+        needed, promised = target.get("required"), source.get("required")
+        known = isinstance(source.get("properties"), dict)  # an object of unknown shape (a `dict` hint) may hold them
+        if known and isinstance(needed, list) and needed and not set(needed) <= set(promised if isinstance(promised, list) else []):
+            return True  # the target requires a property the source does not promise
         mine, theirs = source.get("properties"), target.get("properties")
         if isinstance(mine, dict) and isinstance(theirs, dict):
             return any(isinstance(mine.get(k), dict) and isinstance(v, dict) and _may_not_fit({**roots, **mine[k]}, {**roots, **v})
@@ -382,7 +387,10 @@ def _fan_out(schema: Any, node: ForeachNode | BranchNode, path: DocPath, ws: Any
             return
         kinds |= one
     where = (*path, "collect") if isinstance(node.collect, str) else (*path, "collect", "into")
-    if kinds and _may_not_fit({"type": sorted(kinds)}, {**{k: target[k] for k in ("$defs", "definitions") if k in target}, **items}):
+    collected: dict[str, Any] = {"type": sorted(kinds)}
+    if not isinstance(node.collect, str) and node.collect is not None:  # an envelope: its keys are known
+        collected = {"type": "object", "properties": {k: {} for k in node.collect.include}, "required": list(node.collect.include)}
+    if kinds and _may_not_fit(collected, {**{k: target[k] for k in ("$defs", "definitions") if k in target}, **items}):
         what = "an envelope object per item" if not isinstance(node.collect, str) else f"{' or '.join(sorted(kinds))} outputs"
         yield Finding("write-type", where,
                       f"`collect` writes {what} into `{into}`, whose items ({_shown(_strip(items))}) cannot always take them",
