@@ -225,7 +225,7 @@ def read(draw: st.DrawFn, ctx: Context, scope: dict[str, str] | None = None) -> 
         return "{{ nowhere }}", "string"  # a field nobody declares
     # mostly what is surely set (the inputs, the initial values, the item), sometimes any field
     sure = sorted(set(ctx.ready()) | set(scope or {}))
-    name = draw(st.sampled_from(sure if sure and draw(st.integers(0, 5)) > 0 else sorted(names)))
+    name = draw(st.sampled_from(sure if sure and draw(st.integers(0, 9)) > 0 else sorted(names)))
     kind = names[name]
     form = draw(st.sampled_from(["whole", "whole", "text", "member"]))
     if form == "whole":
@@ -248,8 +248,9 @@ def argument(draw: st.DrawFn, ctx: Context, kind: str, scope: dict[str, str] | N
     if fitting and draw(st.booleans()):
         return "{{ " + draw(st.sampled_from(fitting)) + " }}"
     if kind == "string" and draw(st.booleans()):
-        return draw(read(ctx, scope))[0]
-    if draw(st.integers(0, 14)) == 0:
+        text, _ = draw(read(ctx, scope))
+        return text if text.startswith("about") else "about " + text  # text around a template: a string
+    if draw(st.integers(0, 29)) == 0:
         return draw(read(ctx, scope))[0]  # whatever the field holds
     return draw(literal(kind))
 
@@ -393,7 +394,7 @@ def tool_body(draw: st.DrawFn, ctx: Context, scope: dict[str, str] | None = None
 def interaction_body(draw: st.DrawFn, folder: Folder, ctx: Context, scope: dict[str, str] | None = None) -> dict[str, Any]:
     writes = draw(writes_of(ctx))
     name, inputs = draw(interaction(folder, ctx, writes))
-    args = {n: draw(argument(ctx, k, scope)) for n, k in inputs.items() if draw(st.integers(0, 19)) > 0}
+    args = {n: draw(argument(ctx, k, scope)) for n, k in inputs.items() if draw(st.integers(0, 39)) > 0}
     body: dict[str, Any] = {"type": "interaction", "interaction": name, "writes": writes}
     if args:
         body["input"] = args
@@ -462,7 +463,7 @@ def process_body(draw: st.DrawFn, folder: Folder, ctx: Context, scope: dict[str,
     mapping = {}
     for field_name, kind in child.kinds.items():
         if field_name in child.inputs or draw(st.integers(0, 3)) == 0:
-            if draw(st.integers(0, 11)) > 0:
+            if draw(st.integers(0, 29)) > 0:
                 mapping[field_name] = draw(argument(ctx, kind, scope))
     body: dict[str, Any] = {"type": "process", "process": name}
     if mapping:
@@ -511,7 +512,9 @@ def collect_of(draw: st.DrawFn, ctx: Context) -> Any:
 @st.composite
 def foreach_body(draw: st.DrawFn, folder: Folder, ctx: Context, depth: int) -> dict[str, Any]:
     lists = [n for n in ctx.of("strings", "records", "list") if n in ctx.ready() or draw(st.integers(0, 3)) == 0]
-    over = draw(st.sampled_from(lists)) if lists and draw(st.integers(0, 14)) > 0 else draw(st.sampled_from(sorted(ctx.kinds)))
+    if not lists and draw(st.integers(0, 9)) > 0:
+        return draw(leaf_body(folder, ctx, depth))  # nothing to run over: a user writes another step
+    over = draw(st.sampled_from(lists)) if lists and draw(st.integers(0, 29)) > 0 else draw(st.sampled_from(sorted(ctx.kinds)))
     item_kind = {"strings": "string", "records": "record", "list": "list_item"}.get(ctx.kinds[over], "string")
     body = draw(leaf_body(folder, ctx, depth, scope={"item": item_kind}))
     node: dict[str, Any] = {"type": "foreach", "foreach": over, "node": body}
@@ -663,9 +666,9 @@ def chained(draw: st.DrawFn, main: Context) -> dict[str, Any]:
     mapping = {}
     for name, kind in ctx.kinds.items():
         if name in ctx.inputs or draw(st.booleans()):
-            if draw(st.integers(0, 9)) > 0:
+            if draw(st.integers(0, 29)) > 0:
                 fitting = [n for n, k in main.kinds.items() if k == kind]
-                mapping[name] = "{{ " + draw(st.sampled_from(fitting)) + " }}" if fitting and draw(st.integers(0, 9)) > 0 \
+                mapping[name] = "{{ " + draw(st.sampled_from(fitting)) + " }}" if fitting and draw(st.integers(0, 19)) > 0 \
                     else draw(read(main))[0]
     log = {"type": "tool", "tool": "log", "input": {"message": draw(read(ctx))[0]}, "transitions": [{"to": "done"}]}
     trigger: dict[str, Any] = {"type": "on_complete", "definition": "gen_main"}
