@@ -116,7 +116,7 @@ def hint_kinds(hint: ast.expr | None) -> frozenset[str] | None:
             for part in parts:
                 if not isinstance(part, ast.Constant):
                     return None
-                kinds.add(_literal_kind(part.value))
+                kinds.add(json_type(part.value))
             return frozenset(kinds)
         if head == "Annotated":
             return hint_kinds(parts[0])
@@ -134,7 +134,8 @@ def _union(parts: list[ast.expr]) -> frozenset[str] | None:
     return frozenset(kinds)
 
 
-def _literal_kind(value: object) -> str:
+def json_type(value: object) -> str:
+    """The JSON type of a Python value read from JSON or YAML (``integer`` apart from ``number``)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -143,4 +144,6 @@ def _literal_kind(value: object) -> str:
         return "integer"
     if isinstance(value, float):
         return "number"
-    return "string"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, (list, tuple)) else "object"

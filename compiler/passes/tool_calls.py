@@ -33,7 +33,6 @@ from compiler.passes.write_types import (
     _REFERENCE,
     _field_schema,
     _has_template,
-    _json_type,
     _shown,
     _strip,
     _kinds,
@@ -42,7 +41,7 @@ from compiler.passes.write_types import (
     _path_schema,
     scoped_schema,
 )
-from compiler.tool_signatures import Parameter
+from compiler.tool_signatures import Parameter, json_type
 from compiler.walk import NodeSite, iter_definitions, iter_nodes
 
 
@@ -91,7 +90,7 @@ def _argument_problem(schema: Any, param: Parameter, value: Any) -> str | None:
         return None
     accepted = param.kinds | ({"integer"} if "number" in param.kinds else set())
     if not _has_template(value):
-        given = _json_type(value)
+        given = json_type(value)
         return None if given in accepted else f"the value {value!r} is {_named({given})}; the parameter takes {_named(param.kinds)}"
     if not isinstance(value, str):  # a list or mapping with templates inside: an array or an object
         given = "array" if isinstance(value, list) else "object"

@@ -69,6 +69,7 @@ from compiler.ir import (
     WorkflowDef,
 )
 from compiler.templates import is_template
+from compiler.tool_signatures import json_type
 from compiler.walk import iter_definitions, iter_nodes
 
 #: a template that is exactly one reference to a (dotted) field: ``{{ order.total }}``
@@ -296,7 +297,7 @@ def _kinds(prop: dict[str, Any] | None) -> set[str] | None:
     kinds: set[str] | None
     if "const" in prop or "enum" in prop:
         values = [prop["const"]] if "const" in prop else prop["enum"] if isinstance(prop["enum"], list) else []
-        kinds = {_json_type(v) for v in values}
+        kinds = {json_type(v) for v in values}
     else:
         kinds = _types(prop)
     if kinds is None:
@@ -304,20 +305,6 @@ def _kinds(prop: dict[str, Any] | None) -> set[str] | None:
     if "number" in kinds:
         kinds = kinds | {"integer"}
     return kinds
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
 
 
 def _may_not_fit(source: dict[str, Any] | None, target: dict[str, Any] | None) -> bool:
