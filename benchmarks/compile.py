@@ -102,8 +102,8 @@ def generate_process(target_nodes: int) -> dict[str, Any]:
         nodes[f"{s}_a"] = {
             "type": "tool",
             "human_description": "Left arm.",
-            "tool": "noop",
-            "input": {"amount": "{{ amount }}", "flag": f"{{{{ {flag} }}}}"},
+            "tool": "log",
+            "input": {"message": f"amount {{{{ amount }}}}, flag {{{{ {flag} }}}}"},
             "metadata": meta(seg, "tooling", seg * 10 + 2),
             "transitions": [{"to": f"{s}_a2"}],
         }
@@ -153,7 +153,7 @@ def generate_process(target_nodes: int) -> dict[str, Any]:
                 "as": "item",
                 "item_id": "{{ item }}",
                 "max_concurrency": 4,
-                "node": {"type": "tool", "tool": "noop", "input": {"item": "{{ item }}", "amount": "{{ amount }}"}},
+                "node": {"type": "tool", "tool": "log", "input": {"message": "{{ item }} of {{ amount }}"}},
                 "collect": {"into": results, "include": ["status", "index", "item_id", "output", "error"]},
                 "failure_policy": "collect_errors",
                 "writes": [results],
@@ -207,10 +207,8 @@ def generate_pipeline(target_nodes: int, width: int = 40) -> dict[str, Any]:
             if layer:
                 a, b = layer[i % len(layer)], layer[(i * 7 + 1) % len(layer)]
                 node["needs"] = sorted({a, b})
-                if i % 3 == 0:
-                    node["tool"] = "noop"
-                    node["input"] = {"left": f"{{{{ {a}_out }}}}", "text": "{{ text }}"}
-                    node["output"] = field
+                if i % 3 == 0:  # a template over what it needs
+                    node["config"] = {"context_update": {field: f"{{{{ {a}_out }}}} {{{{ text }}}}"}}
                 else:
                     node["config"] = {"context_update": {field: f"{depth}/{i}"}}
             else:
