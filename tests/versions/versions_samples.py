@@ -17,12 +17,11 @@ context:
       decision: {{type: string}}
       counter: {{type: {counter_type}}}{extra_field}
     required: [party]
-  initial: {{counter: 0}}
+  initial: {{counter: {counter_initial}}}
 nodes:
   prepare:
     type: tool
-    tool: increment
-    input: {{value: "{{{{ counter }}}}"}}
+    {prepare}
     writes: [counter]
     transitions: [{{to: review}}]
   review:
@@ -43,4 +42,9 @@ nodes:
 
 def review(options: str = "approve, reject", *, counter_type: str = "integer", extra_field: str = "",
            reject_to: str = "rejected") -> str:
-    return REVIEW.format(options=options, counter_type=counter_type, extra_field=extra_field, reject_to=reject_to)
+    # a numeric counter is incremented (`| int`: ergon check holds the argument to the tool's `int`
+    # hint, and a number may have a fraction); a text counter starts as text and is set
+    text = counter_type == "string"
+    prepare = 'config: {context_update: {counter: "1"}}' if text else 'tool: increment\n    input: {value: "{{ counter | int }}"}'
+    return REVIEW.format(options=options, counter_type=counter_type, extra_field=extra_field, reject_to=reject_to,
+                         counter_initial='"0"' if text else "0", prepare=prepare)
