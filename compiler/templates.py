@@ -26,13 +26,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any
 
 from jinja2 import StrictUndefined, TemplateSyntaxError, nodes
-from jinja2.exceptions import TemplateError, UndefinedError
+from jinja2.exceptions import TemplateError, TemplateRuntimeError, UndefinedError
 from jinja2.runtime import Undefined
 from jinja2.sandbox import SandboxedEnvironment, SecurityError
 from jinja2.utils import missing
@@ -510,10 +511,25 @@ def _compiled_expression(expr: str):
 
 
 def render(template_text: str, data: Mapping[str, Any]) -> str:
-    """Render a template against ``data``; a missing name raises :class:`jinja2.UndefinedError`."""
+    """Render a template against ``data``; a missing name raises :class:`jinja2.UndefinedError`,
+    a filter or operation that fails on the value it is given (``None | length``) a
+    :class:`jinja2.TemplateRuntimeError` naming the template."""
     if not is_template(template_text):
         return template_text
-    return _compiled(template_text).render(dict(data))
+    with _failing_on_values(template_text):
+        return _compiled(template_text).render(dict(data))
+
+
+@contextmanager
+def _failing_on_values(text: str) -> Iterator[None]:
+    """A Python error raised while evaluating a template (a filter given a value it cannot take)
+    as the template error it is, so that the run reports the template, not an internal fault."""
+    try:
+        yield
+    except TemplateError:
+        raise
+    except (TypeError, ValueError, ArithmeticError, LookupError, AttributeError) as exc:
+        raise TemplateRuntimeError(f"`{text}` fails on the value it is given: {type(exc).__name__}: {exc}") from exc
 
 
 def render_value(value: Any, data: Mapping[str, Any]) -> Any:
@@ -525,7 +541,8 @@ def render_value(value: Any, data: Mapping[str, Any]) -> Any:
     if isinstance(value, str):
         single = _SINGLE.fullmatch(value)
         if single is not None and "{%" not in value and "{#" not in value:
-            result = _compiled_expression(single.group(1).strip())(**dict(data))
+            with _failing_on_values(value):
+                result = _compiled_expression(single.group(1).strip())(**dict(data))
             if isinstance(result, Undefined):
                 result._fail_with_undefined_error()  # StrictUndefined: raises UndefinedError
             return result

@@ -39,6 +39,7 @@ from compiler.passes.write_types import (
     _may_not_fit,
     _one_expression,
     _path_schema,
+    filtered_schema,
     scoped_schema,
 )
 from compiler.tool_signatures import Parameter, json_type
@@ -99,7 +100,11 @@ def _argument_problem(schema: Any, param: Parameter, value: Any) -> str | None:
         return None if "string" in accepted else f"the text it renders (a string) is not {_named(param.kinds)}"
     reference = _REFERENCE.match(value.strip())
     if reference is None:
-        return None
+        filtered = filtered_schema(value)
+        kinds = _kinds(filtered) if filtered is not None else None
+        if kinds is None or kinds <= accepted:
+            return None
+        return f"`{value.strip()}` renders {_named(kinds)}, which the parameter ({_named(param.kinds)}) refuses"
     source = _path_schema(schema, reference.group(1))
     if source is None:  # not a context field (a fan-out's `item`), or one the templates pass refuses
         return None

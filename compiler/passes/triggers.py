@@ -171,6 +171,10 @@ def _chained_inputs(trigger: OnCompleteTrigger, path, runnable, defn) -> Iterato
                 reads = template_reads(template) if isinstance(template, str) else set()
             except Exception:  # noqa: BLE001 - a template that does not parse is the templates pass's finding
                 continue
+            for name in sorted(reads - declared) if declared else []:
+                yield Finding("unknown-field", (*path, "map", key),
+                              f"`{name}` is not a field of `{trigger.definition}`: the chained start would fail to render this map",
+                              hint=choices_hint(name, declared, what=f"fields of `{trigger.definition}`"))
             for name in sorted((reads & declared) - sure):
                 yield Finding("maybe-unset", (*path, "map", key),
                               f"`{name}` may be unset when a run of `{trigger.definition}` completes: the chained start "

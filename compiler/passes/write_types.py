@@ -194,6 +194,21 @@ def _answer(schema: Any, f: TaskField, path: DocPath) -> Iterator[Finding]:
 # sub-processes
 
 
+#: one field through one filter whose result type is fixed: ``{{ items | length }}``
+_FILTERED = re.compile(r"^\{\{\s*[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\s*\|\s*([a-z_]+)\s*(?:\([^(){}]*\))?\s*\}\}$")
+_FILTER_TYPES = {"length": "integer", "count": "integer", "wordcount": "integer", "int": "integer", "float": "number",
+                 "string": "string", "upper": "string", "lower": "string", "trim": "string", "title": "string",
+                 "capitalize": "string", "join": "string", "tojson": "string", "list": "array"}
+
+
+def filtered_schema(value: Any) -> dict[str, Any] | None:
+    """The schema of what ``{{ field | filter }}`` renders to, for a filter whose result type is
+    fixed (``length`` an integer, ``upper`` a string…); None for anything else."""
+    found = _FILTERED.match(value.strip()) if isinstance(value, str) else None
+    kind = _FILTER_TYPES.get(found.group(1)) if found else None
+    return {"type": kind} if kind else None
+
+
 def _child_schema(node: ProcessNode, ws: Any) -> dict[str, Any] | None:
     """The context schema of the child a process node runs (None when it is not known statically)."""
     if node.process_definition is not None:
@@ -414,6 +429,11 @@ def _chained_map(schema: Any, upstream: Any, trigger: OnCompleteTrigger, path: D
                               f"`{reference.group(1)}` of `{trigger.definition}` ({_shown(_strip(source or {}))}) is passed "
                               f"whole to `{key}` ({_shown(_strip(target))}), which cannot always take it: a chained start "
                               "would be refused", hint=f"map a value of the type `{key}` takes, or change one of the schemas")
+        elif filtered_schema(value) is not None and _may_not_fit(filtered_schema(value), target):
+            yield Finding("write-type", where,
+                          f"`{value.strip()}` renders {_shown(filtered_schema(value))} into `{key}` ({_shown(_strip(target))}), "
+                          "which cannot always take it: a chained start would be refused",
+                          hint=f"map a value of the type `{key}` takes")
         elif isinstance(value, str) and _has_template(value) and not _one_expression(value):
             if _disjoint({"string"}, _kinds(target)):
                 yield Finding("write-type", where,
@@ -450,6 +470,11 @@ def _inputs(schema: Any, target_schema: Any, mapping: dict[str, Any], path: DocP
                               f"`{reference.group(1)}` ({_shown(_strip(source or {}))}) is passed whole to {whose} `{key}` "
                               f"({_shown(_strip(target))}), which cannot always take it",
                               hint=f"pass a value of the type {whose} `{key}` takes, or change one of the schemas")
+        elif filtered_schema(value) is not None and _may_not_fit(filtered_schema(value), target):
+            yield Finding("write-type", where,
+                          f"`{value.strip()}` renders {_shown(filtered_schema(value))} into {whose} `{key}` "
+                          f"({_shown(_strip(target))}), which cannot always take it",
+                          hint=f"pass a value of the type {whose} `{key}` takes")
         elif isinstance(value, str) and _has_template(value) and not _one_expression(value):
             if _disjoint({"string"}, _kinds(target)):
                 yield Finding("write-type", where,

@@ -202,3 +202,15 @@ def test_a_literal_size_bomb_is_found_by_the_check():
 
     problem = syntax_error("Hello {{ 'x' * 300000000 }}")
     assert problem is not None and "1,000,000" in problem[0]
+
+
+@pytest.mark.parametrize("text", ["{{ x | length }}", "n = {{ x | length }}"])
+def test_a_filter_that_fails_on_its_value_is_a_template_error(text):
+    # `None | length` raised a TypeError, which a run reported as an internal fault
+    from jinja2.exceptions import TemplateError
+
+    from compiler.templates import render_value
+
+    with pytest.raises(TemplateError, match="fails on the value it is given: TypeError"):
+        render_value(text, {"x": None})
+    assert render_value("{{ x | length }}", {"x": [1, 2]}) == 2
