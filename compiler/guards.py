@@ -159,8 +159,9 @@ def _analyse_text(text: str) -> GuardInfo:
     if not any(p[3] == "error" for p in problems):
         try:
             facts = ENGINE.compile_checked(core).facts()
-        except dl.DataLogicError:  # the checker let it through; keep the walked reads
+        except dl.DataLogicError as exc:  # datalogic's checker let it through, its compiler does not: the run would
             facts = None
+            problems += (("", "Invalid", str(exc).replace("\n", " ").strip(), "error"),)
         if facts is not None:
             # datalogic sees reads we would miss (nested scopes); ours cover computed paths.
             reads |= {str(path[0]) for path in facts.get("reads", ()) if path and path[0] != ARTIFACTS_KEY}

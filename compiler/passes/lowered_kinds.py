@@ -57,9 +57,11 @@ from compiler.ir import FormDef, FormField, InteractionDef, PipelineDef, Process
 from compiler.passes.definite_assignment import nested_findings
 from compiler.passes.templates import located, name_line
 from compiler.templates import TemplateSite, analyse, is_template, syntax_error
+from compiler import guards as jl
 from compiler.lower import (
     VARS_NODE,
     condition_clauses,
+    lower_condition,
     has_refs,
     iter_refs,
     lower_workflow,
@@ -758,6 +760,12 @@ def _condition(cond: dict[str, Any], path: tuple, visible: set[str], outputs, as
     for p in problems:
         # an unknown operator is a key: point at it, not at its operand
         yield Finding(p.code, (*path, *p.where), p.message, hint=p.hint, at_key=p.code == "guard-invalid")
+    if not problems:  # what the run evaluates is the lowered rule: the guard engine must take it
+        when, _ = lower_condition(cond)
+        for _, _, message in jl.check_rule(when) if when is not None else []:
+            yield Finding("guard-invalid", path, f"the condition becomes a rule the guard engine refuses: {message}",
+                          hint="compare with a string, number, boolean, null or a list of them, not an object")
+            break
     for c in clauses:
         where = (*path, *c.where)
         yield from _ref(c.var, where, visible, outputs, async_outputs, None, in_condition=True)
