@@ -94,6 +94,7 @@ def check(unit, ws) -> Iterator[Finding]:
         yield from _template(unit, defn, ws)
     elif isinstance(defn, WorkflowDef):
         yield from _workflow(defn, ws)
+        yield from _optional_members(unit, defn)
     elif isinstance(defn, FormDef):
         yield from _form(defn)
     elif isinstance(defn, InteractionDef):
@@ -352,6 +353,22 @@ def _parent_cycles(defn: TemplateDef, keys: dict[str, int]) -> Iterator[Finding]
 
 # --------------------------------------------------------------------------------------------
 # workflow
+
+
+def _optional_members(unit, defn: WorkflowDef) -> Iterator[Finding]:
+    """``${meta.kind}`` in a step's params, where ``kind`` is an optional property of the input
+    ``meta``: a valid input can omit it, and the render fails (``maybe-unset``, as in processes)."""
+    try:
+        schema = lower_workflow(defn).pipeline.context.schema_
+    except Exception:  # noqa: BLE001 - a workflow that does not lower: its own findings say why
+        return
+    sites: list[tuple[str, TemplateSite]] = []
+    for i, step in enumerate(defn.steps):
+        verbatim = verbatim_params(step)
+        for key, value in step.params.items():
+            if key not in verbatim and isinstance(value, str) and has_refs(value):
+                sites.append((f"step {i}", (("steps", i, "params", key), to_jinja(value), frozenset())))
+    yield from nested_findings(unit, schema, sites)
 
 
 def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
