@@ -358,10 +358,8 @@ def _parent_cycles(defn: TemplateDef, keys: dict[str, int]) -> Iterator[Finding]
 def _optional_members(unit, defn: WorkflowDef) -> Iterator[Finding]:
     """``${meta.kind}`` in a step's params, where ``kind`` is an optional property of the input
     ``meta``: a valid input can omit it, and the render fails (``maybe-unset``, as in processes)."""
-    try:
-        schema = lower_workflow(defn).pipeline.context.schema_
-    except Exception:  # noqa: BLE001 - a workflow that does not lower: its own findings say why
-        return
+    # only inputs: a literal var's value is known (its members are `_literal_member`'s business)
+    schema = {"properties": {k: v for k, v in workflow_inputs(defn).items() if k not in defn.vars}}
     sites: list[tuple[str, TemplateSite]] = []
     for i, step in enumerate(defn.steps):
         verbatim = verbatim_params(step)
