@@ -72,6 +72,7 @@ from compiler.lower import (
     workflow_inputs,
 )
 from compiler.passes.tool_calls import _argument_problem
+from compiler.tool_signatures import json_type
 from compiler.passes.write_types import (
     _REFERENCE,
     _disjoint,
@@ -393,6 +394,7 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
     except Exception:  # noqa: BLE001 - a workflow that does not lower: the findings below say why
         context_schema = {}
     yield from _typed_names(defn, ws, context_schema)
+    context_schema = _read_schema(defn, ws, context_schema)
     outputs: dict[str, dict | None] = {}  # output → condition of the step that sets it
     async_outputs: set[str] = set()
     explicit_ids: dict[str, int] = {}
@@ -604,6 +606,33 @@ def _prompt_reads(params: dict[str, Any], path: tuple) -> Iterator[Finding]:
     for name in sorted(info.reads - keys):
         yield Finding("unknown-field", (*path, "prompt"), f"the prompt reads `{name}`, which `data` does not give",
                       hint=choices_hint(name, keys, what="keys of `data`") if keys else f"add `data: {{{name}: ...}}`")
+
+
+def _read_schema(defn: WorkflowDef, ws, schema: dict[str, Any]) -> dict[str, Any]:
+    """The context schema a step's ``${name}`` is read against: a name some step's ``output``
+    writes (declared `{}`, any value, so that the write is never refused) typed by what can be in
+    it — its literal var's value, and each writing step's result (an activity's, as its tool
+    returns it; a child workflow's context, an object); unknown as soon as one of them is."""
+    props = dict(schema.get("properties") or {})
+    inputs = workflow_inputs(defn)
+    for name in {step.output for step in defn.steps if step.output} - set(inputs):
+        kinds: set[str] = set()
+        if name in defn.vars:
+            if has_refs(defn.vars[name]):
+                continue
+            kinds.add(json_type(defn.vars[name]))
+        for step in defn.steps:
+            if step.output != name:
+                continue
+            signature = ws.tools.signature(step.name) if step.type == "activity" else None
+            result = frozenset({"object"}) if step.type == "workflow" else signature.result if signature else None
+            if result is None or step.projection:  # a projection reshapes the result
+                break
+            kinds |= result
+        else:
+            if kinds:
+                props[name] = {"type": sorted(kinds)}
+    return {**schema, "properties": props}
 
 
 def _typed_names(defn: WorkflowDef, ws, schema: dict[str, Any]) -> Iterator[Finding]:
