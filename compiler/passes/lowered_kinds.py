@@ -368,6 +368,23 @@ def _optional_members(unit, defn: WorkflowDef) -> Iterator[Finding]:
             if key not in verbatim and isinstance(value, str) and has_refs(value):
                 sites.append((f"step {i}", (("steps", i, "params", key), to_jinja(value), frozenset())))
     yield from nested_findings(unit, schema, sites)
+    for _, (path, text, _scope) in sites:  # a member the input's object schema does not declare
+        for access in sorted(analyse(text).paths):
+            node: Any = schema
+            for depth, segment in enumerate(access):
+                props = node.get("properties") if isinstance(node, dict) else None
+                if not isinstance(props, dict) or not props:
+                    break
+                if segment not in props:
+                    if depth:  # a top-level name is the references' business
+                        parent = ".".join(access[:depth])
+                        yield located(unit, "maybe-unset", path,
+                                      f"`{'.'.join(access[:depth + 1])}` may be unset here: `{parent}` declares no property "
+                                      f"`{segment}`, so a valid `{parent}` need not have it",
+                                      line=name_line(text, parent),
+                                      hint=f"declare `{segment}` (required) in `{parent}`'s schema, or read a declared property")
+                    break
+                node = props[segment]
 
 
 def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
@@ -437,7 +454,7 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
                           hint=UNAVAILABLE_ACTIVITIES[step.name])
         elif step.type == "activity" and (known_params := ws.tools.builtin_params(step.name)) is not None:
             yield from _tool_params(step.name, step.params, known_params, base)
-            yield from _param_types(step, ws.tools.signature(step.name), context_schema, base)
+            yield from _param_types(step, ws.tools.signature(step.name), _with_fetched(step, context_schema), base)
             yield from activity_values.check_values(step.name, step.params, base)
             named = step.params.get("interaction") if step.name == "executeInteraction" else None
             interactions = ws.named("interaction")
@@ -458,7 +475,7 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
                 yield from _tool_params(step.name, step.params, known_params, base)
             else:
                 yield from _tool_params(step.name, {}, (tuple(p.name for p in params if p.required), ()), base)
-            yield from _param_types(step, signature, context_schema, base)
+            yield from _param_types(step, signature, _with_fetched(step, context_schema), base)
         if step.type == "workflow" and step.name in UNAVAILABLE_WORKFLOWS and step.name not in child_workflows:
             yield Finding("dsl-unsupported", (*base, "name"), f"child workflow `{step.name}` is not available yet",
                           hint=UNAVAILABLE_WORKFLOWS[step.name])
@@ -519,8 +536,6 @@ def _param_types(step: Any, signature: Signature | None, schema: dict[str, Any],
             continue
         if key in activity_values.PARAM_SCHEMAS.get(step.name, {}) and not has_refs(value):
             continue  # a literal held to its finer schema by activity_values
-        if key not in verbatim and step.fetch is not None and any(ref_root(e) == "fetched" for _, e in iter_refs(value)):
-            continue  # `fetched` is the fetch's result, not a context field
         problem = _argument_problem(schema, param, value if key in verbatim else to_jinja(value))
         if problem:
             yield Finding("tool-params", (*base, "params", key), f"`{key}` of activity `{step.name}`: {problem}",
@@ -606,6 +621,15 @@ def _prompt_reads(params: dict[str, Any], path: tuple) -> Iterator[Finding]:
     for name in sorted(info.reads - keys):
         yield Finding("unknown-field", (*path, "prompt"), f"the prompt reads `{name}`, which `data` does not give",
                       hint=choices_hint(name, keys, what="keys of `data`") if keys else f"add `data: {{{name}: ...}}`")
+
+
+def _with_fetched(step: Any, schema: dict[str, Any]) -> dict[str, Any]:
+    """A step with ``fetch`` reads ``${fetched}``: a document (an object), a list of them, or
+    nothing when ``on_not_found: ignore`` (:func:`flows.runtime.dsl.fetch`)."""
+    if not step.fetch:
+        return schema
+    fetched = {"type": ["object", "array", "null"]}
+    return {**schema, "properties": {**(schema.get("properties") or {}), "fetched": fetched}}
 
 
 def _read_schema(defn: WorkflowDef, ws, schema: dict[str, Any]) -> dict[str, Any]:
