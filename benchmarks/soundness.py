@@ -61,11 +61,10 @@ def main() -> int:
 
     from definition_generator import SHAPES, Generated, definitions
     from differential import Tally, differential, write
-    from flows import documents, people, tokens
+    from flows import people, tokens
 
     people.add_user(ANSWERER, admin=True)
     os.environ["ERGON_TOKEN"] = tokens.create(ANSWERER).token
-    documents.create("doc-1.txt", "The first document: twelve words of plain text for the runs to read.", id="doc-1")
     scratch = Path(os.environ["ERGON_HOME"]) / "generated"
     tally = Tally()
     classes: Counter = Counter()

@@ -3,7 +3,8 @@
 Shared by ``test_generated_definitions.py`` (the CI budget) and ``benchmarks/soundness.py`` (the
 large run). For one :class:`definition_generator.Generated` folder, :func:`differential`:
 
-1. writes it into a fresh folder and points ``ERGON_DEFINITIONS`` at it, as a user's project;
+1. writes it into a fresh folder and points ``ERGON_DEFINITIONS`` at it, as a user's project
+   (the document store holds ``doc-1``, put back before each run);
 2. checks it as ``ergon check`` does (:func:`compiler.check_workspace` over the folder);
 3. when ``gen_main`` checks clean, runs it as ``ergon run`` does — the catalog loaded from the
    folder (its tools imported), the run created and started (:func:`soundness_runs.execute`) on
@@ -35,6 +36,10 @@ from hypothesis import strategies as st
 
 from definition_generator import WORDS, Generated
 from soundness_runs import classify, draw_inputs, execute, run_tree
+
+#: the document every folder may read (`doc-1`): put back before each run, as a run may change it
+DOCUMENT_ID = "doc-1"
+DOCUMENT_TEXT = "The first document: twelve words of plain text for the runs to read."
 
 #: refusals whose precision is measured (step 5 of the module docstring)
 IMPRECISE_CODES = frozenset({"maybe-unset", "no-fallback"})
@@ -111,6 +116,16 @@ def write(generated: Generated, folder: Path) -> Path:
     return folder
 
 
+def stock_document(scratch: Path) -> None:
+    """``doc-1`` with its text, whatever an earlier run (or another test of the session) did to it."""
+    from flows import documents
+
+    source = scratch / f"{DOCUMENT_ID}.txt"
+    source.parent.mkdir(parents=True, exist_ok=True)
+    source.write_text(DOCUMENT_TEXT, encoding="utf-8")
+    documents.add(source, id=DOCUMENT_ID, replace=True)
+
+
 def differential(generated: Generated, data: st.DataObject, folder: Path) -> Outcome:
     """Steps 1–5 of the module docstring for one folder."""
     from compiler import check_workspace, load_workspace
@@ -126,6 +141,7 @@ def differential(generated: Generated, data: st.DataObject, folder: Path) -> Out
     measuring = bool(outcome.refused) and outcome.refused <= IMPRECISE_CODES
     if not (runnable or measuring):
         return outcome
+    stock_document(folder.parent)
     previous = os.environ.get("ERGON_DEFINITIONS")
     os.environ["ERGON_DEFINITIONS"] = str(folder)
     try:

@@ -37,14 +37,13 @@ ANSWERER = "soundness-checker"
 
 @pytest.fixture
 def world(tmp_path, monkeypatch, prefect_api, store) -> Path:
-    """The store, the Prefect server, an answerer, a document ``doc-1``; no background chains."""
-    from flows import documents, people, tokens
+    """The store, the Prefect server, an answerer; no background chains (``doc-1`` is stocked per folder)."""
+    from flows import people, tokens
 
     people.add_user(ANSWERER, admin=True)
     monkeypatch.setenv("ERGON_TOKEN", tokens.create(ANSWERER).token)  # how `ergon tasks answer` proves who answers
     monkeypatch.delenv("ERGON_MODEL", raising=False)
     monkeypatch.setenv("ERGON_CHAIN_MAX_DEPTH", "0")  # the property starts the chained definition itself
-    documents.create("doc-1.txt", "The first document: twelve words of plain text for the runs to read.", id="doc-1")
     return tmp_path
 
 
