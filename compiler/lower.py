@@ -322,7 +322,8 @@ def step_node(step: WorkflowStep, needs: list[str]) -> ToolNode | ProcessNode:
 
 def value_schema(value: Any) -> dict[str, Any]:
     """The JSON Schema of a literal value's type: ``{}`` for null, arrays with the one schema all
-    their items share (none when they differ or there are none), objects with their properties'."""
+    their items share (none when they differ or there are none), objects with their properties',
+    all required."""
     if value is None:
         return {}
     if isinstance(value, bool):
@@ -337,8 +338,9 @@ def value_schema(value: Any) -> dict[str, Any]:
         items = [value_schema(v) for v in value]
         same = items and all(i == items[0] for i in items)
         return {"type": "array", **({"items": items[0]} if same and items[0] else {})}
-    if isinstance(value, Mapping):
-        return {"type": "object", "properties": {str(k): value_schema(v) for k, v in value.items()}}
+    if isinstance(value, Mapping):  # the shape of the value: a run input replacing the var keeps it
+        return {"type": "object", "properties": {str(k): value_schema(v) for k, v in value.items()},
+                "required": [str(k) for k in value]}
     return {}
 
 

@@ -382,36 +382,36 @@ def _fan_out(schema: Any, node: ForeachNode | BranchNode, path: DocPath, ws: Any
     if target is None or not isinstance(items, dict):
         return
     bodies = [node.node] if isinstance(node, ForeachNode) else [arm.node for arm in node.branches]
-    kinds: set[str] = set()
-    for body in bodies:
-        one = {"object"} if not isinstance(node.collect, str) else _output_kinds(body, ws)
-        if one is None:
-            return
-        kinds |= one
     where = (*path, "collect") if isinstance(node.collect, str) else (*path, "collect", "into")
-    collected: dict[str, Any] = {"type": sorted(kinds)}
+    item_schema = {**{k: target[k] for k in ("$defs", "definitions") if k in target}, **items}
     if not isinstance(node.collect, str) and node.collect is not None:  # an envelope: its keys are known
-        collected = {"type": "object", "properties": {k: {} for k in node.collect.include}, "required": list(node.collect.include)}
-    if kinds and _may_not_fit(collected, {**{k: target[k] for k in ("$defs", "definitions") if k in target}, **items}):
-        what = "an envelope object per item" if not isinstance(node.collect, str) else f"{' or '.join(sorted(kinds))} outputs"
+        outputs: list[dict[str, Any] | None] = [{"type": "object", "properties": {k: {} for k in node.collect.include},
+                                                 "required": list(node.collect.include)}]
+        what = "an envelope object per item"
+    else:
+        outputs = [_output_schema(body, ws) for body in bodies]
+        what = "each body's output"
+    if any(_may_not_fit(output, item_schema) for output in outputs if output is not None):
         yield Finding("write-type", where,
-                      f"`collect` writes {what} into `{into}`, whose items ({_shown(_strip(items))}) cannot always take them",
+                      f"`collect` writes {what} into `{into}`, whose items ({_shown(_strip(items))}) cannot always take it",
                       hint=f"give `{into}` items of the type collected (or no `items`), or collect another field")
 
 
-def _output_kinds(body: Any, ws: Any) -> set[str] | None:
-    """The JSON types of a fan-out body's output (what a plain ``collect`` keeps per item; None: unknown)."""
+def _output_schema(body: Any, ws: Any) -> dict[str, Any] | None:
+    """The schema of a fan-out body's output (what a plain ``collect`` keeps per item; None:
+    unknown): a fixed update's or a model's answer holds the fields the body writes."""
     from compiler.ir import ToolNode
 
     if isinstance(body, (InteractionNode, AgentNode)):
-        return {"object"}
+        return {"type": "object", "properties": {w: {} for w in body.writes}, "required": list(body.writes)}
     if isinstance(body, ToolNode):
         if body.config is not None and body.config.context_update:
-            return {"object"}
+            keys = [str(k) for k in body.config.context_update]
+            return {"type": "object", "properties": {k: {} for k in keys}, "required": keys}
         signature = ws.tools.signature(body.tool) if body.tool else None
-        return set(signature.result) if signature is not None and signature.result is not None else None
+        return {"type": sorted(signature.result)} if signature is not None and signature.result is not None else None
     if isinstance(body, ProcessNode):
-        return None if body.returns is not None and body.returns.from_ else {"object"}
+        return None if body.returns is not None and body.returns.from_ else {"type": "object"}
     return None
 
 

@@ -367,3 +367,13 @@ def test_javascript_code_is_passed_as_written_while_its_data_are_interpolated():
     node = compile_plan(ws, "js_step").nodes["runJavascriptCode"]
     assert node.body_as(ToolNode).input == {"code": "`${invoices.length} invoices`", "data": {"invoices": "{{invoices}}"}}
     assert node.verbatim_inputs() == {"code"}
+
+
+def test_a_var_of_an_object_value_is_typed_by_its_whole_shape():
+    # a run input replacing the var keeps the value's shape: `${title.kind}` reads a required member
+    from compiler.lower import value_schema
+
+    assert value_schema({"kind": "x", "owner": {"name": "Ada"}}) == {
+        "type": "object", "required": ["kind", "owner"],
+        "properties": {"kind": {"type": "string"},
+                       "owner": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}}
