@@ -429,9 +429,9 @@ def _chained_map(schema: Any, upstream: Any, trigger: OnCompleteTrigger, path: D
                               f"`{reference.group(1)}` of `{trigger.definition}` ({_shown(_strip(source or {}))}) is passed "
                               f"whole to `{key}` ({_shown(_strip(target))}), which cannot always take it: a chained start "
                               "would be refused", hint=f"map a value of the type `{key}` takes, or change one of the schemas")
-        elif filtered_schema(value) is not None and _may_not_fit(filtered_schema(value), target):
+        elif (filtered := filtered_schema(value)) is not None and _may_not_fit(filtered, target):
             yield Finding("write-type", where,
-                          f"`{value.strip()}` renders {_shown(filtered_schema(value))} into `{key}` ({_shown(_strip(target))}), "
+                          f"`{value.strip()}` renders {_shown(filtered)} into `{key}` ({_shown(_strip(target))}), "
                           "which cannot always take it: a chained start would be refused",
                           hint=f"map a value of the type `{key}` takes")
         elif isinstance(value, str) and _has_template(value) and not _one_expression(value):
@@ -470,9 +470,9 @@ def _inputs(schema: Any, target_schema: Any, mapping: dict[str, Any], path: DocP
                               f"`{reference.group(1)}` ({_shown(_strip(source or {}))}) is passed whole to {whose} `{key}` "
                               f"({_shown(_strip(target))}), which cannot always take it",
                               hint=f"pass a value of the type {whose} `{key}` takes, or change one of the schemas")
-        elif filtered_schema(value) is not None and _may_not_fit(filtered_schema(value), target):
+        elif (filtered := filtered_schema(value)) is not None and _may_not_fit(filtered, target):
             yield Finding("write-type", where,
-                          f"`{value.strip()}` renders {_shown(filtered_schema(value))} into {whose} `{key}` "
+                          f"`{value.strip()}` renders {_shown(filtered)} into {whose} `{key}` "
                           f"({_shown(_strip(target))}), which cannot always take it",
                           hint=f"pass a value of the type {whose} `{key}` takes")
         elif isinstance(value, str) and _has_template(value) and not _one_expression(value):
