@@ -45,9 +45,9 @@ from typing import Any, Literal, Optional
 import pydantic
 from prefect import flow
 from prefect.context import FlowRunContext
-from prefect.exceptions import Pause
+from prefect.exceptions import Pause, PrefectHTTPStatusError
 from prefect.flow_runs import FlowPauseTimeout, apause_flow_run, asuspend_flow_run
-from prefect.input import RunInput
+from prefect.input import RunInput, keyset_from_paused_state
 from prefect.runtime import flow_run
 
 from flows import humans
@@ -114,7 +114,66 @@ async def _await_answer(fields: list[dict[str, Any]], model_name: str, prompt: s
                                                poll_interval=ANSWER_POLL_SECONDS, key=key)
     except FlowPauseTimeout:
         return None
+    except PrefectHTTPStatusError as exc:
+        if not _form_saved_before(exc):
+            raise
+        # the run is Paused and its form stored: the wait goes on exactly as Prefect's own would
+        await _form_stored(model, key, suspended=False)
+        run_input = await _resumed_input(model, key, wait)
+        if run_input is None:
+            return None
     return await _received(run_input, fields if proof else None)
+
+
+def _form_saved_before(exc: PrefectHTTPStatusError) -> bool:
+    """Whether Prefect refused the pause's form because the server already holds it.
+
+    A pause (or suspension) saves its form — the ``…-schema`` flow-run input — once the run is
+    Paused. When the server stores it and its reply is lost (the server killed at that moment),
+    Prefect's client sends the request again once the server is back, and the server refuses
+    the second copy with 409: the pause stands and its form is there."""
+    return exc.response.status_code == 409 and exc.request.url.path.endswith("/input")
+
+
+async def _form_stored(model: type[RunInput], key: str, *, suspended: bool) -> Any:
+    """Finish what Prefect's pause did not after its form was refused as already stored: the
+    form's description (saved after the form) and the run's current state, returned."""
+    from prefect.client.orchestration import get_client
+    from prefect.input.actions import acreate_flow_run_input
+    from prefect.states import Paused, Suspended
+
+    ctx = FlowRunContext.get()
+    assert ctx is not None and ctx.flow_run is not None, "a pause waits inside a flow run"
+    description = model._description if isinstance(model._description, str) else None
+    if description:  # the keys are named after the state: ``paused-…`` or ``suspended-…``
+        keyset = keyset_from_paused_state((Suspended if suspended else Paused)(pause_key=key))
+        try:
+            await acreate_flow_run_input(key=keyset["description"], value=description, flow_run_id=ctx.flow_run.id)
+        except PrefectHTTPStatusError as exc:
+            if exc.response.status_code != 409:
+                raise
+    async with get_client() as client:
+        return (await client.read_flow_run(ctx.flow_run.id)).state
+
+
+async def _resumed_input(model: type[RunInput], key: str, wait: int) -> Any:
+    """The input of the current flow run's pause ``key`` once the run is resumed; None when it is
+    not resumed within ``wait`` seconds."""
+    import anyio
+    from prefect.client.orchestration import get_client
+    from prefect.states import Paused
+
+    ctx = FlowRunContext.get()
+    assert ctx is not None and ctx.flow_run is not None, "a pause waits inside a flow run"
+    keyset = keyset_from_paused_state(Paused(pause_key=key))
+    async with get_client() as client:
+        with anyio.move_on_after(wait):
+            while True:
+                state = (await client.read_flow_run(ctx.flow_run.id)).state
+                if state is not None and state.is_running():
+                    return await model.aload(keyset)
+                await anyio.sleep(ANSWER_POLL_SECONDS)
+    return None
 
 
 @functools.cache
@@ -140,10 +199,19 @@ async def _suspend_for_answer(fields: list[dict[str, Any]], model_name: str, pro
     model = run_input_model(fields, model_name, description=prompt, proof=proof)
     # The key fired before (this is the re-entry after the resume): Prefect rejects the new
     # suspension and returns the input stored with the resume.
-    run_input: Any = await asuspend_flow_run(wait_for_input=model, flow_run_id=ctx.flow_run.id, key=key)
+    request = getattr(ctx, "flow_run_suspension_request", None)
+    try:
+        run_input: Any = await asuspend_flow_run(wait_for_input=model, flow_run_id=ctx.flow_run.id, key=key)
+    except PrefectHTTPStatusError as exc:
+        if not _form_saved_before(exc):
+            raise
+        # the run is Suspended and its form stored (see _await_answer): suspend as Prefect would
+        state = await _form_stored(model, key, suspended=True)
+        if request is not None:
+            request.mark_requested(state)
+        raise RunSuspended("suspended until the task is answered", state=state) from None
     if run_input is not None:
         return await _received(run_input, fields if proof else None)
-    request = getattr(ctx, "flow_run_suspension_request", None)
     state = request.get_state() if request is not None else None
     raise RunSuspended("suspended until the task is answered", state=state)
 
