@@ -15,6 +15,9 @@ no entry.
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 from compiler.tool_signatures import Parameter, Signature
 
 _STRING = frozenset({"string"})
@@ -35,8 +38,36 @@ def _sig(result: frozenset[str], **params: _Spec) -> Signature:
                      any_keyword=False, result=result)
 
 
-#: Built-in tool → its signature.
-BUILTIN_SIGNATURES: dict[str, Signature] = {
+def _object(**members: dict[str, Any]) -> dict[str, Any]:
+    """An object that always holds ``members`` (and may hold others)."""
+    return {"type": "object", "properties": members, "required": list(members)}
+
+
+_STRING_SCHEMA: dict[str, Any] = {"type": "string"}
+
+#: The whole result of the built-ins whose result is fixed by their code: what a step's
+#: ``${output.member}`` reads is typed by it (``tests/tools`` runs the ones that need no store or
+#: model and validates what they return).
+_RESULTS: dict[str, dict[str, Any]] = {
+    "noop": {"type": "object"},
+    "log": _object(logged=_STRING_SCHEMA),
+    "sleep": _object(slept={"type": "number"}),
+    "createDocument": _object(document={"type": "object"}),
+    "updateDocument": _object(document={"type": "object"}),
+    "deleteDocument": _object(deleted=_STRING_SCHEMA),
+    "extractText": _object(text=_STRING_SCHEMA, hasText={"type": "boolean"}),
+    "executeInteraction": _object(result={}),
+    "generateText": _object(text=_STRING_SCHEMA),
+    "translateText": _object(translatedText=_STRING_SCHEMA),
+    "summarizeText": _object(summary=_STRING_SCHEMA),
+    "analyzeSentiment": _object(sentiment={"type": "string", "enum": ["positive", "negative", "neutral", "mixed"]}),
+    "classifyText": _object(category=_STRING_SCHEMA),
+    "extractEntities": _object(entities={"type": "array", "items": _object(text=_STRING_SCHEMA, type=_STRING_SCHEMA)}),
+    "runJavascriptCode": _object(result={}),
+}
+
+
+_DECLARED: dict[str, Signature] = {
     # agents' working tools
     "think": _sig(_OBJECT, thought=(_STRING, True)),
     "plan": _sig(_OBJECT, steps=(_ARRAY, True)),
@@ -84,3 +115,7 @@ BUILTIN_SIGNATURES: dict[str, Signature] = {
     "steer_workstream": _sig(_OBJECT, launch_id=(_STRING, True), command=(_STRING, True), message=(_STRING, True)),
     "terminate_workstream": _sig(_OBJECT, launch_id=(_STRING, True)),
 }
+
+#: Built-in tool → its signature (with its whole result's schema where :data:`_RESULTS` has it).
+BUILTIN_SIGNATURES: dict[str, Signature] = {name: dataclasses.replace(signature, result_schema=_RESULTS.get(name))
+                                            for name, signature in _DECLARED.items()}

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 #: JSON types: what a value of each built-in hint can be
 _NAMED: dict[str, frozenset[str]] = {
@@ -52,6 +53,24 @@ class Signature:
     parameters: dict[str, Parameter] = field(default_factory=dict)
     any_keyword: bool = False
     result: frozenset[str] | None = None
+    #: the result's whole JSON schema, where it is known (the built-ins); None: only its types
+    result_schema: dict[str, Any] | None = None
+
+    def result_shape(self) -> dict[str, Any] | None:
+        """The result as a schema the checker compares: the whole one when known, else its
+        types marked :data:`UNKNOWN_MEMBERS` (a ``dict`` or ``list`` hint says nothing of the
+        members, and the checker does not hold them against a target); None: unknown."""
+        if self.result_schema is not None:
+            return self.result_schema
+        if self.result is None:
+            return None
+        return {"type": sorted(self.result), "$comment": UNKNOWN_MEMBERS}
+
+
+#: The ``$comment`` of a result schema built from a type hint alone: its members are unknown,
+#: and trusted to fit (a declared schema without ``items`` or ``properties`` takes any member,
+#: and is not).
+UNKNOWN_MEMBERS = "a tool's result, typed by its hint alone: members unknown"
 
 
 def python_signatures(path: Path) -> dict[str, Signature]:

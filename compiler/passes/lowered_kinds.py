@@ -72,13 +72,11 @@ from compiler.lower import (
     workflow_inputs,
 )
 from compiler.passes.tool_calls import _argument_problem
-from compiler.tool_signatures import json_type
+from compiler.tool_signatures import UNKNOWN_MEMBERS, json_type
 from compiler.passes.write_types import (
     _REFERENCE,
-    _disjoint,
     _field_schema,
     _fits,
-    _kinds,
     _may_not_fit,
     _path_schema,
     _shown,
@@ -641,10 +639,12 @@ def _read_schema(defn: WorkflowDef, ws, schema: dict[str, Any]) -> dict[str, Any
     inputs = workflow_inputs(defn)
     for name in {step.output for step in defn.steps if step.output} - set(inputs):
         kinds: set[str] = set()
+        shapes: list[dict[str, Any] | None] = []
         if name in defn.vars:
             if has_refs(defn.vars[name]):
                 continue
             kinds.add(json_type(defn.vars[name]))
+            shapes.append(None)
         for step in defn.steps:
             if step.output != name:
                 continue
@@ -653,9 +653,12 @@ def _read_schema(defn: WorkflowDef, ws, schema: dict[str, Any]) -> dict[str, Any
             if result is None or step.projection:  # a projection reshapes the result
                 break
             kinds |= result
+            shapes.append(signature.result_schema if signature else None)
         else:
-            if kinds:
-                props[name] = {"type": sorted(kinds)}
+            if len(shapes) == 1 and shapes[0] is not None:  # one built-in writes it: its whole result
+                props[name] = shapes[0]
+            elif kinds:  # the types only: the members of a value are not held against a target
+                props[name] = {"type": sorted(kinds), "$comment": UNKNOWN_MEMBERS}
     return {**schema, "properties": props}
 
 
@@ -683,7 +686,7 @@ def _typed_names(defn: WorkflowDef, ws, schema: dict[str, Any]) -> Iterator[Find
             problem = _may_not_fit(source, target)
             given = f"`${{{reference.group(1)}}}` ({_shown(_strip(source or {}))})"
         else:
-            problem = isinstance(rendered, str) and _disjoint({"string"}, _kinds(target))
+            problem = isinstance(rendered, str) and _may_not_fit({"type": "string"}, target)
             given = "its text (a string)"
         if problem:
             yield Finding("write-type", ("vars", name), f"computed var `{name}` is {given}, which its input_schema "
@@ -694,12 +697,12 @@ def _typed_names(defn: WorkflowDef, ws, schema: dict[str, Any]) -> Iterator[Find
         if target is None or step.output is None:
             continue
         signature = ws.tools.signature(step.name) if step.type == "activity" else None
-        result = frozenset({"object"}) if step.type == "workflow" else signature.result if signature else None
-        accepted = _kinds(target)
-        if result is not None and accepted is not None and not result <= accepted:
-            yield Finding("write-type", ("steps", i, "output"), f"the step's result ({' or '.join(sorted(result))}) is "
+        shape = {"type": "object", "$comment": UNKNOWN_MEMBERS} if step.type == "workflow" \
+            else signature.result_shape() if signature else None
+        if shape is not None and not step.projection and _may_not_fit(shape, target):
+            yield Finding("write-type", ("steps", i, "output"), f"the step's result ({_shown(_strip(shape))}) is "
                           f"written into `{step.output}`, whose input_schema property ({_shown(_strip(target))}) cannot "
-                          "take it", hint="write the result into a name of its own")
+                          "always take it", hint="write the result into a name of its own")
 
 
 def _child_params(step: Any, ws, schema: dict[str, Any], base: tuple) -> Iterator[Finding]:

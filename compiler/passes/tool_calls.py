@@ -78,7 +78,7 @@ def check(unit, ws) -> Iterator[Finding]:
                               hint=_takes(node.tool, signature.parameters))
             if node.output and signature.result is not None and not _collected(site):
                 target = _field_schema(schema, node.output)
-                if _may_not_fit({"type": sorted(signature.result)}, target):
+                if _may_not_fit(signature.result_shape(), target):
                     yield Finding("write-type", (*site.path, "output"),
                                   f"tool `{node.tool}` returns {_named(signature.result)}, which `{node.output}` "
                                   f"({_shown(_strip(target or {}))}) cannot always take: the write would be refused",

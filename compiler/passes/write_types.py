@@ -69,7 +69,7 @@ from compiler.ir import (
     WorkflowDef,
 )
 from compiler.templates import is_template
-from compiler.tool_signatures import json_type
+from compiler.tool_signatures import UNKNOWN_MEMBERS, json_type
 from compiler.walk import iter_definitions, iter_nodes
 
 #: a template that is exactly one reference to a (dotted) field: ``{{ order.total }}``
@@ -339,11 +339,16 @@ def _may_not_fit(source: dict[str, Any] | None, target: dict[str, Any] | None) -
     if not given <= taken and not (given - {"integer"} <= taken and "number" in taken):
         return True
     roots = {k: v for k, v in {**source, **target}.items() if k in ("$defs", "definitions")}
-    if given == {"array"} and isinstance(source.get("items"), dict) and isinstance(target.get("items"), dict):
-        return _may_not_fit({**roots, **source["items"]}, {**roots, **target["items"]})
+    hinted = source.get("$comment") == UNKNOWN_MEMBERS  # a tool's `dict`/`list` hint: its members trusted
+    if given == {"array"} and isinstance(target.get("items"), dict):
+        if isinstance(source.get("items"), dict):
+            return _may_not_fit({**roots, **source["items"]}, {**roots, **target["items"]})
+        # a declared list without `items` holds anything; typed items refuse some of it
+        return not hinted and _refuses_some({**roots, **target["items"]})
     if given == {"object"}:
         needed, promised = target.get("required"), source.get("required")
-        known = isinstance(source.get("properties"), dict)  # an object of unknown shape (a `dict` hint) may hold them
+        # a declared object without `properties` promises none of them; a hinted `dict` may hold them
+        known = isinstance(source.get("properties"), dict) or not hinted
         if known and isinstance(needed, list) and needed and not set(needed) <= set(promised if isinstance(promised, list) else []):
             return True  # the target requires a property the source does not promise
         mine, theirs = source.get("properties"), target.get("properties")
@@ -351,6 +356,16 @@ def _may_not_fit(source: dict[str, Any] | None, target: dict[str, Any] | None) -
             return any(isinstance(mine.get(k), dict) and isinstance(v, dict) and _may_not_fit({**roots, **mine[k]}, {**roots, **v})
                        for k, v in theirs.items() if k in mine)
     return False
+
+
+#: What a template of text and ``{{ }}`` renders: any string (a field of listed values may refuse it).
+_TEXT: dict[str, Any] = {"type": "string"}
+
+
+def _refuses_some(schema: dict[str, Any]) -> bool:
+    """Whether ``schema`` refuses some value: a type, listed values or required properties
+    (unknown — ``$ref``, combinators — never)."""
+    return _kinds(schema) is not None or bool(schema.get("required"))
 
 
 def _disjoint(given: set[str] | None, taken: set[str] | None) -> bool:
@@ -409,7 +424,7 @@ def _output_schema(body: Any, ws: Any) -> dict[str, Any] | None:
             keys = [str(k) for k in body.config.context_update]
             return {"type": "object", "properties": {k: {} for k in keys}, "required": keys}
         signature = ws.tools.signature(body.tool) if body.tool else None
-        return {"type": sorted(signature.result)} if signature is not None and signature.result is not None else None
+        return signature.result_shape() if signature is not None else None
     if isinstance(body, ProcessNode):
         return None if body.returns is not None and body.returns.from_ else {"type": "object"}
     return None
@@ -435,10 +450,10 @@ def _chained_map(schema: Any, upstream: Any, trigger: OnCompleteTrigger, path: D
                           "which cannot always take it: a chained start would be refused",
                           hint=f"map a value of the type `{key}` takes")
         elif isinstance(value, str) and _has_template(value) and not _one_expression(value):
-            if _disjoint({"string"}, _kinds(target)):
+            if _may_not_fit(_TEXT, target):
                 yield Finding("write-type", where,
-                              f"the map renders text (a string) into `{key}` ({_shown(_strip(target))}), which cannot take "
-                              "it: every chained start would be refused",
+                              f"the map renders text (a string) into `{key}` ({_shown(_strip(target))}), which cannot always "
+                              "take it: a chained start would be refused",
                               hint=f"map exactly one `{{{{ field }}}}` of the type `{key}` takes")
         elif not _has_template(value) and not _fits(target, value):
             yield Finding("write-type", where,
@@ -476,10 +491,10 @@ def _inputs(schema: Any, target_schema: Any, mapping: dict[str, Any], path: DocP
                           f"({_shown(_strip(target))}), which cannot always take it",
                           hint=f"pass a value of the type {whose} `{key}` takes")
         elif isinstance(value, str) and _has_template(value) and not _one_expression(value):
-            if _disjoint({"string"}, _kinds(target)):
+            if _may_not_fit(_TEXT, target):
                 yield Finding("write-type", where,
                               f"the input renders text (a string) into {whose} `{key}` ({_shown(_strip(target))}), "
-                              "which cannot take it", hint=f"pass exactly one `{{{{ field }}}}` of the type `{key}` takes")
+                              "which cannot always take it", hint=f"pass exactly one `{{{{ field }}}}` of the type `{key}` takes")
         elif not _has_template(value) and not _fits(target, value):
             yield Finding("write-type", where,
                           f"the input value {_shown(value)} does not fit {whose} `{key}` ({_shown(_strip(target))})",

@@ -123,3 +123,29 @@ def test_the_checker_knows_the_parameters_and_results_of_every_registered_built_
             assert param.kinds == _schema_kinds(schema["properties"][pname]), (name, pname)
         assert signature.result == _result_kinds(REGISTRY[name].fn.__wrapped__ if hasattr(REGISTRY[name].fn, "__wrapped__")
                                                  else REGISTRY[name].fn), name
+
+
+def test_what_the_built_ins_return_fits_the_whole_result_the_checker_reads(run_ctx, home, monkeypatch):
+    """``${output.member}`` of a built-in's step is typed by ``compiler.builtin_signatures``'s
+    result schema: each built-in that has one returns a value of it (on the offline model)."""
+    import jsonschema
+
+    from compiler.builtin_signatures import BUILTIN_SIGNATURES
+    from flows import documents
+
+    monkeypatch.delenv("ERGON_MODEL", raising=False)
+    doc = documents.create("note.txt", "Some text.")
+    text = "Acme Corp signed the contract in Paris on 3 May."
+    calls = {
+        "noop": {}, "log": {"message": {"any": "value"}}, "sleep": {"duration": 0},
+        "createDocument": {"type": "Note", "content": "x"}, "updateDocument": {"document": doc["id"], "content": "y"},
+        "extractText": {"document": doc["id"]}, "generateText": {"prompt": "A title"},
+        "translateText": {"text": text, "targetLanguage": "French"}, "summarizeText": {"text": text},
+        "analyzeSentiment": {"text": text}, "classifyText": {"text": text, "categories": ["contract", "invoice"]},
+        "extractEntities": {"text": text}, "runJavascriptCode": {"code": "1 + 1"},
+        "deleteDocument": {"document": doc["id"]},
+    }
+    with_schema = {name for name, signature in BUILTIN_SIGNATURES.items() if signature.result_schema is not None}
+    assert with_schema - set(calls) == {"executeInteraction"}, "every built-in with a whole result is run here"
+    for name, args in calls.items():
+        jsonschema.validate(call(name, args), BUILTIN_SIGNATURES[name].result_schema)
