@@ -22,6 +22,8 @@ from compiler.tools import ToolCatalogue
 DEFINITION_SUFFIXES = (".yaml", ".yml", ".json")
 #: Folders under a definitions folder that hold something other than definitions.
 SKIPPED_FOLDERS = frozenset({"tools", "fixtures", ".ergon", "__pycache__"})
+#: Test files (``ergon test``) are not definitions.
+TEST_SUFFIXES = (".test.yaml", ".test.yml")
 
 
 @dataclass
@@ -96,7 +98,8 @@ def definition_files(folder: Path) -> list[Path]:
         if p.suffix in DEFINITION_SUFFIXES and p.is_file():
             rel = p.relative_to(folder).parts
             if not any(part in SKIPPED_FOLDERS or part.startswith(".") for part in rel[:-1]):
-                if p.name != "manifest.yaml":
+                # test files of `ergon test` (flows.testing) sit beside definitions, and are not ones
+                if p.name != "manifest.yaml" and not p.name.endswith(TEST_SUFFIXES):
                     out.append(p)
     return out
 

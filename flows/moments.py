@@ -44,7 +44,9 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 log = logging.getLogger("ergon.moments")
@@ -86,9 +88,28 @@ def on(moment: str, hook: Callable[..., Any]) -> Callable[[], None]:
     return lambda: hooks.remove(hook) if hook in hooks else None
 
 
+#: True where announced moments reach no hook (:func:`unannounced`).
+_UNANNOUNCED: ContextVar[bool] = ContextVar("ergon_unannounced", default=False)
+
+
+@contextmanager
+def unannounced() -> Iterator[None]:
+    """Within this context (and the tasks and threads it starts), :func:`announce` calls no hook:
+    the runs of ``ergon test`` (:mod:`flows.testing`) send no Prefect event an automation could
+    act on and start no trigger. The moments of one execution (:func:`call`) still run: they are
+    part of the run."""
+    token = _UNANNOUNCED.set(True)
+    try:
+        yield
+    finally:
+        _UNANNOUNCED.reset(token)
+
+
 def announce(moment: str, *args: Any) -> list[Any]:
     """Call every hook of ``moment`` with ``args``; returns what they returned (None for one that
-    failed: it is logged, not raised)."""
+    failed: it is logged, not raised). None is called within :func:`unannounced`."""
+    if _UNANNOUNCED.get():
+        return []
     try:
         hooks = _hooks(moment)
     except Exception:  # noqa: BLE001 - a hook that cannot even load must not stop the moment

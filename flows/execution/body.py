@@ -90,6 +90,15 @@ async def execute(plan: Plan, params: dict[str, Any], request: RunRequest, backe
     return result
 
 
+async def execute_alone(plan: Plan, params: dict[str, Any], request: RunRequest, backend: Backend) -> RunResult:
+    """One execution of the run without what acts around it: no ``run.around`` (a schedule's
+    retries) and no ``run.ended`` (``on_complete`` chains starting other definitions). A test
+    case's run is this (:mod:`flows.testing`): it tests its definition, not what follows it."""
+    if request.catalog is None:
+        request.catalog = _default_catalog()
+    return await _execute_once(plan, params, request, backend)
+
+
 async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest, backend: Backend) -> RunResult:
     inputs = {k: v for k, v in params.items() if v is not None}
     catalog = request.catalog
