@@ -1,0 +1,15 @@
+"""``ergon test``: tests of definitions, written as YAML beside them and run in-process.
+
+One concept per module, in the order a test goes through them:
+
+* :mod:`~flows.testing.spec` — the ``*.test.yaml`` format, loaded with positions;
+* :mod:`~flows.testing.checks` — what a test file names, checked against the definitions;
+* :mod:`~flows.testing.doubles` — a case's tool and interaction stand-ins, and the calls counted;
+* :mod:`~flows.testing.backend` — the run's executor and pauses without Prefect;
+* :mod:`~flows.testing.runner` — every case through the real flow body on a temporary store;
+* :mod:`~flows.testing.compare` — expected against actual, as readable differences;
+* :mod:`~flows.testing.coverage` — the nodes and moves the cases took, per definition;
+* :mod:`~flows.testing.junit` — the results as JUnit XML for CI systems.
+
+Nothing here imports Prefect: a test run never starts a server or a subprocess.
+"""

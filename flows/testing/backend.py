@@ -1,0 +1,136 @@
+"""What a test case's run executes with instead of Prefect: visits in-process, people from the test file.
+
+The flow body (:func:`flows.execution.body.execute_alone`) takes a ``Backend``; Prefect's
+(:mod:`flows.prefect.build`) makes each visit a task run and waits for people through Prefect's
+pauses. :class:`InProcessBackend` runs the same body with:
+
+* :class:`AttemptLoop` as the engine's ``Executor``: the node's retry policy — as many attempts,
+  the same errors never retried, the same ``retry_on`` kinds (:data:`ERROR_KINDS`, kept equal to
+  Prefect executor's by a test) and ``timeout_seconds`` — but no delay between attempts: a test
+  checks what a retry does, not how long it waits;
+* :class:`AnsweringPauses` as the ``Pauses`` port: a human task whose node the case answers
+  (``mocks.tasks``) is answered through :func:`flows.humans.answer`, the rules every channel
+  uses (who may answer, the fields' checks), as the case's person; a task the case does not
+  answer ends the run ``paused``, as a run suspended for a person does;
+* sub-processes run by the same body, in the same process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from compiler.plan import Plan, PlanNode
+from flows import humans
+from flows.execution.body import execute_alone
+from flows.execution.request import RunRequest
+from flows.runtime.effects import AnswerWait, Pauses, RunResult
+from flows.runtime.errors import BudgetExhausted, InputRejected, NodeFailed, NoTransition, RunCancelled, WriteRejected
+from flows.store import tasks as task_store
+from flows.testing.spec import TaskAnswer
+
+#: Errors that retrying cannot fix (as Prefect's executor has them).
+NEVER_RETRIED = (WriteRejected, NoTransition, RunCancelled, InputRejected, BudgetExhausted)
+#: Error kinds a retry policy may name, beyond exception class names (as Prefect's executor has them).
+ERROR_KINDS: dict[str, tuple[str, ...]] = {
+    "timeout": ("TimeoutError", "TimedOut", "ReadTimeout", "ConnectTimeout"),
+    "rate_limit": ("RateLimitError", "TooManyRequests"),
+    "server_error": ("InternalServerError", "ServiceUnavailableError", "APIError", "BadGatewayError"),
+    "connection": ("ConnectionError", "APIConnectionError", "ConnectError"),
+}
+#: Who answers a task when the test names nobody and the task names no single user.
+DEFAULT_PERSON = "tester"
+
+
+def retried(exc: BaseException, retry_on: list[str]) -> bool:
+    """Whether a node whose policy lists ``retry_on`` is tried again after ``exc``."""
+    if isinstance(exc, NEVER_RETRIED):
+        return False
+    names = {n for kind in retry_on for n in ERROR_KINDS.get(kind, (kind,))}
+    return not names or bool({cls.__name__ for cls in type(exc).__mro__} & names)
+
+
+class AttemptLoop:
+    """The engine's ``Executor`` for tests (see the module docstring)."""
+
+    async def visit(self, node: PlanNode, run_name: str, attempt_fn: Callable[[int], Awaitable[Any]]) -> Any:
+        policy = node.retry
+        attempt = 1
+        while True:
+            try:
+                if policy.timeout_seconds:
+                    return await asyncio.wait_for(attempt_fn(attempt), policy.timeout_seconds)
+                return await attempt_fn(attempt)
+            except Exception as exc:
+                if attempt > policy.retries or not retried(exc, policy.retry_on):
+                    raise
+                attempt += 1
+
+
+class CasePaused(BaseException):  # noqa: N818 - a signal, as Prefect's own pause is
+    """A human task the case does not answer: the run stops here, ``paused``.
+
+    A BaseException, like Prefect's suspension, so that no node body or retry takes it for a
+    failure; ``visit_status`` has the engine record the visit ``paused``."""
+
+    visit_status = "paused"
+
+    def __init__(self, node_id: str) -> None:
+        super().__init__(f"the human task of `{node_id}` waits for a person (the case gives no answer in mocks.tasks)")
+        self.node_id = node_id
+
+
+class AnsweringPauses:
+    """The ``Pauses`` port answering from ``mocks.tasks`` (see the module docstring)."""
+
+    flow_run_id: str | None = None
+
+    def __init__(self, answers: dict[str, TaskAnswer]) -> None:
+        self._answers = answers
+
+    def can_suspend(self, timeout: float | None) -> bool:
+        return False
+
+    async def wait_for_answer(self, wait: AnswerWait) -> dict[str, Any] | None:
+        task = task_store.get_task(wait.task_id)
+        assert task is not None, "a task created a moment ago is gone"
+        given = self._answers.get(task.node_id)
+        if given is None:
+            raise CasePaused(task.node_id)
+        assignee = task.assignee or ""
+        group = assignee.removeprefix("group:") if assignee.startswith("group:") else None
+        name = given.as_ or (assignee if assignee and group is None else DEFAULT_PERSON)
+        # The case's person belongs to the task's group: the test says who answers, the temporary
+        # store has no users. A task assigned to one user is still refused to anyone else.
+        who = humans.Actor(name=name, groups=frozenset({group} if group else ()))
+        try:
+            answered = humans.answer(task.id, who, given.answer, via="api", hooks=False)
+        except humans.TaskRefused as exc:
+            raise NodeFailed(f"the test's answer to the task of `{task.node_id}` was refused: {exc}",
+                             kind="definition") from None
+        return dict(answered.task.answer or {})
+
+    async def release(self) -> None:
+        """Nothing to release: the run never left this process."""
+
+
+class InProcessBackend:
+    """The flow body's ``Backend`` for a test case (see the module docstring)."""
+
+    flow_run_id: str | None = None
+
+    def __init__(self, pauses: AnsweringPauses) -> None:
+        self.pauses: Pauses = pauses
+
+    async def executor(self) -> AttemptLoop:
+        return AttemptLoop()
+
+    async def run_subflow(self, plan: Plan, params: dict[str, Any], request: RunRequest) -> RunResult:
+        return await execute_alone(plan, params, request, self)
+
+    def cancel_requested(self) -> bool:
+        return False
+
+    def interruption(self) -> str | None:
+        return None

@@ -1,0 +1,176 @@
+"""A test file checked against the definitions it tests, before anything runs.
+
+Everything a test file names must exist: the definition, the nodes of ``expect.route`` and
+``mocks.tasks``, the tools and interactions of ``mocks`` and ``expect.calls``, the context fields
+of ``inputs`` and ``expect.context``, the fields of a task's answer. A mocked interaction answer
+must fit the result schema the model's answer would be held to (the calling node's, derived from
+its ``writes``, else the interaction's own). Each problem is a diagnostic at its place in the
+test file with a hint naming the close choices, like the compiler's own — a typo in a test
+must not pass as a test that fails for another reason, nor as one that never compares.
+
+The checks need the compiled definition only (no store, no model, no Prefect), so ``ergon
+check`` runs them too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from compiler import Diagnostic
+from compiler.builtin_interactions import BUILTIN
+from compiler.errors import choices_hint
+from compiler.ir import HumanTaskNode, InteractionNode
+from compiler.plan import Plan, PlanNode, build_plan
+from compiler.workspace import Unit, Workspace
+from flows.schema import schema_errors
+from flows.testing.spec import Case, LoadedTests, Result
+
+#: The diagnostic codes of test files (beside the compiler's ``unknown-key``, ``missing-field``,
+#: ``wrong-type``, ``bad-value``, ``yaml-syntax`` and ``duplicate-key`` for the file's shape).
+CODES: dict[str, str] = {
+    "unknown-definition": "the definition under test is not in the definitions folder",
+    "broken-definition": "the definition under test has errors of its own (`ergon check` lists them)",
+    "unknown-node": "a node of `expect.route` or `mocks.tasks` that the definition does not have",
+    "unknown-tool": "a tool of `mocks.tools` or `expect.calls` that is not registered",
+    "unknown-interaction": "an interaction of `mocks.interactions` or `expect.calls` that is not defined",
+    "unknown-field": "a field of `inputs`, `expect.context` or a task answer the definition does not declare",
+    "unknown-outcome": "an `expect.outcome` the definition cannot end with",
+    "mock-result": "a mocked interaction answer does not fit the result schema the model's answer is held to",
+}
+
+
+def definition_unit(loaded: LoadedTests, ws: Workspace) -> Unit | None:
+    """The unit of the definition the file tests: by name, or by path (relative to the test
+    file's folder, then to the working folder)."""
+    assert loaded.spec is not None
+    name = loaded.spec.definition
+    for candidate in (Path(loaded.file).parent / name, Path(name)):
+        if candidate.suffix in (".yaml", ".yml", ".json") and candidate.is_file():
+            for unit in ws.units:
+                if Path(unit.file).resolve() == candidate.resolve():
+                    return unit
+    return ws.named("process", "pipeline", "template", "workflow").get(name)
+
+
+def check_test_file(loaded: LoadedTests, ws: Workspace, errors_of: Any) -> tuple[Plan | None, list[Diagnostic]]:
+    """The Plan under test and the problems of the file (empty when it may run).
+
+    ``errors_of(unit)`` gives the definition's own errors (the caller has checked the workspace)."""
+    if loaded.spec is None:
+        return None, list(loaded.diagnostics)
+    unit = definition_unit(loaded, ws)
+    if unit is None:
+        runnable = ws.named("process", "pipeline", "template", "workflow")
+        return None, [loaded.at(("definition",), "unknown-definition",
+                                f"no runnable definition named `{loaded.spec.definition}`",
+                                choices_hint(loaded.spec.definition, runnable, what="definitions"))]
+    own = errors_of(unit)
+    if own:
+        return None, [loaded.at(("definition",), "broken-definition",
+                                f"`{loaded.spec.definition}` has {len(own)} error(s) of its own ({own[0].file}:{own[0].line})",
+                                "run `ergon check` and fix the definition first")]
+    plan = build_plan(unit, ws)
+    found = [d for i, case in enumerate(loaded.spec.cases) for d in _case_problems(loaded, ws, plan, i, case)]
+    return plan, found
+
+
+def all_nodes(plan: Plan) -> Iterator[PlanNode]:
+    """Every node of the Plan, fan-out leaves included."""
+    stack = list(plan.nodes.values())
+    while stack:
+        node = stack.pop(0)
+        yield node
+        stack.extend(node.children.values())
+
+
+def _interactions(ws: Workspace) -> dict[str, Any]:
+    return {**BUILTIN, **{name: unit.defn for name, unit in ws.named("interaction").items()}}
+
+
+def _case_problems(loaded: LoadedTests, ws: Workspace, plan: Plan, i: int, case: Case) -> Iterator[Diagnostic]:
+    base: tuple[str | int, ...] = ("cases", i)
+    fields = list(plan.context_schema.get("properties", {}))
+    tools = ws.tools.names()
+    interactions = _interactions(ws)
+    nodes = {n.id: n for n in all_nodes(plan)}
+
+    def unknown_fields(keys: Iterable[str], path: tuple[str | int, ...], what: str) -> Iterator[Diagnostic]:
+        if not fields:  # a context schema without properties declares no names to hold a key to
+            return
+        for key in keys:
+            if key not in fields:
+                yield loaded.at((*path, key), "unknown-field", f"`{key}` is not a field of {plan.name}'s context ({what})",
+                                choices_hint(key, fields, what="fields"), key=True)
+
+    yield from unknown_fields(case.inputs, (*base, "inputs"), "an input")
+    for name in case.mocks.tools:
+        if name not in tools:
+            yield loaded.at((*base, "mocks", "tools", name), "unknown-tool", f"no tool named `{name}`",
+                            choices_hint(name, tools, what="tools"), key=True)
+    for name, results in case.mocks.interactions.items():
+        where = (*base, "mocks", "interactions", name)
+        if name not in interactions:
+            yield loaded.at(where, "unknown-interaction", f"no interaction named `{name}`",
+                            choices_hint(name, interactions, what="interactions"), key=True)
+            continue
+        yield from _answer_problems(loaded, plan, interactions[name], name, results, where)
+    for node_id, task in case.mocks.tasks.items():
+        where = (*base, "mocks", "tasks", node_id)
+        node = nodes.get(node_id)
+        if node is None or node.type != "human_task":
+            tasks = [n.id for n in nodes.values() if n.type == "human_task"]
+            said = f"`{node_id}` is not a human_task node of {plan.name}" if node is not None \
+                else f"{plan.name} has no node `{node_id}`"
+            yield loaded.at(where, "unknown-node", said, choices_hint(node_id, tasks, what="human-task nodes"), key=True)
+            continue
+        names = [f.name for f in node.body_as(HumanTaskNode).task.fields]
+        for key in task.answer:
+            if key not in names:
+                yield loaded.at((*where, "answer", key), "unknown-field", f"the task of `{node_id}` has no field `{key}`",
+                                choices_hint(key, names, what="its fields"), key=True)
+    expect = case.expect
+    for j, node_id in enumerate(expect.route or []):
+        if node_id not in plan.nodes:
+            yield loaded.at((*base, "expect", "route", j), "unknown-node", f"{plan.name} has no node `{node_id}`",
+                            choices_hint(node_id, plan.nodes, what="nodes"))
+    if expect.outcome is not None:
+        outcomes = plan.finals if plan.control == "state_machine" else ["completed"]
+        if expect.outcome not in outcomes:
+            yield loaded.at((*base, "expect", "outcome"), "unknown-outcome",
+                            f"{plan.name} cannot end with outcome `{expect.outcome}`",
+                            choices_hint(expect.outcome, outcomes, what="its outcomes (final nodes)"))
+    yield from unknown_fields(expect.context or {}, (*base, "expect", "context"), "an expected value")
+    callable_names = sorted({*tools, *interactions})
+    for name in expect.calls or {}:
+        if name not in tools and name not in interactions:
+            yield loaded.at((*base, "expect", "calls", name), "unknown-tool", f"no tool or interaction named `{name}`",
+                            choices_hint(name, callable_names, what="tools and interactions"), key=True)
+
+
+def _answer_problems(loaded: LoadedTests, plan: Plan, interaction: Any, name: str, results: Result | list[Result],
+                     where: tuple[str | int, ...]) -> Iterator[Diagnostic]:
+    """Each mocked answer against every schema a call of the interaction in this Plan is held to."""
+    schemas = [n.result_schema or interaction.result_schema for n in all_nodes(plan)
+               if n.type == "interaction" and n.body_as(InteractionNode).interaction == name]
+    schemas = [s for s in schemas if s] or ([interaction.result_schema] if interaction.result_schema else [])
+    listed = results if isinstance(results, list) else [results]
+    for k, result in enumerate(listed):
+        if result.fails:
+            continue
+        for schema in schemas:
+            problems = schema_errors(schema, result.returns)
+            if problems:
+                path = (*where, k, "returns") if isinstance(results, list) else (*where, "returns")
+                yield loaded.at(path, "mock-result", f"the answer does not fit the result schema of `{name}`: "
+                                + "; ".join(problems[:3]),
+                                f"the answer must be valid against: {_short_schema(schema)}")
+                break
+
+
+def _short_schema(schema: dict[str, Any]) -> str:
+    props = schema.get("properties") or {}
+    parts = [f"{k}: {v.get('type', 'any') if isinstance(v, dict) else 'any'}" for k, v in props.items()]
+    required = schema.get("required") or []
+    return "{" + ", ".join(parts) + "}" + (f" with {', '.join(required)} required" if required else "")

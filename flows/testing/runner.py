@@ -1,0 +1,219 @@
+"""Running test files: check them all, then run every case in this process on a temporary store.
+
+:func:`run_tests` is what ``ergon test`` does, without printing:
+
+1. collect the ``*.test.yaml`` files, load each (:mod:`flows.testing.spec`) and check it against
+   the definitions folder (:mod:`flows.testing.checks`); a file with problems runs no case;
+2. point the store at a fresh SQLite file in a temporary folder for the whole invocation
+   (``ERGON_DATABASE_URL``, restored afterwards), so a test never reads or writes the project's
+   runs, and every case still goes through the real store: visits, checkpoints, tasks;
+3. run each case through the flow body every run executes (:func:`flows.execution.body.execute_alone`)
+   with the in-process backend (:mod:`flows.testing.backend`) and the case's stand-ins
+   (:mod:`flows.testing.doubles`), one asyncio loop for all cases, one case after the other;
+4. read what the run did back from the store — status, outcome, the route (top-level visits in
+   order, a retried node once, skipped nodes left out), the final context — and compare it with
+   the case's ``expect`` (:mod:`flows.testing.compare`).
+
+Interactions a case does not mock are answered by the model the run would use; with no
+``ERGON_MODEL`` set that is the offline model, deterministic, so tests need no key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from compiler import Diagnostic, check_workspace, load_workspace
+from compiler.plan import Plan
+from flows import moments
+from flows.catalog import Catalog, load_tools
+from flows.execution.body import execute_alone
+from flows.execution.request import RunRequest
+from flows.settings import definitions_dir
+from flows.stand_ins import STAND_INS
+from flows.testing.backend import AnsweringPauses, CasePaused, InProcessBackend
+from flows.testing.checks import check_test_file
+from flows.testing.compare import Actual, Difference, differences
+from flows.testing.doubles import CaseDoubles
+from flows.testing.spec import Case, LoadedTests, collect_files, load_test_file
+
+#: Who the runs of test cases are recorded as started by.
+STARTED_BY = "ergon-test"
+
+
+@dataclass
+class CaseResult:
+    """One case: what its run did and how that differs from what the case expected."""
+
+    file: str
+    definition: str
+    name: str
+    actual: Actual
+    differences: list[Difference]
+    seconds: float
+    #: the moves the run made between top-level nodes, in order (what coverage counts)
+    moves: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.differences
+
+
+@dataclass
+class TestSession:
+    """Everything one ``ergon test`` found and ran."""
+
+    __test__ = False  # not a pytest class, whatever its name
+
+    files: list[str] = field(default_factory=list)
+    problems: list[Diagnostic] = field(default_factory=list)
+    results: list[CaseResult] = field(default_factory=list)
+    #: the Plans under test, by definition name (what coverage measures against)
+    plans: dict[str, Plan] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> list[CaseResult]:
+        return [r for r in self.results if not r.passed]
+
+    def exit_code(self) -> int:
+        """2: a test file is invalid; 1: a case failed; 0: every case passed."""
+        return 2 if self.problems else 1 if self.failed else 0
+
+
+def run_tests(paths: list[str | Path], *, pattern: str | None = None,
+              on_result: Callable[[CaseResult], None] = lambda r: None) -> TestSession:
+    """Check and run the test files under ``paths`` (see the module docstring). ``pattern`` keeps
+    the cases whose name contains it or matches it as a glob; ``on_result`` hears each case as it ends."""
+    started = time.perf_counter()
+    files = collect_files(paths)
+    session = TestSession(files=[str(f) for f in files])
+    loaded = [load_test_file(f) for f in files]
+    catalog = _catalog(loaded)
+    report = check_workspace(catalog.ws)
+    runnable: list[tuple[LoadedTests, Plan]] = []
+    for tests in loaded:
+        plan, problems = check_test_file(tests, catalog.ws, lambda u: [d for d in report.errors if d.file == u.file])
+        session.problems.extend(problems)
+        if plan is not None and not problems:
+            runnable.append((tests, plan))
+            session.plans[plan.name] = plan
+    chosen = [(t, p, c) for t, p in runnable for c in t.spec.cases if _chosen(c.name, pattern)]  # type: ignore[union-attr]
+    if chosen:
+        with temporary_store():
+            asyncio.run(_run_all(chosen, catalog, session, on_result))
+    session.seconds = time.perf_counter() - started
+    return session
+
+
+def _chosen(name: str, pattern: str | None) -> bool:
+    return pattern is None or pattern.lower() in name.lower() or fnmatch.fnmatch(name, pattern)
+
+
+def _catalog(loaded: list[LoadedTests]) -> Catalog:
+    """The definitions folder, plus the definition files test files name by path."""
+    folder = definitions_dir()
+    targets: list[Path] = [folder] if folder.is_dir() else []
+    for tests in loaded:
+        if tests.spec is None:
+            continue
+        for candidate in (Path(tests.file).parent / tests.spec.definition, Path(tests.spec.definition)):
+            if candidate.suffix in (".yaml", ".yml", ".json") and candidate.is_file():
+                targets.append(candidate)
+                break
+    ws = load_workspace(targets)
+    load_tools(targets)
+    return Catalog(ws, targets)
+
+
+@contextmanager
+def temporary_store() -> Iterator[str]:
+    """A fresh store in a temporary folder for the duration (``ERGON_DATABASE_URL``, restored after)."""
+    from flows.store.db import dispose_all, init_db
+
+    before = os.environ.get("ERGON_DATABASE_URL")
+    with tempfile.TemporaryDirectory(prefix="ergon-test-") as folder:
+        url = f"sqlite:///{Path(folder) / 'store.db'}"
+        os.environ["ERGON_DATABASE_URL"] = url
+        try:
+            init_db(url)
+            yield url
+        finally:
+            if before is None:
+                os.environ.pop("ERGON_DATABASE_URL", None)
+            else:
+                os.environ["ERGON_DATABASE_URL"] = before
+            dispose_all()  # the folder goes away with its database: no pooled connection may outlive it
+
+
+async def _run_all(chosen: list[tuple[LoadedTests, Plan, Case]], catalog: Catalog, session: TestSession,
+                   on_result: Callable[[CaseResult], None]) -> None:
+    for tests, plan, case in chosen:
+        # its own task: the case's stand-ins are set in a copy of the context, seen by its run only
+        result = await asyncio.create_task(run_case(tests.file, plan, case, catalog))
+        session.results.append(result)
+        on_result(result)
+
+
+async def run_case(file: str, plan: Plan, case: Case, catalog: Catalog) -> CaseResult:
+    """Run one case on the current store and compare (see the module docstring)."""
+    started = time.perf_counter()
+    doubles = CaseDoubles(case.mocks)
+    STAND_INS.set(doubles)
+    with moments.unannounced():  # a test's run tells no Prefect automation and starts no trigger
+        return await _run_case(file, plan, case, catalog, doubles, started)
+
+
+async def _run_case(file: str, plan: Plan, case: Case, catalog: Catalog, doubles: CaseDoubles,
+                    started: float) -> CaseResult:
+    from flows.store import definitions as definition_store
+    from flows.store.ids import new_id
+
+    run_id = new_id()
+    request = RunRequest(run_id=run_id, trigger="manual", started_by=STARTED_BY, catalog=catalog,
+                         content_hash=definition_store.snapshot_definition({"plan": plan.to_json()}))
+    backend = InProcessBackend(AnsweringPauses(dict(case.mocks.tasks)))
+    error: str | None
+    try:
+        result = await execute_alone(plan, dict(case.inputs), request, backend)
+        status, outcome, context, error = result.status, result.outcome, result.context, result.error
+    except CasePaused as paused:
+        status, outcome, context, error = _paused_run(run_id, str(paused))
+    route, moves = _route(run_id)
+    actual = Actual(status=status, outcome=outcome, route=route, context=context, calls=dict(doubles.calls), error=error)
+    return CaseResult(file, plan.name, case.name, actual, differences(case.expect, actual),
+                      time.perf_counter() - started, moves)
+
+
+def _paused_run(run_id: str, why: str) -> tuple[str, str | None, dict[str, Any], str | None]:
+    from flows.store import runs as run_store
+
+    run = run_store.get_run(run_id)
+    context = dict(run.context or {}) if run is not None else {}
+    return (run.status if run is not None else "paused"), None, context, why
+
+
+def _route(run_id: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """The top-level nodes the run visited, in order (a retried node's attempts once, skipped
+    nodes left out), and the moves between them (a visit's recorded next node)."""
+    from flows.store import visits as visit_store
+
+    route: list[str] = []
+    moves: list[tuple[str, str]] = []
+    for visit in visit_store.visits_for_run(run_id):
+        if visit.parent_visit_id is not None or visit.status == "skipped":
+            continue
+        if visit.attempt > 1 and route and route[-1] == visit.node_id:
+            continue
+        route.append(visit.node_id)
+        if visit.next_node:
+            moves.append((visit.node_id, visit.next_node))
+    return route, moves
