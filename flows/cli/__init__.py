@@ -58,6 +58,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "Encrypted secrets (`secret:NAME` in definitions). Values come from stdin."),
     "submissions": ("flows.cli.submissions:submissions_app",
                     "Submissions: instances of forms, every value with its versions."),
+    "test": ("flows.cli.testing:test",
+             "Run the tests of definitions (*.test.yaml): mocked tools, interactions and people, in-process."),
     "tasks": ("flows.cli.tasks:tasks_app", "Human tasks: the inbox of the user you act as (see --as, --token)."),
     "tokens": ("flows.cli.tokens:tokens_app",
                "Personal API tokens: act as yourself without a password (--token, ERGON_TOKEN)."),
