@@ -1,0 +1,150 @@
+"""The `test` command: run the ``*.test.yaml`` tests of definitions and say what differs.
+
+Output: one ``PASS``/``FAIL`` line per case, and under a failed case each difference — the
+status or outcome, where the route parted from the expected one, each context key with both
+values, each call count. Problems of test files are printed as ``ergon check`` prints
+diagnostics. Exit status 0 when every case passed, 1 when one failed, 2 when a test file is
+invalid or none was found.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+from cyclopts import Parameter
+from rich.markup import escape
+
+from flows.cli.output import diagnostics, err, error, out
+from flows.heap import heavy_imports
+
+DEFAULT_DIR = "definitions/tests"
+
+
+def test(
+    *paths: str,
+    k: Annotated[str | None, Parameter(name="-k")] = None,
+    junit: Annotated[str | None, Parameter(name="--junit")] = None,
+    json_: Annotated[bool, Parameter(name="--json")] = False,
+    coverage: Annotated[bool, Parameter(name="--coverage")] = False,
+) -> int:
+    """Run the tests of definitions (*.test.yaml): mocked tools, interactions and people, in-process.
+
+    Parameters
+    ----------
+    paths
+        Test files or folders holding them (default: `definitions/tests/`).
+    k
+        Run only the cases whose name contains this text (or matches it as a glob).
+    junit
+        Also write the results as JUnit XML to this file (for CI systems).
+    json_
+        Print the results as one JSON document instead of text.
+    coverage
+        Also print, per definition, the nodes and moves the cases took and the exits never taken.
+    """
+    with heavy_imports():
+        from flows.testing.coverage import coverage as route_coverage
+        from flows.testing.runner import run_tests
+
+    targets = list(paths) or [DEFAULT_DIR]
+    missing = [p for p in targets if not Path(p).exists()]
+    if missing:
+        return error(f"no such file or folder: {', '.join(missing)}",
+                     hint="test files are named NAME.test.yaml; by default they are read from definitions/tests/")
+    session = run_tests(list(targets), pattern=k, on_result=_quiet if json_ else _print_result)
+    if not session.files:
+        return error(f"no test files (*.test.yaml) under {', '.join(targets)}",
+                     hint="write one: `definition: NAME` and a list of `cases` (see the README)")
+    covered = route_coverage(session.plans, session.results) if coverage else []
+    if junit:
+        from flows.testing.junit import junit_xml
+
+        Path(junit).write_text(junit_xml(session), encoding="utf-8")
+    if json_:
+        print(json.dumps(_as_json(session, covered), indent=2, default=str))
+        return session.exit_code()
+    if session.problems:
+        diagnostics(sorted(session.problems, key=lambda d: (d.file, d.line, d.col)), code=2)
+    for found in covered:
+        _print_coverage(found)
+    passed = len(session.results) - len(session.failed)
+    summary = (f"{len(session.results)} case(s): {passed} passed, {len(session.failed)} failed"
+               + (f"; {len(session.problems)} problem(s) in test files" if session.problems else "")
+               + f" ({session.seconds:.2f} s)")
+    sys.stdout.flush()
+    (err if session.exit_code() else out).print(f"[red]{summary}[/]" if session.exit_code() else f"[green]{summary}[/]")
+    return session.exit_code()
+
+
+def _quiet(result: Any) -> None:
+    """With --json nothing is printed until the end."""
+
+
+def _print_result(result: Any) -> None:
+    where = f"{result.definition} › {escape(result.name)} ({result.seconds:.2f} s)"
+    if result.passed:
+        out.print(f"[green]PASS[/]  {where}")
+        return
+    out.print(f"[red]FAIL[/]  {where}  [dim]{escape(result.file)}[/]")
+    for line in difference_lines(result):
+        out.print(f"      {escape(line)}")
+
+
+def difference_lines(result: Any) -> list[str]:
+    """The readable lines of a failed case's differences (what ``ergon test`` prints under it)."""
+    from flows.testing.compare import route_difference
+
+    lines = []
+    for d in result.differences:
+        if d.what == "route":
+            lines.append(f"route: {route_difference(d.expected, d.actual)}")
+            lines.append(f"  expected: {' → '.join(d.expected) or '(nothing)'}")
+            lines.append(f"  actual:   {' → '.join(d.actual) or '(nothing)'}")
+        elif d.what == "error":
+            lines.append(f"error: expected the run's error to contain {_shown(d.expected[2:-2])}, got {_shown(d.actual)}")
+        else:
+            lines.append(f"{d.what}: expected {_shown(d.expected)}, got {_shown(d.actual)}")
+    if result.actual.error and not any(d.what == "error" for d in result.differences):
+        lines.append(f"the run ended {result.actual.status}: {result.actual.error}")
+    return lines
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, default=str, ensure_ascii=False) if not isinstance(value, str) or value == "(missing)" \
+        else f"`{value}`"
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+def _print_coverage(found: Any) -> None:
+    out.print(f"[bold]coverage[/] {found.definition}: {found.percent:.0f}% "
+              f"({len(found.nodes_taken)}/{len(found.nodes)} nodes, {len(found.moves_taken)}/{len(found.moves)} moves, "
+              f"{found.cases} case(s))")
+    never = [n for n in found.nodes if n not in found.nodes_taken]
+    if never:
+        out.print(f"  nodes never visited: {escape(', '.join(never))}")
+    if found.untaken:
+        from flows.testing.coverage import describe
+
+        out.print("  exits never taken:")
+        for edge in found.untaken:
+            out.print(f"    {escape(describe(edge))}")
+
+
+def _as_json(session: Any, covered: list[Any]) -> dict[str, Any]:
+    return {
+        "exit_code": session.exit_code(),
+        "seconds": round(session.seconds, 3),
+        "files": session.files,
+        "problems": [d.as_dict() for d in session.problems],
+        "passed": len(session.results) - len(session.failed),
+        "failed": len(session.failed),
+        "cases": [{"file": r.file, "definition": r.definition, "name": r.name, "passed": r.passed,
+                   "seconds": round(r.seconds, 3), "status": r.actual.status, "outcome": r.actual.outcome,
+                   "route": r.actual.route, "context": r.actual.context, "calls": r.actual.calls,
+                   "error": r.actual.error, "differences": [d.as_dict() for d in r.differences]}
+                  for r in session.results],
+        "coverage": [c.as_dict() for c in covered],
+    }

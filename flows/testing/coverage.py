@@ -1,0 +1,69 @@
+"""Route coverage: which nodes and moves of each definition the cases took, like line coverage for code.
+
+A definition's *nodes* are its top-level nodes; its *moves* are the exits of its Plan — a
+process's transitions, a condition's branches and default, a human task's ``on_timeout`` — and,
+for a pipeline, its ``needs`` edges. A node counts as taken when some case's route visited it; a
+process move when some visit recorded it as where the run went next; a pipeline edge when both
+its ends ran in the same case. The exits never taken are listed: the paths no test has seen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from compiler.plan import Plan, PlanEdge
+from flows.testing.runner import CaseResult
+
+
+@dataclass
+class DefinitionCoverage:
+    """One definition's coverage by the cases that test it."""
+
+    definition: str
+    nodes: list[str]
+    nodes_taken: list[str]
+    moves: list[PlanEdge]
+    moves_taken: list[PlanEdge]
+    cases: int = 0
+    untaken: list[PlanEdge] = field(default_factory=list)
+
+    @property
+    def percent(self) -> float:
+        """Nodes and moves taken, over all of them (100 for a definition with neither)."""
+        total = len(self.nodes) + len(self.moves)
+        return 100.0 if total == 0 else 100.0 * (len(self.nodes_taken) + len(self.moves_taken)) / total
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"definition": self.definition, "cases": self.cases, "percent": round(self.percent, 1),
+                "nodes": {"taken": len(self.nodes_taken), "total": len(self.nodes),
+                          "never": [n for n in self.nodes if n not in self.nodes_taken]},
+                "moves": {"taken": len(self.moves_taken), "total": len(self.moves),
+                          "never": [describe(e) for e in self.untaken]}}
+
+
+def describe(edge: PlanEdge) -> str:
+    """``route_invoice → finance_approval (amount > 10000 EUR)``."""
+    label = f" ({edge.label})" if edge.label else f" ({edge.kind})" if edge.kind in ("default", "timeout") else ""
+    return f"{edge.source} → {edge.target}{label}"
+
+
+def coverage(plans: dict[str, Plan], results: list[CaseResult]) -> list[DefinitionCoverage]:
+    """The coverage of each definition under test, in name order."""
+    out = []
+    for name in sorted(plans):
+        plan = plans[name]
+        mine = [r for r in results if r.definition == name]
+        visited = {n for r in mine for n in r.actual.route}
+        nodes = list(plan.nodes)
+        if plan.control == "state_machine":
+            moves = [e for e in plan.edges if e.kind != "needs"]
+            made = {m for r in mine for m in r.moves}
+            taken = [e for e in moves if (e.source, e.target) in made]
+        else:
+            moves = [e for e in plan.edges if e.kind == "needs"] or list(plan.edges)
+            together = [set(r.actual.route) for r in mine]
+            taken = [e for e in moves if any({e.source, e.target} <= ran for ran in together)]
+        out.append(DefinitionCoverage(name, nodes, [n for n in nodes if n in visited], moves, taken, len(mine),
+                                      [e for e in moves if e not in taken]))
+    return out
