@@ -186,19 +186,21 @@ async def _run_case(file: str, plan: Plan, case: Case, catalog: Catalog, doubles
         result = await execute_alone(plan, dict(case.inputs), request, backend)
         status, outcome, context, error = result.status, result.outcome, result.context, result.error
     except CasePaused as paused:
-        status, outcome, context, error = _paused_run(run_id, str(paused))
+        status, outcome, context, error = "paused", None, _context_of(run_id), str(paused)
+    except Exception as exc:  # a fault of Ergon's own, recorded on the run by the body: the case fails, naming it
+        status, outcome, context, error = "failed", None, _context_of(run_id), f"{type(exc).__name__}: {exc}"
     route, moves = _route(run_id)
     actual = Actual(status=status, outcome=outcome, route=route, context=context, calls=dict(doubles.calls), error=error)
     return CaseResult(file, plan.name, case.name, actual, differences(case.expect, actual),
                       time.perf_counter() - started, moves)
 
 
-def _paused_run(run_id: str, why: str) -> tuple[str, str | None, dict[str, Any], str | None]:
+def _context_of(run_id: str) -> dict[str, Any]:
+    """The context of a run that did not return (paused for a person): as its last checkpoint left it."""
     from flows.store import runs as run_store
 
     run = run_store.get_run(run_id)
-    context = dict(run.context or {}) if run is not None else {}
-    return (run.status if run is not None else "paused"), None, context, why
+    return dict(run.context or {}) if run is not None else {}
 
 
 def _route(run_id: str) -> tuple[list[str], list[tuple[str, str]]]:
