@@ -10,6 +10,7 @@ from compiler.passes import (
     definite_assignment,
     environments,
     fallbacks,
+    filter_inputs,
     graph_shape,
     guards,
     javascript_steps,
@@ -35,6 +36,7 @@ PASSES = (
     write_races.check,
     write_types.check,
     tool_calls.check,  # a Python tool's arguments and result against its type hints
+    filter_inputs.check,  # a Jinja filter given a value it works on
     lowered_kinds.check,
     prompts.check,  # interaction prompt segments in their formats
     javascript_steps.check,  # the code of runJavascriptCode workflow steps

@@ -73,6 +73,7 @@ from compiler.lower import (
 )
 from compiler.passes.tool_calls import _argument_problem
 from compiler.tool_signatures import UNKNOWN_MEMBERS, json_type
+from compiler.passes.filter_inputs import filter_problem
 from compiler.passes.write_types import (
     _REFERENCE,
     _field_schema,
@@ -93,7 +94,7 @@ def check(unit, ws) -> Iterator[Finding]:
         yield from _template(unit, defn, ws)
     elif isinstance(defn, WorkflowDef):
         yield from _workflow(defn, ws)
-        yield from _optional_members(unit, defn)
+        yield from _optional_members(unit, defn, ws)
     elif isinstance(defn, FormDef):
         yield from _form(defn)
     elif isinstance(defn, InteractionDef):
@@ -354,11 +355,14 @@ def _parent_cycles(defn: TemplateDef, keys: dict[str, int]) -> Iterator[Finding]
 # workflow
 
 
-def _optional_members(unit, defn: WorkflowDef) -> Iterator[Finding]:
+def _optional_members(unit, defn: WorkflowDef, ws) -> Iterator[Finding]:
     """``${meta.kind}`` in a step's params, where ``kind`` is an optional property of the input
-    ``meta``: a valid input can omit it, and the render fails (``maybe-unset``, as in processes)."""
+    ``meta``: a valid input can omit it, and the render fails (``maybe-unset``, as in processes).
+    The same for a member a step's output cannot hold: one its built-in's whole result does not
+    declare, or one its ``projection`` does not ``$include``."""
     # only inputs: a literal var's value is known (its members are `_literal_member`'s business)
     schema = {"properties": {k: v for k, v in workflow_inputs(defn).items() if k not in defn.vars}}
+    held = {"properties": {**_output_shapes(defn, ws), **schema["properties"]}}
     sites: list[tuple[str, TemplateSite]] = []
     for i, step in enumerate(defn.steps):
         verbatim = verbatim_params(step)
@@ -366,9 +370,9 @@ def _optional_members(unit, defn: WorkflowDef) -> Iterator[Finding]:
             if key not in verbatim and isinstance(value, str) and has_refs(value):
                 sites.append((f"step {i}", (("steps", i, "params", key), to_jinja(value), frozenset())))
     yield from nested_findings(unit, schema, sites)
-    for _, (path, text, _scope) in sites:  # a member the input's object schema does not declare
+    for _, (path, text, _scope) in sites:  # a member the input's (or output's) object schema does not declare
         for access in sorted(analyse(text).paths):
-            node: Any = schema
+            node: Any = held
             for depth, segment in enumerate(access):
                 props = node.get("properties") if isinstance(node, dict) else None
                 if not isinstance(props, dict) or not props:
@@ -383,6 +387,33 @@ def _optional_members(unit, defn: WorkflowDef) -> Iterator[Finding]:
                                       hint=f"declare `{segment}` (required) in `{parent}`'s schema, or read a declared property")
                     break
                 node = props[segment]
+
+
+def _output_shapes(defn: WorkflowDef, ws) -> dict[str, dict[str, Any]]:
+    """The shape of each step output one activity step alone writes (no var or input of that
+    name), where it is known: the built-in's whole result, or the object a ``$include``
+    projection keeps (its top-level names; a name the result lacks is absent)."""
+    writers: dict[str, list[Any]] = {}
+    for step in defn.steps:
+        if step.output:
+            writers.setdefault(step.output, []).append(step)
+    shapes: dict[str, dict[str, Any]] = {}
+    for name, steps in writers.items():
+        if len(steps) != 1 or name in defn.vars or steps[0].type != "activity":
+            continue
+        step = steps[0]
+        signature = ws.tools.signature(step.name)
+        shape = signature.result_schema if signature is not None else None
+        projection = step.projection or {}
+        if "$include" in projection and (shape is not None or (signature is not None and signature.result == {"object"})):
+            kept = {path.split(".")[0] for path in projection["$include"]}
+            members = (shape or {}).get("properties") or {}
+            shape = {"type": "object", "properties": {k: members.get(k, {}) for k in sorted(kept)}}
+        elif projection:  # `$exclude` alone: what is left is not followed here
+            shape = None
+        if shape is not None and shape.get("properties"):
+            shapes[name] = shape
+    return shapes
 
 
 def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
@@ -430,6 +461,9 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
                 yield from _ref(expr, (*base, section, *where), seen, outputs, async_outputs, step.condition)
                 if not (step.fetch and ref_root(expr) == "fetched"):
                     yield from _literal_member(expr, (*base, section, *where), fixed)
+                if section == "params" and (problem := filter_problem(expr, _with_fetched(step, context_schema))):
+                    yield Finding("wrong-type", (*base, section, *where), f"`${{{expr}}}` would fail: {problem}",
+                                  hint="apply the filter to a value of the type it takes")
             yield from _jinja_reads(value, (*base, section), seen)
         if step.type == "activity" and step.name == "generateText" and "prompt" in verbatim_params(step):
             yield from _prompt_reads(step.params, (*base, "params"))
