@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from compiler import CODES, Report, Workspace, check_workspace, load_workspace
 from compiler.ir import NODE_TYPES
 from compiler.source import load_text
-from compiler.workspace import make_unit
+from compiler.workspace import TEST_SUFFIXES, make_unit
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFINITIONS = ROOT / "definitions"
@@ -157,7 +157,8 @@ INLINE = {"fz_small.yaml": SMALL_PROCESS, "fz_fanout.yaml": SMALL_FANOUT, "fz_pi
 def _seed_texts() -> dict[str, str]:
     out: dict[str, str] = {}
     for p in sorted(DEFINITIONS.rglob("*")):
-        if p.suffix in (".yaml", ".yml", ".json") and p.is_file() and "tools" not in p.relative_to(DEFINITIONS).parts:
+        if p.suffix in (".yaml", ".yml", ".json") and p.is_file() and "tools" not in p.relative_to(DEFINITIONS).parts \
+                and not p.name.endswith(TEST_SUFFIXES):  # a test file is no definition (ergon test's)
             out[p.relative_to(ROOT).as_posix()] = p.read_text(encoding="utf-8")
     out.update(INLINE)
     return out
