@@ -10,7 +10,7 @@ what stands in for tools, interactions and people (``mocks``), and what the run 
         inputs: {vendor_name: ACME, currency: EUR, invoice_lines: [...]}
         mocks:
           tools:
-            fetch_exchange_rate: {returns: {rate: 1.0}}      # or {raises: "ERP down"},
+            fetch_exchange_rate: {returns: {fx_rate: 1.0}}   # or {raises: "rates down"},
                                                               # or a list: one per call, in order
           interactions:
             ClassifyLine: [{returns: {gl_code: "6100"}}]      # one answer per call, in order
