@@ -13,7 +13,7 @@ what stands in for tools, interactions and people (``mocks``), and what the run 
             fetch_exchange_rate: {returns: {fx_rate: 1.0}}   # or {raises: "rates down"},
                                                               # or a list: one per call, in order
           interactions:
-            ClassifyLine: [{returns: {gl_code: "6100"}}]      # one answer per call, in order
+            ClassifyLine: [{returns: {gl_code: "6200", category: hardware, amount: 18400}}]  # per call, in order
           tasks:
             finance_approval: {answer: {approval_decision: approve}, as: maria}
         expect:
