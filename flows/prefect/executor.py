@@ -24,17 +24,8 @@ from compiler.plan import PlanNode
 from flows.prefect.config import TASK_DEFAULTS
 from flows.prefect.tagging import limited_tags, node_tags, record_tags, split_tags
 from flows.runtime.effects import TASK_RUN_ID
-from flows.runtime.errors import BudgetExhausted, InputRejected, NoTransition, RunCancelled, WriteRejected
+from flows.runtime.retries import retried_names, retries
 
-#: Errors that retrying cannot fix.
-NEVER_RETRIED = (WriteRejected, NoTransition, RunCancelled, InputRejected, BudgetExhausted)
-#: Error kinds a retry policy may name, beyond exception class names.
-ERROR_KINDS: dict[str, tuple[str, ...]] = {
-    "timeout": ("TimeoutError", "TimedOut", "ReadTimeout", "ConnectTimeout"),
-    "rate_limit": ("RateLimitError", "TooManyRequests"),
-    "server_error": ("InternalServerError", "ServiceUnavailableError", "APIError", "BadGatewayError"),
-    "connection": ("ConnectionError", "APIConnectionError", "ConnectError"),
-}
 #: last exception per task run id, read by the retry condition
 _LAST_ERROR: dict[Any, BaseException] = {}
 
@@ -90,20 +81,15 @@ async def node_visit(visit: VisitCall) -> VisitReturn:
 
 class RetryCondition:
     """A node task's ``retry_condition_fn``: retry only the listed error kinds (all when none are
-    listed), never an error retrying cannot fix (:data:`NEVER_RETRIED`)."""
+    listed), never an error retrying cannot fix (:mod:`flows.runtime.retries`)."""
 
     __slots__ = ("names",)
 
     def __init__(self, kinds: tuple[str, ...]) -> None:
-        self.names = frozenset(n for k in kinds for n in ERROR_KINDS.get(k, (k,)))
+        self.names = retried_names(kinds)
 
     def allows(self, exc: BaseException | None, state_name: str = "") -> bool:
-        if isinstance(exc, NEVER_RETRIED):
-            return False
-        if not self.names:
-            return True
-        seen = {cls.__name__ for cls in type(exc).__mro__} if exc is not None else {state_name}
-        return bool(seen & self.names)
+        return retries(exc, self.names, state_name)
 
     def __call__(self, task_obj: Any, task_run: Any, state: Any) -> bool:
         return self.allows(_LAST_ERROR.pop(task_run.id, None), state.name)

@@ -5,8 +5,8 @@ The flow body (:func:`flows.execution.body.execute_alone`) takes a ``Backend``; 
 pauses. :class:`InProcessBackend` runs the same body with:
 
 * :class:`AttemptLoop` as the engine's ``Executor``: the node's retry policy — as many attempts,
-  the same errors never retried, the same ``retry_on`` kinds (:data:`ERROR_KINDS`, kept equal to
-  Prefect executor's by a test) and ``timeout_seconds`` — but no delay between attempts: a test
+  the same errors never retried, the same ``retry_on`` kinds (one decision with Prefect's
+  executor, :mod:`flows.runtime.retries`) and ``timeout_seconds`` — but no delay between attempts: a test
   checks what a retry does, not how long it waits;
 * :class:`AnsweringPauses` as the ``Pauses`` port: a human task whose node the case answers
   (``mocks.tasks``) is answered through :func:`flows.humans.answer`, the rules every channel
@@ -26,29 +26,19 @@ from flows import humans
 from flows.execution.body import execute_alone
 from flows.execution.request import RunRequest
 from flows.runtime.effects import AnswerWait, Pauses, RunResult
-from flows.runtime.errors import BudgetExhausted, InputRejected, NodeFailed, NoTransition, RunCancelled, WriteRejected
+from flows.runtime.errors import NodeFailed
+from flows.runtime.retries import retried_names, retries
 from flows.store import tasks as task_store
 from flows.testing.spec import TaskAnswer
 
-#: Errors that retrying cannot fix (as Prefect's executor has them).
-NEVER_RETRIED = (WriteRejected, NoTransition, RunCancelled, InputRejected, BudgetExhausted)
-#: Error kinds a retry policy may name, beyond exception class names (as Prefect's executor has them).
-ERROR_KINDS: dict[str, tuple[str, ...]] = {
-    "timeout": ("TimeoutError", "TimedOut", "ReadTimeout", "ConnectTimeout"),
-    "rate_limit": ("RateLimitError", "TooManyRequests"),
-    "server_error": ("InternalServerError", "ServiceUnavailableError", "APIError", "BadGatewayError"),
-    "connection": ("ConnectionError", "APIConnectionError", "ConnectError"),
-}
 #: Who answers a task when the test names nobody and the task names no single user.
 DEFAULT_PERSON = "tester"
 
 
 def retried(exc: BaseException, retry_on: list[str]) -> bool:
-    """Whether a node whose policy lists ``retry_on`` is tried again after ``exc``."""
-    if isinstance(exc, NEVER_RETRIED):
-        return False
-    names = {n for kind in retry_on for n in ERROR_KINDS.get(kind, (kind,))}
-    return not names or bool({cls.__name__ for cls in type(exc).__mro__} & names)
+    """Whether a node whose policy lists ``retry_on`` is tried again after ``exc`` (the decision
+    Prefect's executor takes too, :mod:`flows.runtime.retries`)."""
+    return retries(exc, retried_names(retry_on))
 
 
 class AttemptLoop:

@@ -190,11 +190,3 @@ def test_stand_ins_and_the_store_do_not_outlive_the_run(project, write_test) -> 
     assert STAND_INS.get() is None
     assert os.environ.get("ERGON_DATABASE_URL") == before
     assert not (project / ".ergon").exists()  # the project's own store was never opened
-
-
-def test_the_test_executor_retries_as_prefects_does() -> None:
-    from flows.prefect import executor as prefect_executor
-    from flows.testing import backend
-
-    assert backend.ERROR_KINDS == prefect_executor.ERROR_KINDS
-    assert backend.NEVER_RETRIED == prefect_executor.NEVER_RETRIED
