@@ -625,13 +625,17 @@ class Engine:
         running: dict[asyncio.Task, str] = {}
         failure: str | None = None
         failure_kind: ErrorKind | None = None
+        # A visit that stops the run to wait for a person (a signal whose visit is recorded
+        # `paused`, as a process's is) is no failure: nothing more starts, the nodes running end,
+        # then the signal goes on up, so the run ends paused as a process does.
+        pause: BaseException | None = None
 
         def ready(nid: str) -> bool:
             return nid not in state and all(state.get(n) in ("completed", "skipped") for n in nodes[nid].needs) and \
                 nid not in running.values()
 
         while True:
-            if failure is None:
+            if failure is None and pause is None:
                 self._check_cancel()
                 for nid, node in nodes.items():
                     if not ready(nid):
@@ -658,6 +662,9 @@ class Engine:
                 exc = task.exception()
                 if exc is None:
                     state[nid] = "completed"
+                elif getattr(exc, "visit_status", None) == "paused" and not isinstance(exc, Exception):
+                    state[nid] = "paused"
+                    pause = pause or exc
                 else:
                     state[nid] = "failed"
                     if failure is None:
@@ -667,6 +674,8 @@ class Engine:
                 if nid not in state:
                     self.recorder.skip_visit(node=node, reason="not run: an upstream node failed", status="failed")
             return Outcome("failed", None, self.context, failure, failure_kind)
+        if pause is not None:
+            raise pause
         return Outcome("completed", "completed", self.context)
 
     async def _parallel_visit(self, node: PlanNode) -> str | None:
