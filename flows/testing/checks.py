@@ -4,7 +4,9 @@ Everything a test file names must exist: the definition, the nodes of ``expect.r
 ``mocks.tasks``, the tools and interactions of ``mocks`` and ``expect.calls``, the context fields
 of ``inputs`` and ``expect.context``, the fields of a task's answer. A mocked interaction answer
 must fit the result schema the model's answer would be held to (the calling node's, derived from
-its ``writes``, else the interaction's own). Each problem is a diagnostic at its place in the
+its ``writes``, else the interaction's own); a mocked tool result must be a value the tool can
+return (a built-in's whole result schema, else the JSON types of its Python return hint; a tool
+whose result is not known — no hint, served over HTTP — is not checked). Each problem is a diagnostic at its place in the
 test file with a hint naming the close choices, like the compiler's own — a typo in a test
 must not pass as a test that fails for another reason, nor as one that never compares.
 
@@ -23,6 +25,7 @@ from compiler.builtin_interactions import BUILTIN
 from compiler.errors import choices_hint
 from compiler.ir import HumanTaskNode, InteractionNode
 from compiler.plan import Plan, PlanNode, build_plan
+from compiler.tool_signatures import UNKNOWN_MEMBERS
 from compiler.workspace import Unit, Workspace
 from flows.schema import schema_errors
 from flows.testing.spec import Case, LoadedTests, Result
@@ -37,7 +40,7 @@ CODES: dict[str, str] = {
     "unknown-interaction": "an interaction of `mocks.interactions` or `expect.calls` that is not defined",
     "unknown-field": "a field of `inputs`, `expect.context` or a task answer the definition does not declare",
     "unknown-outcome": "an `expect.outcome` the definition cannot end with",
-    "mock-result": "a mocked interaction answer does not fit the result schema the model's answer is held to",
+    "mock-result": "a mocked interaction answer or tool result does not fit what the model or the tool can give",
 }
 
 
@@ -105,10 +108,12 @@ def _case_problems(loaded: LoadedTests, ws: Workspace, plan: Plan, i: int, case:
                                 choices_hint(key, fields, what="fields"), key=True)
 
     yield from unknown_fields(case.inputs, (*base, "inputs"), "an input")
-    for name in case.mocks.tools:
+    for name, results in case.mocks.tools.items():
         if name not in tools:
             yield loaded.at((*base, "mocks", "tools", name), "unknown-tool", f"no tool named `{name}`",
                             choices_hint(name, tools, what="tools"), key=True)
+            continue
+        yield from _tool_result_problems(loaded, ws, name, results, (*base, "mocks", "tools", name))
     for name, results in case.mocks.interactions.items():
         where = (*base, "mocks", "interactions", name)
         if name not in interactions:
@@ -167,6 +172,46 @@ def _answer_problems(loaded: LoadedTests, plan: Plan, interaction: Any, name: st
                                 + "; ".join(problems[:3]),
                                 f"the answer must be valid against: {_short_schema(schema)}")
                 break
+
+
+def _tool_result_problems(loaded: LoadedTests, ws: Workspace, name: str, results: Result | list[Result],
+                          where: tuple[str | int, ...]) -> Iterator[Diagnostic]:
+    """Each mocked result against what the tool can return: a test whose tool "returns" a value the
+    real tool never gives tests a run that cannot happen."""
+    signature = ws.tools.signature(name)
+    shape = signature.result_shape() if signature is not None else None
+    if shape is None:  # nothing known of the result: nothing to hold the mock to
+        return
+    listed = results if isinstance(results, list) else [results]
+    for k, result in enumerate(listed):
+        if result.fails:
+            continue
+        problems = schema_errors(shape, result.returns)
+        if problems:
+            path = (*where, k, "returns") if isinstance(results, list) else (*where, "returns")
+            if shape.get("$comment") == UNKNOWN_MEMBERS:
+                said, hint = f"`{name}` returns {_types(shape)} (its return type hint), not {_json_type(result.returns)}", \
+                    f"give a result of type {_types(shape)}, or change the tool's return hint"
+            else:
+                said, hint = f"the result does not fit what `{name}` returns: " + "; ".join(problems[:3]), \
+                    f"the result must be valid against: {_short_schema(shape)}"
+            yield loaded.at(path, "mock-result", said, hint)
+
+
+def _types(shape: dict[str, Any]) -> str:
+    kinds = shape.get("type") or []
+    kinds = [kinds] if isinstance(kinds, str) else list(kinds)
+    return " or ".join(k for k in kinds if not (k == "integer" and "number" in kinds))
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    return {float: "number", str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
 
 
 def _short_schema(schema: dict[str, Any]) -> str:
