@@ -4,12 +4,15 @@ Output: one ``PASS``/``FAIL`` line per case, and under a failed case each differ
 status or outcome, where the route parted from the expected one, each context key with both
 values, each call count. Problems of test files are printed as ``ergon check`` prints
 diagnostics. Exit status 0 when every case passed, 1 when one failed, 2 when a test file is
-invalid or none was found.
+invalid or none was found. ``--explore N`` then runs N generated inputs through each definition
+under test (:mod:`flows.testing.explore`) and prints every run that failed with a ``definition``
+or ``internal`` error, with its inputs and the seed that replays it; any such run exits 1.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -29,6 +32,8 @@ def test(
     junit: Annotated[str | None, Parameter(name="--junit")] = None,
     json_: Annotated[bool, Parameter(name="--json")] = False,
     coverage: Annotated[bool, Parameter(name="--coverage")] = False,
+    explore: Annotated[int, Parameter(name="--explore")] = 0,
+    seed: Annotated[int | None, Parameter(name="--seed")] = None,
 ) -> int:
     """Run the tests of definitions (*.test.yaml): mocked tools, interactions and people, in-process.
 
@@ -44,6 +49,11 @@ def test(
         Print the results as one JSON document instead of text.
     coverage
         Also print, per definition, the nodes and moves the cases took and the exits never taken.
+    explore
+        Also run this many generated inputs through each definition under test (offline model,
+        drawn answers to human tasks) and report runs that fail with a definition or internal error.
+    seed
+        The seed of --explore's draws (default: a random one, printed, so a finding can be replayed).
     """
     with heavy_imports():
         from flows.testing.coverage import coverage as route_coverage
@@ -59,13 +69,32 @@ def test(
         return error(f"no test files (*.test.yaml) under {', '.join(targets)}",
                      hint="write one: `definition: NAME` and a list of `cases` (see the README)")
     covered = route_coverage(session.plans, session.results) if coverage else []
+    if explore < 0:
+        return error(f"--explore takes a number of runs, not {explore}", hint="e.g. --explore 20")
+    exploration = None
+    if explore and session.catalog is not None and session.plans:
+        from flows.testing.explore import explore as run_explore
+
+        chosen = seed if seed is not None else random.SystemRandom().randrange(2**31)
+        if not json_:
+            out.print(f"[bold]explore[/]: {explore} generated run(s) per definition, seed {chosen} "
+                      f"(replay: --explore {explore} --seed {chosen})")
+        exploration = run_explore(session.plans, session.catalog, explore, chosen,
+                                  on_run=_quiet if json_ else _print_explored)
+    code = max(session.exit_code(), 1 if exploration is not None and exploration.findings else 0)
     if junit:
         from flows.testing.junit import junit_xml
 
         Path(junit).write_text(junit_xml(session), encoding="utf-8")
     if json_:
-        print(json.dumps(_as_json(session, covered), indent=2, default=str))
-        return session.exit_code()
+        document = _as_json(session, covered)
+        if exploration is not None:
+            document["exit_code"] = code
+            document["explore"] = {"seed": exploration.seed, "runs": len(exploration.runs),
+                                   "findings": [r.as_dict() for r in exploration.findings],
+                                   "not_run": [r.as_dict() for r in exploration.runs if r.skipped]}
+        print(json.dumps(document, indent=2, default=str))
+        return code
     if session.problems:
         diagnostics(sorted(session.problems, key=lambda d: (d.file, d.line, d.col)), code=2)
     for found in covered:
@@ -73,10 +102,12 @@ def test(
     passed = len(session.results) - len(session.failed)
     summary = (f"{len(session.results)} case(s): {passed} passed, {len(session.failed)} failed"
                + (f"; {len(session.problems)} problem(s) in test files" if session.problems else "")
+               + (f"; explored {len(exploration.runs)} run(s), {len(exploration.findings)} finding(s)"
+                  if exploration is not None else "")
                + f" ({session.seconds:.2f} s)")
     sys.stdout.flush()
-    (err if session.exit_code() else out).print(f"[red]{summary}[/]" if session.exit_code() else f"[green]{summary}[/]")
-    return session.exit_code()
+    (err if code else out).print(f"[red]{summary}[/]" if code else f"[green]{summary}[/]")
+    return code
 
 
 def _quiet(result: Any) -> None:
@@ -116,6 +147,18 @@ def _shown(value: Any) -> str:
     text = json.dumps(value, default=str, ensure_ascii=False) if not isinstance(value, str) or value == "(missing)" \
         else f"`{value}`"
     return text if len(text) <= 200 else text[:199] + "…"
+
+
+def _print_explored(run: Any) -> None:
+    """An explored run is printed only when it is a finding or could not be made."""
+    where = f"{run.definition} run {run.number} (seed {escape(run.seed)})"
+    if run.skipped:
+        out.print(f"[yellow]SKIP[/]  {where}: inputs not drawn: {escape(run.skipped)}")
+    elif run.finding:
+        out.print(f"[red]FOUND[/] {where}: ended {run.status} with a {run.error_kind} error"
+                  + (f" at `{escape(run.node)}`" if run.node else ""))
+        out.print(f"      error:  {escape(run.error or '')}")
+        out.print(f"      inputs: {escape(json.dumps(run.inputs, ensure_ascii=False, default=str))}")
 
 
 def _print_coverage(found: Any) -> None:

@@ -85,7 +85,7 @@ class AnsweringPauses:
     async def wait_for_answer(self, wait: AnswerWait) -> dict[str, Any] | None:
         task = task_store.get_task(wait.task_id)
         assert task is not None, "a task created a moment ago is gone"
-        given = self._answers.get(task.node_id)
+        given = self.answer_for(task)
         if given is None:
             raise CasePaused(task.node_id)
         assignee = task.assignee or ""
@@ -100,6 +100,10 @@ class AnsweringPauses:
             raise NodeFailed(f"the test's answer to the task of `{task.node_id}` was refused: {exc}",
                              kind="definition") from None
         return dict(answered.task.answer or {})
+
+    def answer_for(self, task: Any) -> TaskAnswer | None:
+        """The answer to ``task``: the case's for its node, else None (the run pauses)."""
+        return self._answers.get(task.node_id)
 
     async def release(self) -> None:
         """Nothing to release: the run never left this process."""

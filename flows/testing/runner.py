@@ -78,6 +78,8 @@ class TestSession:
     results: list[CaseResult] = field(default_factory=list)
     #: the Plans under test, by definition name (what coverage measures against)
     plans: dict[str, Plan] = field(default_factory=dict)
+    #: the definitions folder as the cases ran against it (``--explore`` runs the same definitions)
+    catalog: Catalog | None = None
     seconds: float = 0.0
 
     @property
@@ -98,6 +100,7 @@ def run_tests(paths: list[str | Path], *, pattern: str | None = None,
     session = TestSession(files=[str(f) for f in files])
     loaded = [load_test_file(f) for f in files]
     catalog = _catalog(loaded)
+    session.catalog = catalog
     report = check_workspace(catalog.ws)
     runnable: list[tuple[LoadedTests, Plan]] = []
     for tests in loaded:

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 
 from compiler.plan import Plan
+from flows.testing.explore import answer_schema  # valid answers to a task: one definition with --explore
 
 #: longest a run may take, people's answers included, before the example fails
 RUN_SECONDS = 120.0
@@ -53,27 +54,6 @@ def draw_inputs(data: st.DataObject, plan: Plan, words: list[str]) -> dict[str, 
         if fitting and data.draw(st.integers(0, 3), label=f"{name} from the dictionary") > 0:
             inputs[name] = data.draw(st.sampled_from(fitting), label=name)
     return inputs
-
-
-def answer_schema(fields: list[dict[str, Any]]) -> dict[str, Any]:
-    """The JSON Schema of a valid answer to a task with ``fields`` (what humans.validate_answer accepts)."""
-    from flows.humans import normalize_fields
-
-    props: dict[str, Any] = {}
-    required = []
-    for f in normalize_fields(fields):
-        kind = f["type"]
-        if kind == "select":
-            prop: dict[str, Any] = {"enum": list(f["options"] or [])}
-        elif kind in ("text", "string"):
-            # what a person can type on a command line: no NUL; a required field is not blank
-            prop = {"type": "string", "maxLength": 40, "pattern": r"^[^\x00]*\S[^\x00]*$" if f["required"] else r"^[^\x00]*$"}
-        else:
-            prop = {"type": {"boolean": "boolean", "number": "number", "integer": "integer"}[kind]}
-        props[f["name"]] = prop
-        if f["required"]:
-            required.append(f["name"])
-    return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
 
 
 def cli_value(value: Any) -> str:
