@@ -120,33 +120,10 @@ def _print_result(result: Any) -> None:
         out.print(f"[green]PASS[/]  {where}")
         return
     out.print(f"[red]FAIL[/]  {where}  [dim]{escape(result.file)}[/]")
+    from flows.testing.compare import difference_lines
+
     for line in difference_lines(result):
         out.print(f"      {escape(line)}")
-
-
-def difference_lines(result: Any) -> list[str]:
-    """The readable lines of a failed case's differences (what ``ergon test`` prints under it)."""
-    from flows.testing.compare import route_difference
-
-    lines = []
-    for d in result.differences:
-        if d.what == "route":
-            lines.append(f"route: {route_difference(d.expected, d.actual)}")
-            lines.append(f"  expected: {' → '.join(d.expected) or '(nothing)'}")
-            lines.append(f"  actual:   {' → '.join(d.actual) or '(nothing)'}")
-        elif d.what == "error":
-            lines.append(f"error: expected the run's error to contain {_shown(d.expected[2:-2])}, got {_shown(d.actual)}")
-        else:
-            lines.append(f"{d.what}: expected {_shown(d.expected)}, got {_shown(d.actual)}")
-    if result.actual.error and not any(d.what == "error" for d in result.differences):
-        lines.append(f"the run ended {result.actual.status}: {result.actual.error}")
-    return lines
-
-
-def _shown(value: Any) -> str:
-    text = json.dumps(value, default=str, ensure_ascii=False) if not isinstance(value, str) or value == "(missing)" \
-        else f"`{value}`"
-    return text if len(text) <= 200 else text[:199] + "…"
 
 
 def _print_explored(run: Any) -> None:

@@ -8,6 +8,7 @@ never called counts 0. ``error`` is text the run's error must contain.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,3 +88,27 @@ def route_difference(expected: list[str], actual: list[str]) -> str:
             else f"the run visited nothing; expected `{expected[0]}` first"
     return f"the run went on after `{expected[-1]}` to `{actual[len(expected)]}`" if expected \
         else f"the run visited `{actual[0]}` first"
+
+
+def difference_lines(result: Any) -> list[str]:
+    """The readable lines of a failed case's differences (what ``ergon test`` prints under it, and
+    the pytest plugin's report of a failed item): ``result`` is a runner's ``CaseResult``."""
+    lines = []
+    for d in result.differences:
+        if d.what == "route":
+            lines.append(f"route: {route_difference(d.expected, d.actual)}")
+            lines.append(f"  expected: {' → '.join(d.expected) or '(nothing)'}")
+            lines.append(f"  actual:   {' → '.join(d.actual) or '(nothing)'}")
+        elif d.what == "error":
+            lines.append(f"error: expected the run's error to contain {_shown(d.expected[2:-2])}, got {_shown(d.actual)}")
+        else:
+            lines.append(f"{d.what}: expected {_shown(d.expected)}, got {_shown(d.actual)}")
+    if result.actual.error and not any(d.what == "error" for d in result.differences):
+        lines.append(f"the run ended {result.actual.status}: {result.actual.error}")
+    return lines
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, default=str, ensure_ascii=False) if not isinstance(value, str) or value == MISSING \
+        else f"`{value}`"
+    return text if len(text) <= 200 else text[:199] + "…"
