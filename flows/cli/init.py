@@ -2,8 +2,8 @@
 
 The files come from the package (:mod:`flows.templates`, package data in the wheel): a
 ``definitions/`` folder with one small example of each runnable kind (process, pipeline,
-interaction, agent template with its forms, workflow) and the Python tool they call, a
-``prefect.yaml`` with no deployments (``ergon deploy`` fills it), and ``README-ergon.md`` saying
+interaction, agent template with its forms, workflow), the Python tool they call, a test of each
+example (``definitions/tests/*.test.yaml``, run by ``ergon test``), a ``prefect.yaml`` with no deployments (``ergon deploy`` fills it), and ``README-ergon.md`` saying
 how to check, run and deploy. Existing files are never overwritten unless ``--force`` is given:
 without it, ``init`` names the files in the way and changes nothing.
 """
@@ -87,6 +87,6 @@ def init(
     out.print(f"created an Ergon project in {root} ({len(files)} files{', overwriting ' + str(len(existing)) if existing else ''})")
     for rel in files:
         out.print(f"  {rel}")
-    out.print("next: [bold]ergon check[/], then [bold]ergon run hello_process --input name=Ada[/] "
+    out.print("next: [bold]ergon check[/] and [bold]ergon test[/], then [bold]ergon run hello_process --input name=Ada[/] "
               "(see README-ergon.md)" + ("" if root.resolve() == Path.cwd().resolve() else f", from {root}"))
     return 0
