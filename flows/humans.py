@@ -64,6 +64,9 @@ log = logging.getLogger("ergon.humans")
 on_answered: list[Callable[[HumanTask], None]] = []
 
 FIELD_TYPES = ("select", "text", "string", "boolean", "number", "integer")
+#: The largest whole-number answer either way: Prefect's API serializes with orjson, which
+#: refuses integers beyond 64 bits (its server answers 500 to a resume carrying one).
+MAX_WHOLE_ANSWER = 2**63 - 1
 _TRUE, _FALSE = frozenset({"true", "yes"}), frozenset({"false", "no"})
 
 
@@ -260,13 +263,19 @@ def _coerce(f: dict[str, Any], value: Any) -> tuple[Any, str | None]:
             return None, f"{name}: expected a number, got {value!r}"
         return number, None
     if kind == "integer":
+        whole: int | None = None
         if isinstance(value, int) and not isinstance(value, bool):
-            return value, None
-        if isinstance(value, float) and value.is_integer():
-            return int(value), None
-        if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
-            return int(value), None
-        return None, f"{name}: expected a whole number, got {value!r}"
+            whole = value
+        elif isinstance(value, float) and value.is_integer():
+            whole = int(value)
+        elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+            whole = int(value)
+        if whole is None:
+            return None, f"{name}: expected a whole number, got {value!r}"
+        if abs(whole) > MAX_WHOLE_ANSWER:
+            return None, (f"{name}: {whole} is too large: a whole-number answer is at most {MAX_WHOLE_ANSWER:,} "
+                          "either way (Prefect's API carries 64-bit integers); use a text field for longer digits")
+        return whole, None
     return None, f"{name}: unknown field type {kind!r}"
 
 

@@ -40,7 +40,7 @@ import functools
 import logging
 import re
 from collections.abc import Iterable
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 import pydantic
 from prefect import flow
@@ -268,7 +268,9 @@ def _python_type(f: dict[str, Any]) -> Any:
         if not options:
             raise ValueError(f"select field {f['name']!r} has no options")
         return Literal[options]  # JSON Schema: an enum
-    return {"text": str, "string": str, "boolean": bool, "number": float, "integer": int}[f["type"]]
+    if f["type"] == "integer":  # bounded as every channel bounds it (flows.humans.MAX_WHOLE_ANSWER)
+        return Annotated[int, pydantic.Field(ge=-humans.MAX_WHOLE_ANSWER, le=humans.MAX_WHOLE_ANSWER)]
+    return {"text": str, "string": str, "boolean": bool, "number": float}[f["type"]]
 
 
 #: Appended to the title of a required field: Prefect's form marks only the optional ones.

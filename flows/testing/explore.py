@@ -190,7 +190,7 @@ def input_schema(plan: Plan) -> dict[str, Any]:
 
 def answer_schema(fields: list[dict[str, Any]]) -> dict[str, Any]:
     """The JSON Schema of a valid answer to a task with ``fields`` (what humans.validate_answer accepts)."""
-    from flows.humans import normalize_fields
+    from flows.humans import MAX_WHOLE_ANSWER, normalize_fields
 
     props: dict[str, Any] = {}
     required = []
@@ -203,6 +203,8 @@ def answer_schema(fields: list[dict[str, Any]]) -> dict[str, Any]:
             prop = {"type": "string", "maxLength": 40, "pattern": r"^[^\x00]*\S[^\x00]*$" if f["required"] else r"^[^\x00]*$"}
         else:
             prop = {"type": {"boolean": "boolean", "number": "number", "integer": "integer"}[kind]}
+            if kind == "integer":  # what an answer can carry through Prefect
+                prop.update(minimum=-MAX_WHOLE_ANSWER, maximum=MAX_WHOLE_ANSWER)
         props[f["name"]] = prop
         if f["required"]:
             required.append(f["name"])

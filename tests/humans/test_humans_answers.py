@@ -59,6 +59,23 @@ def test_bad_option_and_wrong_types_all_reported():
     assert check({"decision": "approve", "copies": False})[1] == ["copies: expected a whole number, got False"]
 
 
+def test_a_whole_number_beyond_64_bits_is_refused_on_every_channel():
+    """Prefect's API refuses (500) a resume carrying an integer beyond 64 bits: the answer is
+    refused where it is given, and Prefect's own form bounds the field the same way."""
+    import pydantic
+
+    from flows.prefect.pause import run_input_model
+
+    largest = 2**63 - 1
+    assert check({"decision": "approve", "copies": -largest}) == ({**check({"decision": "approve"})[0], "copies": -largest}, [])
+    errors = check({"decision": "approve", "copies": str(-(largest + 1))})[1]
+    assert len(errors) == 1 and errors[0].startswith("copies: -9223372036854775808 is too large"), errors
+    model = run_input_model(FIELDS, "review")
+    with pytest.raises(pydantic.ValidationError, match="copies"):
+        model.model_validate({"decision": "approve", "copies": largest + 1})
+    assert model.model_validate({"decision": "approve", "copies": largest}).copies == largest
+
+
 def test_unknown_keys_and_non_objects():
     _, errors = check({"decision": "approve", "decison": "x"})
     assert errors == ["decison: unknown field (fields: decision, notes, urgent, amount, copies)"]
