@@ -145,12 +145,20 @@ def _print_coverage(found: Any) -> None:
     never = [n for n in found.nodes if n not in found.nodes_taken]
     if never:
         out.print(f"  nodes never visited: {escape(', '.join(never))}")
-    if found.untaken:
-        from flows.testing.coverage import describe
+    from flows.testing.coverage import describe
 
+    if found.untaken:
         out.print("  exits never taken:")
         for edge in found.untaken:
             out.print(f"    {escape(describe(edge))}")
+    if found.guards:
+        seen = sum(g.seen_true + g.seen_false for g in found.guards)
+        out.print(f"  guards: {seen}/{2 * len(found.guards)} outcomes seen")
+        for guard in found.guards:
+            if not (guard.seen_true and guard.seen_false):
+                unseen = [w for w, seen_it in (("never true", guard.seen_true), ("never false", guard.seen_false))
+                          if not seen_it]
+                out.print(f"    {escape(describe(guard.edge))}: {', '.join(unseen)}")
 
 
 def _as_json(session: Any, covered: list[Any]) -> dict[str, Any]:

@@ -5,6 +5,16 @@ process's transitions, a condition's branches and default, a human task's ``on_t
 for a pipeline, its ``needs`` edges. A node counts as taken when some case's route visited it; a
 process move when some visit recorded it as where the run went next; a pipeline edge when both
 its ends ran in the same case. The exits never taken are listed: the paths no test has seen.
+
+*Guards*: each guarded exit of a process (a transition's or a condition branch's guard) has two
+outcomes, and a case's routing shows which were seen. The engine tries a node's exits in order
+and takes the first whose guard holds (a condition's default after every branch), so a visit
+that went to exit *k* saw *k*'s guard true and the guards of the exits before it false; the
+exits after it were never evaluated. This is read from the visits' recorded next nodes, not by
+evaluating guards again. An exit is known by its target: when two exits of a node lead to the
+same node, a move there counts for the first of them. Agent and person-picked exits are not
+guards of routing (the model or the person chooses) and are left out; so is a pipeline node's
+``when``.
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ class DefinitionCoverage:
     moves_taken: list[PlanEdge]
     cases: int = 0
     untaken: list[PlanEdge] = field(default_factory=list)
+    guards: list[GuardCoverage] = field(default_factory=list)
 
     @property
     def percent(self) -> float:
@@ -39,7 +50,19 @@ class DefinitionCoverage:
                 "nodes": {"taken": len(self.nodes_taken), "total": len(self.nodes),
                           "never": [n for n in self.nodes if n not in self.nodes_taken]},
                 "moves": {"taken": len(self.moves_taken), "total": len(self.moves),
-                          "never": [describe(e) for e in self.untaken]}}
+                          "never": [describe(e) for e in self.untaken]},
+                "guards": {"seen": sum(g.seen_true + g.seen_false for g in self.guards), "total": 2 * len(self.guards),
+                           "never_true": [describe(g.edge) for g in self.guards if not g.seen_true],
+                           "never_false": [describe(g.edge) for g in self.guards if not g.seen_false]}}
+
+
+@dataclass
+class GuardCoverage:
+    """One guarded exit: whether the cases' routing saw its guard true, and false."""
+
+    edge: PlanEdge
+    seen_true: bool = False
+    seen_false: bool = False
 
 
 def describe(edge: PlanEdge) -> str:
@@ -65,5 +88,29 @@ def coverage(plans: dict[str, Plan], results: list[CaseResult]) -> list[Definiti
             together = [set(r.actual.route) for r in mine]
             taken = [e for e in moves if any({e.source, e.target} <= ran for ran in together)]
         out.append(DefinitionCoverage(name, nodes, [n for n in nodes if n in visited], moves, taken, len(mine),
-                                      [e for e in moves if e not in taken]))
+                                      [e for e in moves if e not in taken], guard_coverage(plan, mine)))
     return out
+
+
+def guard_coverage(plan: Plan, results: list[CaseResult]) -> list[GuardCoverage]:
+    """The outcomes of each guarded exit the cases' moves show (see the module docstring)."""
+    if plan.control != "state_machine":
+        return []
+    routed: dict[str, list[PlanEdge]] = {}
+    for edge in sorted(plan.edges, key=lambda e: e.order):
+        if edge.kind in ("transition", "branch", "default") and edge.trigger == "auto":
+            routed.setdefault(edge.source, []).append(edge)
+    for exits in routed.values():  # a condition's default is tried after all its branches
+        exits.sort(key=lambda e: e.kind == "default")
+    found = {id(e): GuardCoverage(e) for exits in routed.values() for e in exits if e.guard is not None}
+    for result in results:
+        for source, target in result.moves:
+            for edge in routed.get(source, []):
+                seen = found.get(id(edge))
+                if edge.target == target:
+                    if seen is not None:
+                        seen.seen_true = True
+                    break
+                if seen is not None:
+                    seen.seen_false = True
+    return [found[id(e)] for exits in routed.values() for e in exits if id(e) in found]

@@ -257,3 +257,27 @@ def test_the_real_cli_in_a_fresh_project(project, write_test) -> None:
     assert ET.parse(project / "report.xml").getroot().get("failures") == "1"
     assert not (project / ".ergon").exists()
     (project / "report.xml").unlink()
+
+
+def test_guard_coverage_says_which_outcomes_of_each_guard_the_cases_saw(project, write_test, capsys) -> None:
+    write_test(COVERING_AUTO_ONLY + """
+  - name: rejected by sales
+    inputs: {order_id: o-3, amount: 900}
+    mocks:
+      tools: {lookup_price: {returns: {price: 1}}}
+      interactions: {rate_order: {returns: {priority: high}}}
+      tasks: {review: {answer: {decision: reject}}}
+""")
+    assert run(["test", "--json", "--coverage"]) == 0
+    (found,) = json.loads(capsys.readouterr().out)["coverage"]
+    # three guards: route's `high priority` branch (false for the auto case, true for the other),
+    # review's `approved` (false: the rejection tried it first) and `rejected` (true, never false)
+    assert found["guards"] == {"seen": 4, "total": 6,
+                               "never_true": ["review → approved (approved)"],
+                               "never_false": ["review → rejected (rejected)"]}
+    assert run(["test", "--coverage"]) == 0
+    out = capsys.readouterr().out
+    assert "guards: 4/6 outcomes seen" in out
+    assert "review → approved (approved): never true" in out
+    assert "review → rejected (rejected): never false" in out
+    assert "route → review (high priority)" not in out.split("guards:")[1]
