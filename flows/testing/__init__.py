@@ -10,7 +10,8 @@ One concept per module, in the order a test goes through them:
 * :mod:`~flows.testing.compare` — expected against actual, as readable differences;
 * :mod:`~flows.testing.coverage` — the nodes and moves the cases took, per definition;
 * :mod:`~flows.testing.junit` — the results as JUnit XML for CI systems;
-* :mod:`~flows.testing.explore` — generated inputs through each definition (``--explore``).
+* :mod:`~flows.testing.explore` — generated inputs through each definition (``--explore``);
+* :mod:`~flows.testing.pytest_plugin` — the same cases as pytest items, in a project's ``pytest``.
 
 Nothing here imports Prefect: a test run never starts a server or a subprocess.
 """
