@@ -12,9 +12,9 @@ key that needs its ``parent`` and writes its ``output_key``.
 
 **workflow** (seed 002, workflow DSL): literal ``vars`` become ``context.initial``, and since
 nothing writes them they are run inputs too, with their value as default: each gets the JSON
-Schema of its value's type (:func:`value_schema`: a list of strings is an array of strings), so
-a run overriding one with a value of another type is refused when it starts, not handed to a
-step that cannot take it. Vars whose value holds ``${}`` references are computed by a leading
+Schema of its value's type (:func:`value_schema`: a list of strings is an array of strings, a
+null is null), so a run overriding one with a value of another type is refused when it starts,
+not handed to a step that cannot take it. Vars whose value holds ``${}`` references are computed by a leading
 ``set_context`` tool node (``_vars``), since they depend on the run's input. Every step needs the previous step, which keeps the DSL's
 sequential order. An ``async: true`` child workflow needs the previous step but nobody needs it
 except a ``_join`` node added at the end, so it runs beside the following steps and the run still
@@ -321,11 +321,12 @@ def step_node(step: WorkflowStep, needs: list[str]) -> ToolNode | ProcessNode:
 
 
 def value_schema(value: Any) -> dict[str, Any]:
-    """The JSON Schema of a literal value's type: ``{}`` for null, arrays with the one schema all
-    their items share (none when they differ or there are none), objects with their properties',
-    all required."""
+    """The JSON Schema of a literal value's type: ``null`` for null (a var that should take a value
+    of some type from the run's input is declared in ``input_schema``), arrays with the one schema
+    all their items share (none when they differ or there are none), objects with their
+    properties', all required."""
     if value is None:
-        return {}
+        return {"type": "null"}
     if isinstance(value, bool):
         return {"type": "boolean"}
     if isinstance(value, int):

@@ -223,13 +223,15 @@ steps:
     assert props["options"]["type"] == "object" and props["options"]["properties"]["tags"]["items"] == {"type": "string"}
     assert props["mixed"]["type"] == "array" and "items" not in props["mixed"], "no one type for mixed items"
     assert props["empty"]["type"] == "array" and "items" not in props["empty"]
-    assert "type" not in props["nothing"], "a null default says nothing about the type"
+    assert props["nothing"]["type"] == "null", "a var takes values of its literal's type: a null, null"
     assert props["who"]["type"] == "string", "a var that is also a declared input keeps its declared schema"
     assert plan.context_schema["properties"]["said"] == {}, "a var a step writes is not typed by its default"
     valid = Draft202012Validator(plan.input_schema).is_valid
-    assert valid({"categories": ["report"], "limit": 4, "ratio": 1, "nothing": {"any": "thing"}})
+    assert valid({"categories": ["report"], "limit": 4, "ratio": 1, "nothing": None})
+    # a value of another type for a null var: what the checker takes `${nothing}` to be would be
+    # wrong (a step given it as a text parameter failed a run that checked clean)
     for wrong in ({"categories": True}, {"categories": [1]}, {"greeting": None}, {"limit": 2.5}, {"strict": "yes"},
-                  {"options": []}):
+                  {"options": []}, {"nothing": {"any": "thing"}}):
         assert not valid(wrong), wrong
 
 
