@@ -11,7 +11,7 @@
    with the in-process backend (:mod:`flows.testing.backend`) and the case's stand-ins
    (:mod:`flows.testing.doubles`), one asyncio loop for all cases, one case after the other;
 4. read what the run did back from the store — status, outcome, the route (top-level visits in
-   order, a retried node once, skipped nodes left out), the final context — and compare it with
+   order, a retried node once, nodes that never ran left out), the final context — and compare it with
    the case's ``expect`` (:mod:`flows.testing.compare`).
 
 Interactions a case does not mock are answered by the model the run would use; with no
@@ -207,14 +207,14 @@ def _context_of(run_id: str) -> dict[str, Any]:
 
 
 def _route(run_id: str) -> tuple[list[str], list[tuple[str, str]]]:
-    """The top-level nodes the run visited, in order (a retried node's attempts once, skipped
-    nodes left out), and the moves between them (a visit's recorded next node)."""
+    """The top-level nodes the run visited, in order (a retried node's attempts once, nodes that
+    never ran left out), and the moves between them (a visit's recorded next node)."""
     from flows.store import visits as visit_store
 
     route: list[str] = []
     moves: list[tuple[str, str]] = []
     for visit in visit_store.visits_for_run(run_id):
-        if visit.parent_visit_id is not None or visit.status == "skipped":
+        if visit.parent_visit_id is not None or not _ran(visit):
             continue
         if visit.attempt > 1 and route and route[-1] == visit.node_id:
             continue
@@ -222,3 +222,12 @@ def _route(run_id: str) -> tuple[list[str], list[tuple[str, str]]]:
         if visit.next_node:
             moves.append((visit.node_id, visit.next_node))
     return route, moves
+
+
+def _ran(visit: Any) -> bool:
+    """Whether the node of ``visit`` ran. Not when it was skipped (its ``when`` false, a branch
+    not taken), nor when a pipeline's failure left it unrun: the engine records those as
+    ``failed`` visits with no error kind, where every failure of a node that ran has one."""
+    if visit.status == "skipped":
+        return False
+    return not (visit.status == "failed" and visit.error_kind is None)

@@ -95,3 +95,53 @@ def test_an_answered_task_in_a_pipeline_completes_the_run(project, write_test) -
     assert not session.problems, [d.format() for d in session.problems]
     (result,) = session.results
     assert result.passed, result.differences
+
+
+FAILING = """\
+kind: pipeline
+name: failing_chain
+context:
+  schema:
+    type: object
+    properties:
+      order_id: {type: string}
+      price: {type: number}
+      done: {type: boolean}
+    required: [order_id]
+nodes:
+  price:
+    type: tool
+    tool: lookup_price
+    input: {order_id: "{{ order_id }}"}
+    writes: [price]
+  finish:
+    type: tool
+    needs: [price]
+    config: {context_update: {done: true}}
+    writes: [done]
+"""
+
+
+def test_the_steps_after_a_failure_are_not_in_the_route_nor_covered(project, write_test) -> None:
+    from flows.testing.coverage import coverage
+
+    (project / "definitions" / "failing_chain.yaml").write_text(FAILING)
+    try:
+        path = write_test("""\
+definition: failing_chain
+cases:
+  - name: the price service is down
+    inputs: {order_id: A-1}
+    expect: {status: failed, route: [price]}
+""", name="failing_chain.test.yaml")
+        session = run_tests([path])
+    finally:
+        (project / "definitions" / "failing_chain.yaml").unlink()
+    assert not session.problems, [d.format() for d in session.problems]
+    (result,) = session.results
+    assert result.actual.status == "failed"
+    # `finish` never ran: the engine recorded it as a failed visit the failure left unrun
+    assert result.actual.route == ["price"], result.actual.route
+    assert result.passed, result.differences
+    (measured,) = coverage(session.plans, session.results)
+    assert measured.nodes_taken == ["price"], measured.nodes_taken
