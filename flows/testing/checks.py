@@ -4,7 +4,8 @@ Everything a test file names must exist: the definition, the nodes of ``expect.r
 ``mocks.tasks``, the tools and interactions of ``mocks`` and ``expect.calls``, the context fields
 of ``inputs`` and ``expect.context``, the fields of a task's answer. A mocked interaction answer
 must fit the result schema the model's answer would be held to (the calling node's, derived from
-its ``writes``, else the interaction's own); a mocked tool result must be a value the tool can
+its ``writes``, else the interaction's own; an agent node's final answer under its interaction,
+``sys:ProcessAgentNode`` by default); a mocked tool result must be a value the tool can
 return (a built-in's whole result schema, else the JSON types of its Python return hint; a tool
 whose result is not known — no hint, served over HTTP — is not checked). Each problem is a diagnostic at its place in the
 test file with a hint naming the close choices, like the compiler's own — a typo in a test
@@ -16,14 +17,15 @@ check`` runs them too.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from compiler import Diagnostic
-from compiler.builtin_interactions import BUILTIN
+from compiler.builtin_interactions import BUILTIN, PROCESS_AGENT_NODE
 from compiler.errors import choices_hint
-from compiler.ir import HumanTaskNode, InteractionNode
+from compiler.ir import AgentNode, HumanTaskNode, InteractionNode
 from compiler.plan import Plan, PlanNode, build_plan
 from compiler.tool_signatures import UNKNOWN_MEMBERS
 from compiler.workspace import Unit, Workspace
@@ -156,22 +158,31 @@ def _case_problems(loaded: LoadedTests, ws: Workspace, plan: Plan, i: int, case:
 
 def _answer_problems(loaded: LoadedTests, plan: Plan, interaction: Any, name: str, results: Result | list[Result],
                      where: tuple[str | int, ...]) -> Iterator[Diagnostic]:
-    """Each mocked answer against every schema a call of the interaction in this Plan is held to."""
+    """Each mocked answer against the schemas the calls of the interaction in this Plan are held
+    to: an interaction node's, and an agent node's final answer (the object its ``writes``
+    derive). The nodes sharing an interaction (every agent node's default ``sys:ProcessAgentNode``)
+    take the answers in the order they call it, which only a run knows: an answer must fit one of
+    their schemas here, and is held to its caller's at run time. A template's steps are held at
+    run time to their cited output form, not known here."""
     schemas = [n.result_schema or interaction.result_schema for n in all_nodes(plan)
                if n.type == "interaction" and n.body_as(InteractionNode).interaction == name]
+    if plan.kind != "template":
+        schemas += [n.result_schema or {"type": "object"} for n in all_nodes(plan)
+                    if n.type == "agent" and (n.body_as(AgentNode).interaction or PROCESS_AGENT_NODE) == name]
     schemas = [s for s in schemas if s] or ([interaction.result_schema] if interaction.result_schema else [])
+    unique = list({json.dumps(s, sort_keys=True): s for s in schemas}.values())
     listed = results if isinstance(results, list) else [results]
     for k, result in enumerate(listed):
-        if result.fails:
+        if result.fails or not unique:
             continue
-        for schema in schemas:
-            problems = schema_errors(schema, result.returns)
-            if problems:
-                path = (*where, k, "returns") if isinstance(results, list) else (*where, "returns")
-                yield loaded.at(path, "mock-result", f"the answer does not fit the result schema of `{name}`: "
-                                + "; ".join(problems[:3]),
-                                f"the answer must be valid against: {_short_schema(schema)}")
-                break
+        found = [schema_errors(schema, result.returns) for schema in unique]
+        if all(found):
+            path = (*where, k, "returns") if isinstance(results, list) else (*where, "returns")
+            schema, problems = unique[0], found[0]
+            hint = f"the answer must be valid against: {_short_schema(schema)}" if len(unique) == 1 else \
+                "the answer must be valid against one of: " + "; ".join(_short_schema(s) for s in unique)
+            yield loaded.at(path, "mock-result", f"the answer does not fit the result schema of `{name}`: "
+                            + "; ".join(problems[:3]), hint)
 
 
 def _tool_result_problems(loaded: LoadedTests, ws: Workspace, name: str, results: Result | list[Result],

@@ -8,25 +8,30 @@ through the same human-task path as a `human_task` node (:func:`flows.runtime.bo
 An agent with the workstream tools gets its visit's :class:`~flows.runtime.workstreams.Workstreams`
 (the children it launches, and the hooks that bring their results to its loop); the visit ends
 only once they have, and stops those still open (interactive ones) when it does.
+
+In a test case (``ergon test``) whose ``mocks.interactions`` names the node's interaction, the
+loop does not run: the case's answer is the final answer (:func:`stood_in`).
 """
 
 from __future__ import annotations
 
 import functools
+import json
 from typing import Any
 
 from compiler.builtin_interactions import PROCESS_AGENT_NODE
 from compiler.ir import AgentNode
 from compiler.plan import PlanNode
 from compiler.templates import render, render_value
-from flows.llm.agent import AgentResult, AgentTask, run_agent
+from flows.llm.agent import AgentResult, AgentTask, parse_answer, run_agent
 from flows.llm.interactions import render_messages, validate_input
-from flows.llm.types import LlmError
+from flows.llm.types import InvalidOutput, LlmError
 from flows.runtime.bodies.human_task import ask_person
 from flows.runtime.bodies.llm import budget_guard, model_of, update_from
 from flows.runtime.effects import Effect, Services
 from flows.runtime.errors import NodeFailed
 from flows.runtime.workstreams import Workstreams, uses_workstreams
+from flows.stand_ins import STAND_INS, StandInFailure
 from flows.tools import invoke as toolbox
 from flows.tools.context import CURRENT, ToolContext
 
@@ -78,6 +83,12 @@ def agent_task(node: PlanNode, context: dict[str, Any], services: Services, visi
 async def run_task(node: PlanNode, task: AgentTask, services: Services, visit_id: str | None) -> AgentResult:
     """Run the agent loop of ``task`` with this visit as its tools' context (and its workstreams)."""
     body = node.body_as(AgentNode)
+    try:
+        answer = stood_in(body.interaction or PROCESS_AGENT_NODE, task)
+    except LlmError as exc:
+        raise NodeFailed(f"agent `{node.id}`: {exc}") from exc
+    if answer is not None:
+        return answer
     hub = None
     if uses_workstreams(task.tools) and services.run_id is not None and visit_id is not None:
         hub = Workstreams(run_id=services.run_id, visit_id=visit_id, node_id=node.id, model=task.model, tools=task.tools,
@@ -97,6 +108,31 @@ async def run_task(node: PlanNode, task: AgentTask, services: Services, visit_id
         if hub is not None:
             await hub.close()
         CURRENT.reset(token)
+
+
+def stood_in(interaction: str, task: AgentTask) -> AgentResult | None:
+    """The final answer a test case gives for the agent, or None when the loop is to run.
+
+    Every visit counts as a call of the node's interaction, answered by the case or not (what a
+    test's ``expect.calls`` compares). A given answer is held to the result schema and the step's
+    own check as the model's final answer is, without a repair turn (a written answer cannot be
+    asked again); a given failure is a model failure (:class:`LlmError`)."""
+    stand_ins = STAND_INS.get()
+    if stand_ins is None:
+        return None
+    try:
+        replaced, given = stand_ins.interaction(interaction)
+    except StandInFailure as exc:
+        raise LlmError(str(exc)) from exc
+    if not replaced:
+        return None
+    schema = task.result_schema or {"type": "object"}
+    answer, problems = parse_answer(json.dumps(given), schema)
+    if answer is not None and task.check_answer is not None:
+        problems = task.check_answer(answer)
+    if problems:
+        raise InvalidOutput("the stand-in answer does not match the result schema: " + "; ".join(problems[:5]))
+    return AgentResult(output=answer or {}, responses=[], tool_calls=0)
 
 
 async def run(node: PlanNode, context: dict[str, Any], services: Services, visit_id: str | None) -> Effect:
