@@ -119,3 +119,11 @@ _DECLARED: dict[str, Signature] = {
 #: Built-in tool → its signature (with its whole result's schema where :data:`_RESULTS` has it).
 BUILTIN_SIGNATURES: dict[str, Signature] = {name: dataclasses.replace(signature, result_schema=_RESULTS.get(name))
                                             for name, signature in _DECLARED.items()}
+
+
+#: The built-in steps that ask a model, by tool name → the interaction their one structured model
+#: call is (``flows.tools.builtins_activities``): what a run reports as called, and the name a
+#: test mocks the model's answer under. The answer is the step's result: an object holding
+#: exactly the members of the tool's result schema (:data:`BUILTIN_SIGNATURES`).
+MODEL_STEPS: dict[str, str] = {name: f"sys:{name[0].upper()}{name[1:]}" for name in (
+    "generateText", "translateText", "summarizeText", "analyzeSentiment", "classifyText", "extractEntities")}

@@ -5,7 +5,8 @@ Everything a test file names must exist: the definition, the nodes of ``expect.r
 of ``inputs`` and ``expect.context``, the fields of a task's answer. A mocked interaction answer
 must fit the result schema the model's answer would be held to (the calling node's, derived from
 its ``writes``, else the interaction's own; an agent node's final answer under its interaction,
-``sys:ProcessAgentNode`` by default); a mocked tool result must be a value the tool can
+``sys:ProcessAgentNode`` by default; a built-in step's model call, ``sys:SummarizeText``…, the
+step's result); a mocked tool result must be a value the tool can
 return (a built-in's whole result schema, else the JSON types of its Python return hint; a tool
 whose result is not known — no hint, served over HTTP — is not checked). Each problem is a diagnostic at its place in the
 test file with a hint naming the close choices, like the compiler's own — a typo in a test
@@ -24,8 +25,9 @@ from typing import Any
 
 from compiler import Diagnostic
 from compiler.builtin_interactions import BUILTIN, PROCESS_AGENT_NODE
+from compiler.builtin_signatures import BUILTIN_SIGNATURES, MODEL_STEPS
 from compiler.errors import choices_hint
-from compiler.ir import AgentNode, HumanTaskNode, InteractionNode
+from compiler.ir import AgentNode, HumanTaskNode, InteractionDef, InteractionNode
 from compiler.plan import Plan, PlanNode, build_plan
 from compiler.tool_signatures import UNKNOWN_MEMBERS
 from compiler.workspace import Unit, Workspace
@@ -91,7 +93,23 @@ def all_nodes(plan: Plan) -> Iterator[PlanNode]:
 
 
 def _interactions(ws: Workspace) -> dict[str, Any]:
-    return {**BUILTIN, **{name: unit.defn for name, unit in ws.named("interaction").items()}}
+    """Every interaction a case may mock or count: the built-in ones, the model calls of the
+    built-in steps that ask a model, and the project's."""
+    return {**BUILTIN, **_model_steps(), **{name: unit.defn for name, unit in ws.named("interaction").items()}}
+
+
+def _model_steps() -> dict[str, InteractionDef]:
+    """The model calls of the built-in steps (``sys:SummarizeText`` for ``summarizeText``…), each
+    with the schema its answer is held to at run time: exactly the members of the step's result.
+    (``classifyText``'s category is also held to the call's categories, known only at run time.)"""
+    found = {}
+    for tool, name in MODEL_STEPS.items():
+        result = BUILTIN_SIGNATURES[tool].result_schema or {"type": "object"}
+        found[name] = InteractionDef.model_validate({
+            "kind": "interaction", "name": name, "prompts": [],
+            "description": f"The model call of the built-in step `{tool}`.",
+            "result_schema": {**result, "additionalProperties": False}})
+    return found
 
 
 def _case_problems(loaded: LoadedTests, ws: Workspace, plan: Plan, i: int, case: Case) -> Iterator[Diagnostic]:
