@@ -9,15 +9,17 @@ pauses. :class:`InProcessBackend` runs the same body with:
   executor, :mod:`flows.runtime.retries`) and ``timeout_seconds`` — but no delay between attempts: a test
   checks what a retry does, not how long it waits;
 * :class:`AnsweringPauses` as the ``Pauses`` port: a human task whose node the case answers
-  (``mocks.tasks``) is answered through :func:`flows.humans.answer`, the rules every channel
-  uses (who may answer, the fields' checks), as the case's person; a task the case does not
-  answer ends the run ``paused``, as a run suspended for a person does;
+  (``mocks.tasks``: one answer for every visit, or a list used one per visit in order) is answered
+  through :func:`flows.humans.answer`, the rules every channel uses (who may answer, the fields'
+  checks), as the case's person; a task the case does not answer — its node has no answer, or
+  the visits used up its list — ends the run ``paused``, as a run suspended for a person does;
 * sub-processes run by the same body, in the same process.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -66,8 +68,8 @@ class CasePaused(BaseException):  # noqa: N818 - a signal, as Prefect's own paus
 
     visit_status = "paused"
 
-    def __init__(self, node_id: str) -> None:
-        super().__init__(f"the human task of `{node_id}` waits for a person (the case gives no answer in mocks.tasks)")
+    def __init__(self, node_id: str, why: str = "the case gives no answer in mocks.tasks") -> None:
+        super().__init__(f"the human task of `{node_id}` waits for a person ({why})")
         self.node_id = node_id
 
 
@@ -76,8 +78,9 @@ class AnsweringPauses:
 
     flow_run_id: str | None = None
 
-    def __init__(self, answers: dict[str, TaskAnswer]) -> None:
+    def __init__(self, answers: dict[str, TaskAnswer | list[TaskAnswer]]) -> None:
         self._answers = answers
+        self._asked: Counter[str] = Counter()  # the tasks of each node answered so far
 
     def can_suspend(self, timeout: float | None) -> bool:
         return False
@@ -87,6 +90,9 @@ class AnsweringPauses:
         assert task is not None, "a task created a moment ago is gone"
         given = self.answer_for(task)
         if given is None:
+            listed = self._answers.get(task.node_id)
+            if isinstance(listed, list):
+                raise CasePaused(task.node_id, f"the case's {len(listed)} answer(s) in mocks.tasks are used up")
             raise CasePaused(task.node_id)
         assignee = task.assignee or ""
         group = assignee.removeprefix("group:") if assignee.startswith("group:") else None
@@ -102,8 +108,13 @@ class AnsweringPauses:
         return dict(answered.task.answer or {})
 
     def answer_for(self, task: Any) -> TaskAnswer | None:
-        """The answer to ``task``: the case's for its node, else None (the run pauses)."""
-        return self._answers.get(task.node_id)
+        """The answer to ``task``: the case's for its node (a list's next one), else None (the run pauses)."""
+        given = self._answers.get(task.node_id)
+        if not isinstance(given, list):
+            return given
+        self._asked[task.node_id] += 1
+        turn = self._asked[task.node_id]
+        return given[turn - 1] if turn <= len(given) else None
 
     async def release(self) -> None:
         """Nothing to release: the run never left this process."""

@@ -151,10 +151,13 @@ def _case_problems(loaded: LoadedTests, ws: Workspace, plan: Plan, i: int, case:
             yield loaded.at(where, "unknown-node", said, choices_hint(node_id, tasks, what="human-task nodes"), key=True)
             continue
         names = [f.name for f in node.body_as(HumanTaskNode).task.fields]
-        for key in task.answer:
-            if key not in names:
-                yield loaded.at((*where, "answer", key), "unknown-field", f"the task of `{node_id}` has no field `{key}`",
-                                choices_hint(key, names, what="its fields"), key=True)
+        listed = list(enumerate(task)) if isinstance(task, list) else [(None, task)]
+        for k, one in listed:
+            at = where if k is None else (*where, k)
+            for key in one.answer:
+                if key not in names:
+                    yield loaded.at((*at, "answer", key), "unknown-field", f"the task of `{node_id}` has no field `{key}`",
+                                    choices_hint(key, names, what="its fields"), key=True)
     expect = case.expect
     for j, node_id in enumerate(expect.route or []):
         if node_id not in plan.nodes:

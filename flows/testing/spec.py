@@ -15,7 +15,7 @@ what stands in for tools, interactions and people (``mocks``), and what the run 
           interactions:
             ClassifyLine: [{returns: {gl_code: "6200", category: hardware, amount: 18400}}]  # per call, in order
           tasks:
-            finance_approval: {answer: {approval_decision: approve}, as: maria}
+            finance_approval: {answer: {approval_decision: approve}, as: maria}   # or a list: one per visit
         expect:
           status: completed                                   # completed | failed | paused | cancelled
           outcome: posted
@@ -87,7 +87,9 @@ class Mocks(_Model):
         default_factory=dict, description="By tool name: one result for every call, or a list used per call in order.")
     interactions: dict[str, Result | list[Result]] = Field(
         default_factory=dict, description="By interaction name: the structured answer(s), per call in order.")
-    tasks: dict[str, TaskAnswer] = Field(default_factory=dict, description="By human-task node id: its answer.")
+    tasks: dict[str, TaskAnswer | list[TaskAnswer]] = Field(
+        default_factory=dict, description="By human-task node id: one answer for every visit, or a list used per visit "
+                                          "in order (a visit past its end is left unanswered: the case ends paused).")
 
 
 class Expect(_Model):
