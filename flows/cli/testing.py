@@ -171,7 +171,7 @@ def _as_json(session: Any, covered: list[Any]) -> dict[str, Any]:
         "failed": len(session.failed),
         "cases": [{"file": r.file, "definition": r.definition, "name": r.name, "passed": r.passed,
                    "seconds": round(r.seconds, 3), "status": r.actual.status, "outcome": r.actual.outcome,
-                   "route": r.actual.route, "context": r.actual.context, "calls": r.actual.calls,
+                   "route": r.actual.route, "context": r.actual.context, "calls": r.actual.calls, "refused": r.actual.refused,
                    "error": r.actual.error, "differences": [d.as_dict() for d in r.differences]}
                   for r in session.results],
         "coverage": [c.as_dict() for c in covered],

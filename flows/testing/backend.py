@@ -12,7 +12,13 @@ pauses. :class:`InProcessBackend` runs the same body with:
   (``mocks.tasks``: one answer for every visit, or a list used one per visit in order) is answered
   through :func:`flows.humans.answer`, the rules every channel uses (who may answer, the fields'
   checks), as the case's person; a task the case does not answer — its node has no answer, or
-  the visits used up its list — ends the run ``paused``, as a run suspended for a person does;
+  the visits used up its list — ends the run ``paused``, as a run suspended for a person does.
+  Who the person is: ``as``, else the task's single assignee, else ``tester``. Their groups: the
+  test file's ``people`` when it gives them (a person it does not list is in no group), else
+  exactly the task's group (the test says who answers; the temporary store has no users). An
+  answer refused for who gives it (not in the group, not the assignee) leaves the task open, as
+  ``ergon tasks answer`` does: the run ends ``paused`` and the node is listed in :attr:`refused`;
+  an answer refused for its fields fails the node;
 * sub-processes run by the same body, in the same process.
 """
 
@@ -31,7 +37,7 @@ from flows.runtime.effects import AnswerWait, Pauses, RunResult
 from flows.runtime.errors import NodeFailed
 from flows.runtime.retries import retried_names, retries
 from flows.store import tasks as task_store
-from flows.testing.spec import TaskAnswer
+from flows.testing.spec import People, TaskAnswer
 
 #: Who answers a task when the test names nobody and the task names no single user.
 DEFAULT_PERSON = "tester"
@@ -78,9 +84,12 @@ class AnsweringPauses:
 
     flow_run_id: str | None = None
 
-    def __init__(self, answers: dict[str, TaskAnswer | list[TaskAnswer]]) -> None:
+    def __init__(self, answers: dict[str, TaskAnswer | list[TaskAnswer]], people: People | None = None) -> None:
         self._answers = answers
+        self._people = people
         self._asked: Counter[str] = Counter()  # the tasks of each node answered so far
+        #: the nodes whose answer was refused for who gave it, in order
+        self.refused: list[str] = []
 
     def can_suspend(self, timeout: float | None) -> bool:
         return False
@@ -97,12 +106,14 @@ class AnsweringPauses:
         assignee = task.assignee or ""
         group = assignee.removeprefix("group:") if assignee.startswith("group:") else None
         name = given.as_ or (assignee if assignee and group is None else DEFAULT_PERSON)
-        # The case's person belongs to the task's group: the test says who answers, the temporary
-        # store has no users. A task assigned to one user is still refused to anyone else.
-        who = humans.Actor(name=name, groups=frozenset({group} if group else ()))
+        groups = self._people.get(name, []) if self._people is not None else [group] if group else []
+        who = humans.Actor(name=name, groups=frozenset(groups))
         try:
             answered = humans.answer(task.id, who, given.answer, via="api", hooks=False)
         except humans.TaskRefused as exc:
+            if not exc.errors:  # refused for who answers: the task stays open, as for any channel
+                self.refused.append(task.node_id)
+                raise CasePaused(task.node_id, f"the answer of `{name}` was refused: {exc}") from None
             raise NodeFailed(f"the test's answer to the task of `{task.node_id}` was refused: {exc}",
                              kind="definition") from None
         return dict(answered.task.answer or {})

@@ -39,7 +39,7 @@ from flows.testing.spec import Case, LoadedTests, Result
 CODES: dict[str, str] = {
     "unknown-definition": "the definition under test is not in the definitions folder",
     "broken-definition": "the definition under test has errors of its own (`ergon check` lists them)",
-    "unknown-node": "a node of `expect.route` or `mocks.tasks` that the definition does not have",
+    "unknown-node": "a node of `expect.route`, `expect.refused` or `mocks.tasks` that the definition does not have",
     "unknown-tool": "a tool of `mocks.tools` or `expect.calls` that is not registered",
     "unknown-interaction": "an interaction of `mocks.interactions` or `expect.calls` that is not defined",
     "unknown-field": "a field of `inputs`, `expect.context` or a task answer the definition does not declare",
@@ -159,6 +159,13 @@ def _case_problems(loaded: LoadedTests, ws: Workspace, plan: Plan, i: int, case:
                     yield loaded.at((*at, "answer", key), "unknown-field", f"the task of `{node_id}` has no field `{key}`",
                                     choices_hint(key, names, what="its fields"), key=True)
     expect = case.expect
+    for j, node_id in enumerate(expect.refused or []):
+        node = nodes.get(node_id)
+        if node is None or node.type != "human_task":
+            tasks = [n.id for n in nodes.values() if n.type == "human_task"]
+            yield loaded.at((*base, "expect", "refused", j), "unknown-node",
+                            f"`{node_id}` is not a human_task node of {plan.name}",
+                            choices_hint(node_id, tasks, what="human-task nodes"))
     for j, node_id in enumerate(expect.route or []):
         if node_id not in plan.nodes:
             yield loaded.at((*base, "expect", "route", j), "unknown-node", f"{plan.name} has no node `{node_id}`",

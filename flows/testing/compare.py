@@ -3,13 +3,14 @@
 Only what ``expect`` gives is compared. ``context`` is a subset: each expected key must be in the
 final context with an equal value (JSON equality: ``1 == 1.0``, key order ignored); other keys of
 the context are not looked at. ``calls`` compares the named tools and interactions only; a name
-never called counts 0. ``error`` is text the run's error must contain.
+never called counts 0. ``error`` is text the run's error must contain. ``refused`` is the exact
+list of task nodes whose answer was refused for who gave it.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from flows.testing.spec import Expect
@@ -28,6 +29,8 @@ class Actual:
     context: dict[str, Any]
     calls: dict[str, int]
     error: str | None
+    #: the human-task nodes whose answer was refused for who gave it, in order
+    refused: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,8 @@ def differences(expect: Expect, actual: Actual) -> list[Difference]:
     for name, count in (expect.calls or {}).items():
         if actual.calls.get(name, 0) != count:
             found.append(Difference(f"calls.{name}", count, actual.calls.get(name, 0)))
+    if expect.refused is not None and list(expect.refused) != actual.refused:
+        found.append(Difference("refused", list(expect.refused), actual.refused))
     if expect.error is not None and expect.error not in (actual.error or ""):
         found.append(Difference("error", f"… {expect.error} …", actual.error))
     return found

@@ -43,7 +43,7 @@ from flows.testing.backend import AnsweringPauses, CasePaused, InProcessBackend
 from flows.testing.checks import check_test_file
 from flows.testing.compare import Actual, Difference, differences
 from flows.testing.doubles import CaseDoubles
-from flows.testing.spec import Case, LoadedTests, collect_files, load_test_file
+from flows.testing.spec import Case, LoadedTests, People, collect_files, load_test_file
 
 #: Who the runs of test cases are recorded as started by.
 STARTED_BY = "ergon-test"
@@ -161,29 +161,32 @@ async def _run_all(chosen: list[tuple[LoadedTests, Plan, Case]], catalog: Catalo
                    on_result: Callable[[CaseResult], None]) -> None:
     for tests, plan, case in chosen:
         # its own task: the case's stand-ins are set in a copy of the context, seen by its run only
-        result = await asyncio.create_task(run_case(tests.file, plan, case, catalog))
+        result = await asyncio.create_task(run_case(tests.file, plan, case, catalog,
+                                                    people=tests.spec.people_of(case)))  # type: ignore[union-attr]
         session.results.append(result)
         on_result(result)
 
 
-async def run_case(file: str, plan: Plan, case: Case, catalog: Catalog) -> CaseResult:
-    """Run one case on the current store and compare (see the module docstring)."""
+async def run_case(file: str, plan: Plan, case: Case, catalog: Catalog, *, people: People | None = None) -> CaseResult:
+    """Run one case on the current store and compare (see the module docstring); ``people``: who
+    belongs to which groups (None: the person answering a task counts as a member of its group)."""
     started = time.perf_counter()
     doubles = CaseDoubles(case.mocks)
     STAND_INS.set(doubles)
     with moments.unannounced():  # a test's run tells no Prefect automation and starts no trigger
-        return await _run_case(file, plan, case, catalog, doubles, started)
+        return await _run_case(file, plan, case, catalog, doubles, started, people)
 
 
 async def _run_case(file: str, plan: Plan, case: Case, catalog: Catalog, doubles: CaseDoubles,
-                    started: float) -> CaseResult:
+                    started: float, people: People | None) -> CaseResult:
     from flows.store import definitions as definition_store
     from flows.store.ids import new_id
 
     run_id = new_id()
     request = RunRequest(run_id=run_id, trigger="manual", started_by=STARTED_BY, catalog=catalog,
                          content_hash=definition_store.snapshot_definition({"plan": plan.to_json()}))
-    backend = InProcessBackend(AnsweringPauses(dict(case.mocks.tasks)))
+    pauses = AnsweringPauses(dict(case.mocks.tasks), people)
+    backend = InProcessBackend(pauses)
     error: str | None
     try:
         result = await execute_alone(plan, dict(case.inputs), request, backend)
@@ -193,7 +196,8 @@ async def _run_case(file: str, plan: Plan, case: Case, catalog: Catalog, doubles
     except Exception as exc:  # a fault of Ergon's own, recorded on the run by the body: the case fails, naming it
         status, outcome, context, error = "failed", None, _context_of(run_id), f"{type(exc).__name__}: {exc}"
     route, moves = _route(run_id)
-    actual = Actual(status=status, outcome=outcome, route=route, context=context, calls=dict(doubles.calls), error=error)
+    actual = Actual(status=status, outcome=outcome, route=route, context=context, calls=dict(doubles.calls), error=error,
+                    refused=list(pauses.refused))
     return CaseResult(file, plan.name, case.name, actual, differences(case.expect, actual),
                       time.perf_counter() - started, moves)
 

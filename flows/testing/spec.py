@@ -5,6 +5,7 @@ what stands in for tools, interactions and people (``mocks``), and what the run 
 (``expect``)::
 
     definition: invoice_processing
+    people: {maria: [finance], bob: [sales]}                   # optional: who is in which group
     cases:
       - name: a big invoice waits for finance
         inputs: {vendor_name: ACME, currency: EUR, invoice_lines: [...]}
@@ -22,6 +23,7 @@ what stands in for tools, interactions and people (``mocks``), and what the run 
           route: [classify_lines, fetch_rate, compute_total]  # the nodes visited, in order
           context: {approval_decision: approve}               # a subset of the final context
           calls: {fetch_exchange_rate: 1}                     # tools and interactions, by name
+          refused: []                                         # task nodes whose answerer was refused
 
 :func:`load_test_file` reads a file with the compiler's loader (positions kept, duplicate keys
 refused) and returns the model or the diagnostics, each with its file, line and column — the
@@ -101,10 +103,17 @@ class Expect(_Model):
     context: dict[str, Any] | None = Field(None, description="A subset of the final context.")
     calls: dict[str, int] | None = Field(None, description="How often each tool / interaction was called.")
     error: str | None = Field(None, description="Text the run's error contains.")
+    refused: list[str] | None = Field(
+        None, description="The human-task nodes whose answer was refused for who gave it, in order.")
+
+
+#: Who belongs to which groups, by person: ``{maria: [legal], bob: [sales]}``.
+People = dict[str, list[str]]
 
 
 class Case(_Model):
     name: str
+    people: People | None = Field(None, description="Who belongs to which groups in this case (replaces the file's).")
     inputs: dict[str, Any] = Field(default_factory=dict)
     mocks: Mocks = Field(default_factory=Mocks)
     expect: Expect = Field(default_factory=Expect)
@@ -116,7 +125,14 @@ class TestFile(_Model):
     __test__ = False  # not a pytest class, whatever its name
 
     definition: str = Field(description="A definition name from the definitions folder, or a definition file's path.")
+    people: People | None = Field(
+        None, description="Who belongs to which groups; when given (here or in a case), a task's answer is refused to "
+                          "a person outside its group. Without it, the person answering counts as a member.")
     cases: list[Case] = Field(min_length=1)
+
+    def people_of(self, case: Case) -> People | None:
+        """Who belongs to which groups in ``case``: its own ``people``, else the file's (None: not said)."""
+        return case.people if case.people is not None else self.people
 
 
 @dataclass
