@@ -10,7 +10,6 @@ from compiler.passes import (
     definite_assignment,
     environments,
     fallbacks,
-    filter_inputs,
     graph_shape,
     guards,
     javascript_steps,
@@ -18,6 +17,7 @@ from compiler.passes import (
     prompts,
     references,
     templates,
+    template_values,
     tool_calls,
     triggers,
     write_races,
@@ -36,7 +36,7 @@ PASSES = (
     write_races.check,
     write_types.check,
     tool_calls.check,  # a Python tool's arguments and result against its type hints
-    filter_inputs.check,  # a Jinja filter given a value it works on
+    template_values.check,  # a filter or a member read on a value of a type that has it
     lowered_kinds.check,
     prompts.check,  # interaction prompt segments in their formats
     javascript_steps.check,  # the code of runJavascriptCode workflow steps

@@ -73,7 +73,7 @@ from compiler.lower import (
 )
 from compiler.passes.tool_calls import _argument_problem
 from compiler.tool_signatures import UNKNOWN_MEMBERS, json_type
-from compiler.passes.filter_inputs import filter_problem
+from compiler.passes.template_values import filter_problem, member_problem
 from compiler.passes.write_types import (
     _REFERENCE,
     _field_schema,
@@ -374,6 +374,10 @@ def _optional_members(unit, defn: WorkflowDef, ws) -> Iterator[Finding]:
         for access in sorted(analyse(text).paths):
             node: Any = held
             for depth, segment in enumerate(access):
+                found = member_problem(access, held) if depth == 0 else None
+                if found:  # a member of a value that has none (a string, a number…)
+                    yield located(unit, "wrong-type", path, found[0], line=name_line(text, access[0]), hint=found[1])
+                    break
                 props = node.get("properties") if isinstance(node, dict) else None
                 if not isinstance(props, dict) or not props:
                     break

@@ -1,16 +1,19 @@
-"""The `filter_inputs` pass: a Jinja filter is given a value it can work on.
+"""The `template_values` pass: a template does to a value only what the value's type allows.
 
-``{{ ratio | length }}`` fails when ``ratio`` is a number (Python's ``len`` of a float), and the
-runtime fails the node as a ``definition`` error (:func:`compiler.templates.render_value`). When
-a template applies a filter directly to a field whose declared types include one the filter
-always fails on, that failure is certain for such a value before any run: ``wrong-type``.
+Two things a template can do that fail for every value of some JSON type, which the runtime then
+fails as a ``definition`` error (:func:`compiler.templates.render_value`, strict undefined):
 
-Checked: ``{{ path | filter … }}`` in the templates of process and pipeline nodes (against the
-definition's ``context.schema``; an inline child's against its own) and ``${path | filter}`` in a
-workflow step's ``params`` (:mod:`compiler.passes.lowered_kinds`, against the context the
-workflow reads). A name a foreach or branch brings into scope (``item``) and a field of unknown
-or any type are not checked. The table says, per filter, the JSON types on which the filter
-fails for *every* value (measured on the sandboxed environment the runtime renders with).
+* a **filter** on a value it cannot work on: ``{{ ratio | length }}`` when ``ratio`` is a number
+  (Python's ``len`` of a float). :data:`FAILS_ON` says, per filter, the JSON types on which it
+  fails for *every* value (measured on the sandboxed environment the runtime renders with);
+* a **member** of a value that has none: ``{{ meta.field }}`` when ``meta`` is a string.
+
+When the declared types of the value a template reads include such a type, the failure is
+certain for such a value before any run: ``wrong-type``. Checked in the templates of process and
+pipeline nodes (against the definition's ``context.schema``; an inline child's against its own);
+a workflow step's ``params`` are checked by :mod:`compiler.passes.lowered_kinds` with the same
+functions, against the context the workflow reads. A name a foreach or branch brings into scope
+(``item``) and a value of unknown or any type are not checked.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from typing import Any
 
 from compiler.errors import Finding
 from compiler.ir import PipelineDef, ProcessDef
-from compiler.templates import node_templates
+from compiler.passes.templates import located, name_line
+from compiler.templates import analyse, node_templates
 from compiler.walk import iter_definitions
 
 _SCALARS = frozenset({"integer", "number", "boolean", "null"})
@@ -63,6 +67,27 @@ def filter_problem(expression: str, schema: dict[str, Any], scope: frozenset[str
     return f"`{path}` ({_shown(_strip(prop))}) can be {named}, which the filter `{name}` fails on"
 
 
+def member_problem(access: tuple[str, ...], schema: dict[str, Any]) -> tuple[str, str] | None:
+    """``(finding message, hint)`` when the dotted read ``access`` takes a member of a value whose
+    declared types are all scalars (a string, a number, a boolean, null); None otherwise."""
+    from compiler.passes.write_types import _kinds, _path_schema
+
+    for depth in range(1, len(access)):
+        parent = ".".join(access[:depth])
+        kinds = _kinds(_path_schema(schema, parent))
+        if kinds is None or kinds & {"object", "array"}:
+            continue
+        shown = " or ".join(_a(k) for k in sorted(kinds - {"integer"} if "number" in kinds else kinds))
+        return (f"`{'.'.join(access[:depth + 1])}` reads a member of `{parent}`, which is {shown}: it has none, "
+                "and the render fails", f"read `{parent}` itself, or declare it an object with `{access[depth]}`")
+    return None
+
+
+def _a(kind: str) -> str:
+    """A JSON type with its article: ``a string``, ``an integer``."""
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
+
+
 def check(unit, ws) -> Iterator[Finding]:
     defn = unit.defn
     if not isinstance(defn, (ProcessDef, PipelineDef)):
@@ -78,4 +103,9 @@ def check(unit, ws) -> Iterator[Finding]:
                     if problem:
                         yield Finding("wrong-type", path, f"the template would fail: {problem}",
                                       hint="apply the filter to a field of the type it takes, or change the field's schema")
+                        break
+                for access in sorted(analyse(text).paths):
+                    found = member_problem(access, schema) if access[0] not in scope else None
+                    if found:
+                        yield located(unit, "wrong-type", path, found[0], line=name_line(text, access[0]), hint=found[1])
                         break
