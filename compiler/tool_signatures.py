@@ -55,6 +55,8 @@ class Signature:
     result: frozenset[str] | None = None
     #: the result's whole JSON schema, where it is known (the built-ins); None: only its types
     result_schema: dict[str, Any] | None = None
+    #: the JSON types of a list result's items (``-> list[dict]``: objects); None: unknown
+    result_items: frozenset[str] | None = None
 
     def result_shape(self) -> dict[str, Any] | None:
         """The result as a schema the checker compares: the whole one when known, else its
@@ -64,6 +66,9 @@ class Signature:
             return self.result_schema
         if self.result is None:
             return None
+        if self.result_items is not None:  # `list[X]`: the items are X, their members unknown
+            return {"type": sorted(self.result), "$comment": UNKNOWN_MEMBERS,
+                    "items": {"type": sorted(self.result_items), "$comment": UNKNOWN_MEMBERS}}
         return {"type": sorted(self.result), "$comment": UNKNOWN_MEMBERS}
 
 
@@ -102,7 +107,22 @@ def _signature(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Signature:
         params[arg.arg] = Parameter(arg.arg, hint_kinds(arg.annotation), i < first_default)
     for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
         params[arg.arg] = Parameter(arg.arg, hint_kinds(arg.annotation), default is None)
-    return Signature(params, args.kwarg is not None, hint_kinds(fn.returns))
+    return Signature(params, args.kwarg is not None, hint_kinds(fn.returns), result_items=list_items(fn.returns))
+
+
+def list_items(hint: ast.expr | None) -> frozenset[str] | None:
+    """The JSON types of the items of a ``list[X]`` hint (``List[X]``, a quoted one too); None
+    for any other hint, or items of unknown type."""
+    if isinstance(hint, ast.Constant) and isinstance(hint.value, str):
+        try:
+            return list_items(ast.parse(hint.value, mode="eval").body)
+        except SyntaxError:
+            return None
+    if not isinstance(hint, ast.Subscript) or isinstance(hint.slice, ast.Tuple):
+        return None
+    head = hint.value.id if isinstance(hint.value, ast.Name) else hint.value.attr if isinstance(hint.value, ast.Attribute) \
+        else None
+    return hint_kinds(hint.slice) if head in ("list", "List") else None
 
 
 def hint_kinds(hint: ast.expr | None) -> frozenset[str] | None:

@@ -42,7 +42,7 @@ from compiler.passes.write_types import (
     filtered_schema,
     scoped_schema,
 )
-from compiler.tool_signatures import Parameter, json_type
+from compiler.tool_signatures import Parameter, Signature, json_type
 from compiler.walk import NodeSite, iter_definitions, iter_nodes
 
 
@@ -80,7 +80,7 @@ def check(unit, ws) -> Iterator[Finding]:
                 target = _field_schema(schema, node.output)
                 if _may_not_fit(signature.result_shape(), target):
                     yield Finding("write-type", (*site.path, "output"),
-                                  f"tool `{node.tool}` returns {_named(signature.result)}, which `{node.output}` "
+                                  f"tool `{node.tool}` returns {_named(signature.result)}{_items(signature)}, which `{node.output}` "
                                   f"({_shown(_strip(target or {}))}) cannot always take: the write would be refused",
                                   hint=f"write the result into a field of its type, or change `{node.output}`'s schema")
 
@@ -118,6 +118,11 @@ def _collected(site: NodeSite) -> bool:
     """Whether a fan-out collects this body's results (they go to its envelope, not to `output`)."""
     parent = site.parent.node if site.parent is not None else None
     return isinstance(parent, (ForeachNode, BranchNode)) and parent.collect is not None
+
+
+def _items(signature: Signature) -> str:
+    """`` (list items: object)`` for a tool hinted ``-> list[dict]``; empty otherwise."""
+    return f" (list items: {' or '.join(sorted(signature.result_items))})" if signature.result_items else ""
 
 
 def _named(kinds: frozenset[str] | set[str] | None) -> str:
