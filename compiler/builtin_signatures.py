@@ -64,6 +64,11 @@ _RESULTS: dict[str, dict[str, Any]] = {
     "classifyText": _object(category=_STRING_SCHEMA),
     "extractEntities": _object(entities={"type": "array", "items": _object(text=_STRING_SCHEMA, type=_STRING_SCHEMA)}),
     "runJavascriptCode": _object(result={}),
+    # a text's vectors, or the documents indexed: one of the two lists, and the model's name and size
+    "generateEmbeddings": {"type": "object", "properties": {"embeddings": {"type": "array"}, "indexed": {"type": "array"},
+                                                            "model": _STRING_SCHEMA, "dimensions": {"type": "integer"}},
+                           "required": ["model", "dimensions"]},
+    "searchEmbeddings": _object(results={"type": "array", "items": {"type": "object"}}, model=_STRING_SCHEMA),
 }
 
 

@@ -413,7 +413,13 @@ def _output_shapes(defn: WorkflowDef, ws) -> dict[str, dict[str, Any]]:
             kept = {path.split(".")[0] for path in projection["$include"]}
             members = (shape or {}).get("properties") or {}
             shape = {"type": "object", "properties": {k: members.get(k, {}) for k in sorted(kept)}}
-        elif projection:  # `$exclude` alone: what is left is not followed here
+        elif "$exclude" in projection and shape is not None:  # the result's members but the excluded
+            dropped = {path for path in projection["$exclude"] if "." not in path}
+            reshaped = {path.split(".")[0] for path in projection["$exclude"] if "." in path}  # their members vary
+            members = shape.get("properties") or {}
+            shape = {"type": "object", "properties": {k: {} if k in reshaped else v for k, v in members.items()
+                                                      if k not in dropped}}
+        elif projection:
             shape = None
         if shape is not None and shape.get("properties"):
             shapes[name] = shape

@@ -143,6 +143,8 @@ def test_what_the_built_ins_return_fits_the_whole_result_the_checker_reads(run_c
         "translateText": {"text": text, "targetLanguage": "French"}, "summarizeText": {"text": text},
         "analyzeSentiment": {"text": text}, "classifyText": {"text": text, "categories": ["contract", "invoice"]},
         "extractEntities": {"text": text}, "runJavascriptCode": {"code": "1 + 1"},
+        "generateEmbeddings": {"text": "Some text."},
+        "searchEmbeddings": {"embeddings": call("generateEmbeddings", {"text": "Some"})["embeddings"]},
         "deleteDocument": {"document": doc["id"]},
     }
     with_schema = {name for name, signature in BUILTIN_SIGNATURES.items() if signature.result_schema is not None}
