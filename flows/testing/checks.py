@@ -28,6 +28,7 @@ from compiler.builtin_interactions import BUILTIN, PROCESS_AGENT_NODE
 from compiler.builtin_signatures import BUILTIN_SIGNATURES, MODEL_STEPS
 from compiler.errors import choices_hint
 from compiler.ir import AgentNode, HumanTaskNode, InteractionDef, InteractionNode
+from compiler.tool_signatures import json_type
 from compiler.plan import Plan, PlanNode, build_plan
 from compiler.tool_signatures import UNKNOWN_MEMBERS
 from compiler.workspace import Unit, Workspace
@@ -229,7 +230,7 @@ def _tool_result_problems(loaded: LoadedTests, ws: Workspace, name: str, results
         if problems:
             path = (*where, k, "returns") if isinstance(results, list) else (*where, "returns")
             if shape.get("$comment") == UNKNOWN_MEMBERS:
-                said, hint = f"`{name}` returns {_types(shape)} (its return type hint), not {_json_type(result.returns)}", \
+                said, hint = f"`{name}` returns {_types(shape)} (its return type hint), not {json_type(result.returns)}", \
                     f"give a result of type {_types(shape)}, or change the tool's return hint"
             else:
                 said, hint = f"the result does not fit what `{name}` returns: " + "; ".join(problems[:3]), \
@@ -241,16 +242,6 @@ def _types(shape: dict[str, Any]) -> str:
     kinds = shape.get("type") or []
     kinds = [kinds] if isinstance(kinds, str) else list(kinds)
     return " or ".join(k for k in kinds if not (k == "integer" and "number" in kinds))
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    return {float: "number", str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
 
 
 def _short_schema(schema: dict[str, Any]) -> str:
