@@ -76,6 +76,7 @@ from compiler.tool_signatures import UNKNOWN_MEMBERS, json_type
 from compiler.passes.template_values import filter_problem, member_problem
 from compiler.passes.write_types import (
     _REFERENCE,
+    _TEXT,
     _field_schema,
     _fits,
     _may_not_fit,
@@ -372,12 +373,12 @@ def _optional_members(unit, defn: WorkflowDef, ws) -> Iterator[Finding]:
     yield from nested_findings(unit, schema, sites)
     for _, (path, text, _scope) in sites:  # a member the input's (or output's) object schema does not declare
         for access in sorted(analyse(text).paths):
+            found = member_problem(access, held)
+            if found:  # a member of a value that has none (a string, a number…)
+                yield located(unit, "wrong-type", path, found[0], line=name_line(text, access[0]), hint=found[1])
+                continue
             node: Any = held
             for depth, segment in enumerate(access):
-                found = member_problem(access, held) if depth == 0 else None
-                if found:  # a member of a value that has none (a string, a number…)
-                    yield located(unit, "wrong-type", path, found[0], line=name_line(text, access[0]), hint=found[1])
-                    break
                 props = node.get("properties") if isinstance(node, dict) else None
                 if not isinstance(props, dict) or not props:
                     break
@@ -730,7 +731,7 @@ def _typed_names(defn: WorkflowDef, ws, schema: dict[str, Any]) -> Iterator[Find
             problem = _may_not_fit(source, target)
             given = f"`${{{reference.group(1)}}}` ({_shown(_strip(source or {}))})"
         else:
-            problem = isinstance(rendered, str) and _may_not_fit({"type": "string"}, target)
+            problem = isinstance(rendered, str) and _may_not_fit(_TEXT, target)
             given = "its text (a string)"
         if problem:
             yield Finding("write-type", ("vars", name), f"computed var `{name}` is {given}, which its input_schema "

@@ -47,7 +47,7 @@ _EXPRESSION = re.compile(r"\{\{(.*?)\}\}", re.S)
 def filter_problem(expression: str, schema: dict[str, Any], scope: frozenset[str] = frozenset()) -> str | None:
     """Why the filter of ``expression`` (``path | filter …``, the inside of ``{{ }}``) fails on
     some value of ``path``'s declared types; None when it cannot, or that is unknown."""
-    from compiler.passes.write_types import _kinds, _path_schema, _shown, _strip
+    from compiler.passes.write_types import _kinds, _named_kinds, _path_schema, _shown, _strip
 
     found = _FILTERED.match(expression)
     if found is None or found.group(1).split(".")[0] in scope:
@@ -55,37 +55,25 @@ def filter_problem(expression: str, schema: dict[str, Any], scope: frozenset[str
     path, name = found.groups()
     fails = FAILS_ON.get(name)
     prop = _path_schema(schema, path) if fails else None
-    kinds = _kinds(prop)
-    if not fails or kinds is None or prop is None:
+    bad = (_kinds(prop) or set()) & (fails or set())
+    if prop is None or not bad:
         return None
-    bad = kinds & fails
-    if not bad:
-        return None
-    if "number" in bad:  # integer ⊂ number: one word for both
-        bad -= {"integer"}
-    named = " or ".join("an integer" if k == "integer" else f"a {k}" if k != "array" else "an array" for k in sorted(bad))
-    return f"`{path}` ({_shown(_strip(prop))}) can be {named}, which the filter `{name}` fails on"
+    return f"`{path}` ({_shown(_strip(prop))}) can be {_named_kinds(bad)}, which the filter `{name}` fails on"
 
 
 def member_problem(access: tuple[str, ...], schema: dict[str, Any]) -> tuple[str, str] | None:
     """``(finding message, hint)`` when the dotted read ``access`` takes a member of a value whose
     declared types are all scalars (a string, a number, a boolean, null); None otherwise."""
-    from compiler.passes.write_types import _kinds, _path_schema
+    from compiler.passes.write_types import _kinds, _named_kinds, _path_schema
 
     for depth in range(1, len(access)):
         parent = ".".join(access[:depth])
         kinds = _kinds(_path_schema(schema, parent))
         if kinds is None or kinds & {"object", "array"}:
             continue
-        shown = " or ".join(_a(k) for k in sorted(kinds - {"integer"} if "number" in kinds else kinds))
-        return (f"`{'.'.join(access[:depth + 1])}` reads a member of `{parent}`, which is {shown}: it has none, "
+        return (f"`{'.'.join(access[:depth + 1])}` reads a member of `{parent}`, which is {_named_kinds(kinds)}: it has none, "
                 "and the render fails", f"read `{parent}` itself, or declare it an object with `{access[depth]}`")
     return None
-
-
-def _a(kind: str) -> str:
-    """A JSON type with its article: ``a string``, ``an integer``."""
-    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
 
 
 def check(unit, ws) -> Iterator[Finding]:

@@ -37,6 +37,7 @@ from compiler.passes.write_types import (
     _strip,
     _kinds,
     _may_not_fit,
+    _named_kinds,
     _one_expression,
     _path_schema,
     filtered_schema,
@@ -70,7 +71,7 @@ def check(unit, ws) -> Iterator[Finding]:
                 problem = _argument_problem(schema, param, value)
                 if problem:
                     yield Finding("tool-params", (*site.path, "input", key), f"`{key}` of tool `{node.tool}`: {problem}",
-                                  hint=f"give `{key}` a value of the type the tool's hint declares ({_named(param.kinds)})")
+                                  hint=f"give `{key}` a value of the type the tool's hint declares ({_named_kinds(param.kinds)})")
             missing = [p.name for p in signature.parameters.values() if p.required and p.name not in args]
             if missing:
                 yield Finding("tool-params", (*site.path, "input") if node.input else (*site.path, "tool"),
@@ -80,7 +81,7 @@ def check(unit, ws) -> Iterator[Finding]:
                 target = _field_schema(schema, node.output)
                 if _may_not_fit(signature.result_shape(), target):
                     yield Finding("write-type", (*site.path, "output"),
-                                  f"tool `{node.tool}` returns {_named(signature.result)}{_items(signature)}, which `{node.output}` "
+                                  f"tool `{node.tool}` returns {_named_kinds(signature.result)}{_items(signature)}, which `{node.output}` "
                                   f"({_shown(_strip(target or {}))}) cannot always take: the write would be refused",
                                   hint=f"write the result into a field of its type, or change `{node.output}`'s schema")
 
@@ -92,26 +93,26 @@ def _argument_problem(schema: Any, param: Parameter, value: Any) -> str | None:
     accepted = param.kinds | ({"integer"} if "number" in param.kinds else set())
     if not _has_template(value):
         given = json_type(value)
-        return None if given in accepted else f"the value {value!r} is {_named({given})}; the parameter takes {_named(param.kinds)}"
+        return None if given in accepted else f"the value {value!r} is {_named_kinds({given})}; the parameter takes {_named_kinds(param.kinds)}"
     if not isinstance(value, str):  # a list or mapping with templates inside: an array or an object
         given = "array" if isinstance(value, list) else "object"
-        return None if given in accepted else f"the value is {_named({given})}; the parameter takes {_named(param.kinds)}"
+        return None if given in accepted else f"the value is {_named_kinds({given})}; the parameter takes {_named_kinds(param.kinds)}"
     if not _one_expression(value):
-        return None if "string" in accepted else f"the text it renders (a string) is not {_named(param.kinds)}"
+        return None if "string" in accepted else f"the text it renders (a string) is not {_named_kinds(param.kinds)}"
     reference = _REFERENCE.match(value.strip())
     if reference is None:
         filtered = filtered_schema(value)
         kinds = _kinds(filtered) if filtered is not None else None
         if kinds is None or kinds <= accepted:
             return None
-        return f"`{value.strip()}` renders {_named(kinds)}, which the parameter ({_named(param.kinds)}) refuses"
+        return f"`{value.strip()}` renders {_named_kinds(kinds)}, which the parameter ({_named_kinds(param.kinds)}) refuses"
     source = _path_schema(schema, reference.group(1))
     if source is None:  # not a context field (a fan-out's `item`), or one the templates pass refuses
         return None
     kinds = _kinds(source)
     if kinds is None or kinds <= accepted:
         return None
-    return f"`{reference.group(1)}` can be {_named(kinds - accepted)}, which the parameter ({_named(param.kinds)}) refuses"
+    return f"`{reference.group(1)}` can be {_named_kinds(kinds - accepted)}, which the parameter ({_named_kinds(param.kinds)}) refuses"
 
 
 def _collected(site: NodeSite) -> bool:
@@ -123,13 +124,6 @@ def _collected(site: NodeSite) -> bool:
 def _items(signature: Signature) -> str:
     """`` (list items: object)`` for a tool hinted ``-> list[dict]``; empty otherwise."""
     return f" (list items: {' or '.join(sorted(signature.result_items))})" if signature.result_items else ""
-
-
-def _named(kinds: frozenset[str] | set[str] | None) -> str:
-    if not kinds:
-        return "anything"
-    shown = sorted(kinds - {"integer"} if "number" in kinds else kinds)
-    return " or ".join(f"a{'n' if k[0] in 'aeiou' else ''} {k}" for k in shown)
 
 
 def _takes(tool: str, params: dict[str, Parameter]) -> str:

@@ -362,6 +362,14 @@ def _may_not_fit(source: dict[str, Any] | None, target: dict[str, Any] | None) -
 _TEXT: dict[str, Any] = {"type": "string"}
 
 
+def _named_kinds(kinds: frozenset[str] | set[str] | None) -> str:
+    """JSON types as a message says them: ``a string or an integer`` (a number covers integers)."""
+    if not kinds:
+        return "anything"
+    shown = sorted(kinds - {"integer"} if "number" in kinds else kinds)
+    return " or ".join(f"a{'n' if k[0] in 'aeiou' else ''} {k}" for k in shown)
+
+
 def _refuses_some(schema: dict[str, Any]) -> bool:
     """Whether ``schema`` refuses some value: a type, listed values or required properties
     (unknown — ``$ref``, combinators — never)."""
