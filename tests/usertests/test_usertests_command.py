@@ -8,11 +8,9 @@ import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 from flows.cli import run
 
-ROOT = Path(__file__).resolve().parents[2]
 
 PASSING = """
 definition: order_check
@@ -246,7 +244,7 @@ def test_the_real_cli_in_a_fresh_project(project, write_test) -> None:
     no server, no ERGON_HOME, no model key; the project's own store is never created."""
     write_test(PASSING)
     write_test(FAILING, name="failing.test.yaml")
-    env = {"PATH": os.environ["PATH"], "HOME": str(project), "PYTHONPATH": str(ROOT)}
+    env = {"PATH": os.environ["PATH"], "HOME": str(project)}  # what a user has: the installed ergon, no path set
     done = subprocess.run([sys.executable, "-m", "flows.cli", "test", "--junit", "report.xml"], cwd=project, env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stderr
