@@ -192,6 +192,9 @@ class TemplateInfo:
     #: ``root.a.…`` (attribute or constant-key lookups not guarded by ``| default`` or
     #: ``is defined``); every prefix of a read path of two or more segments is listed on its own
     paths: frozenset[tuple[str, ...]] = frozenset()
+    #: nested accesses through a constant index (``x.a[0].b`` is ``("x", "a", 0, "b")``), which
+    #: ``paths`` cuts at the list; each access that ends past an index is listed on its own
+    indexed: frozenset[tuple[str | int, ...]] = frozenset()
 
 
 _EMPTY = TemplateInfo(None, frozenset(), frozenset())
@@ -203,7 +206,7 @@ _KEYWORDS = frozenset(
     "and or not in is if else elif endif for endfor true false none True False None set block "
     "macro call filter with import include extends from as recursive raw endraw".split()
 )
-_SEGMENT = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[\d+\]")
+_SEGMENT = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]")
 _DEFAULT_FILTERS = frozenset({"default", "d"})
 _DEFINED_TESTS = frozenset({"defined", "undefined"})
 
@@ -229,13 +232,15 @@ def analyse(text: str) -> TemplateInfo:
     walker.visit(ast, frozenset())
     declared = walker.stores | GLOBAL_NAMES
     paths = frozenset(p for p in walker.paths if p[0] not in declared)
-    return TemplateInfo(None, frozenset(walker.loads - declared), frozenset(walker.required - declared), paths)
+    indexed = frozenset(p for p in walker.indexed if p[0] not in declared)
+    return TemplateInfo(None, frozenset(walker.loads - declared), frozenset(walker.required - declared), paths, indexed)
 
 
 def _fast_analyse(text: str) -> TemplateInfo | None:
     """Reads of a template made only of ``{{ name.path | filter }}`` placeholders, else None."""
     names: set[str] = set()
     paths: set[tuple[str, ...]] = set()
+    indexed: set[tuple[str | int, ...]] = set()
     last = 0
     for m in _EXPR.finditer(text):
         between = text[last:m.start()]
@@ -249,9 +254,12 @@ def _fast_analyse(text: str) -> TemplateInfo | None:
             return None
         names.add(name)
         path: tuple[str, ...] = (name,)
+        steps: tuple[str | int, ...] = (name,)
         for seg in _SEGMENT.finditer(m.group(1), simple.end(1)):
-            if seg.group(1) is None:
-                break  # an index: the path stops at the array
+            steps = (*steps, seg.group(1) if seg.group(1) is not None else int(seg.group(2)))
+            if len(steps) > len(path) + 1 or seg.group(1) is None:
+                indexed.add(steps)  # past an index: `paths` stops at the array
+                continue
             path = (*path, seg.group(1))
             paths.add(path)
         last = m.end()
@@ -259,7 +267,8 @@ def _fast_analyse(text: str) -> TemplateInfo | None:
     if "{{" in tail or "{%" in tail or "{#" in tail:
         return None
     reads = frozenset(names - GLOBAL_NAMES)
-    return TemplateInfo(None, reads, reads, frozenset(p for p in paths if p[0] not in GLOBAL_NAMES))
+    return TemplateInfo(None, reads, reads, frozenset(p for p in paths if p[0] not in GLOBAL_NAMES),
+                        frozenset(p for p in indexed if p[0] not in GLOBAL_NAMES))
 
 
 def _literal_size_bomb(ast: nodes.Template) -> tuple[str, int] | None:
@@ -307,12 +316,17 @@ class _Reads:
         self.required: set[str] = set()
         self.stores: set[str] = set()
         self.paths: set[tuple[str, ...]] = set()
+        self.indexed: set[tuple[str | int, ...]] = set()
 
     def visit(self, node: nodes.Node, guarded: frozenset[str]) -> None:
         if isinstance(node, (nodes.Getattr, nodes.Getitem)):
             path = access_path(node)
             if path is not None and ".".join(path) not in guarded:
                 self.paths.add(path)
+            elif path is None:
+                steps = access_path(node, indexes=True)
+                if steps is not None and shown_path(steps) not in guarded:
+                    self.indexed.add(steps)
         if isinstance(node, nodes.Name):
             if node.ctx == "load":
                 self.loads.add(node.name)
@@ -363,10 +377,10 @@ class _Reads:
             self.visit(child, guarded)
 
 
-def access_path(node: nodes.Node) -> tuple[str, ...] | None:
+def access_path(node: nodes.Node, indexes: bool = False) -> tuple[Any, ...] | None:
     """``("x", "a", "b")`` for ``x.a.b`` / ``x["a"].b`` on a loaded name, else None (computed keys,
-    indexes, calls)."""
-    segments: list[str] = []
+    calls; constant indexes too, unless ``indexes``: ``x.a[0]`` is then ``("x", "a", 0)``)."""
+    segments: list[str | int] = []
     while True:
         if isinstance(node, nodes.Getattr):
             segments.append(node.attr)
@@ -374,10 +388,19 @@ def access_path(node: nodes.Node) -> tuple[str, ...] | None:
         elif isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const) and isinstance(node.arg.value, str):
             segments.append(node.arg.value)
             node = node.node
+        elif (indexes and isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const)
+              and type(node.arg.value) is int):
+            segments.append(node.arg.value)
+            node = node.node
         elif isinstance(node, nodes.Name) and node.ctx == "load" and segments:
             return (node.name, *reversed(segments))
         else:
             return None
+
+
+def shown_path(steps: tuple[str | int, ...]) -> str:
+    """``x.a[0].b`` for ``("x", "a", 0, "b")``."""
+    return "".join(f"[{step}]" if isinstance(step, int) else f".{step}" if i else step for i, step in enumerate(steps))
 
 
 def _tested_paths(test: nodes.Node) -> frozenset[str]:

@@ -46,6 +46,7 @@ templates and workflows.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -53,10 +54,10 @@ from typing import Any
 from compiler import activity_values
 from compiler.errors import Finding, choices_hint
 from compiler.forms import field_schema, form_schema
-from compiler.ir import FormDef, FormField, InteractionDef, PipelineDef, ProcessDef, TemplateDef, WorkflowDef
+from compiler.ir import FormDef, FormField, InteractionDef, PipelineDef, ProcessDef, TemplateDef, WorkflowDef, WorkflowStep
 from compiler.passes.definite_assignment import nested_findings
 from compiler.passes.templates import located, name_line
-from compiler.templates import TemplateSite, analyse, is_template, syntax_error
+from compiler.templates import TemplateSite, analyse, is_template, shown_path, syntax_error
 from compiler import guards as jl
 from compiler.lower import (
     VARS_NODE,
@@ -80,6 +81,7 @@ from compiler.passes.write_types import (
     _field_schema,
     _fits,
     _may_not_fit,
+    _named_kinds,
     _path_schema,
     _shown,
     _strip,
@@ -359,11 +361,10 @@ def _parent_cycles(defn: TemplateDef, keys: dict[str, int]) -> Iterator[Finding]
 def _optional_members(unit, defn: WorkflowDef, ws) -> Iterator[Finding]:
     """``${meta.kind}`` in a step's params, where ``kind`` is an optional property of the input
     ``meta``: a valid input can omit it, and the render fails (``maybe-unset``, as in processes).
-    The same for a member a step's output cannot hold: one its built-in's whole result does not
-    declare, or one its ``projection`` does not ``$include``."""
+    The same for a member a step's output cannot hold (:func:`_shapes_by_step`): one its
+    built-in's whole result does not declare, or one its ``projection`` does not ``$include``."""
     # only inputs: a literal var's value is known (its members are `_literal_member`'s business)
     schema = {"properties": {k: v for k, v in workflow_inputs(defn).items() if k not in defn.vars}}
-    held = {"properties": {**_output_shapes(defn, ws), **schema["properties"]}}
     sites: list[tuple[str, TemplateSite]] = []
     for i, step in enumerate(defn.steps):
         verbatim = verbatim_params(step)
@@ -371,60 +372,74 @@ def _optional_members(unit, defn: WorkflowDef, ws) -> Iterator[Finding]:
             if key not in verbatim and isinstance(value, str) and has_refs(value):
                 sites.append((f"step {i}", (("steps", i, "params", key), to_jinja(value), frozenset())))
     yield from nested_findings(unit, schema, sites)
+    shapes = _shapes_by_step(defn, ws)
     for _, (path, text, _scope) in sites:  # a member the input's (or output's) object schema does not declare
-        for access in sorted(analyse(text).paths):
+        held = {"properties": {**shapes[int(path[1])], **schema["properties"]}}
+        info = analyse(text)
+        for access in sorted(info.paths | info.indexed, key=shown_path):
             found = member_problem(access, held)
             if found:  # a member of a value that has none (a string, a number…)
-                yield located(unit, "wrong-type", path, found[0], line=name_line(text, access[0]), hint=found[1])
+                yield located(unit, "wrong-type", path, found[0], line=name_line(text, str(access[0])), hint=found[1])
                 continue
             node: Any = held
             for depth, segment in enumerate(access):
+                if isinstance(segment, int):  # an item of a list: its declared `items`, if any
+                    node = node.get("items") if isinstance(node, dict) else None
+                    continue
                 props = node.get("properties") if isinstance(node, dict) else None
                 if not isinstance(props, dict) or not props:
                     break
                 if segment not in props:
                     if depth:  # a top-level name is the references' business
-                        parent = ".".join(access[:depth])
+                        parent = shown_path(access[:depth])
                         yield located(unit, "maybe-unset", path,
-                                      f"`{'.'.join(access[:depth + 1])}` may be unset here: `{parent}` declares no property "
+                                      f"`{shown_path(access[:depth + 1])}` may be unset here: `{parent}` declares no property "
                                       f"`{segment}`, so a valid `{parent}` need not have it",
-                                      line=name_line(text, parent),
+                                      line=name_line(text, str(access[0])),
                                       hint=f"declare `{segment}` (required) in `{parent}`'s schema, or read a declared property")
                     break
                 node = props[segment]
 
 
-def _output_shapes(defn: WorkflowDef, ws) -> dict[str, dict[str, Any]]:
-    """The shape of each step output one activity step alone writes (no var or input of that
-    name), where it is known: the built-in's whole result, or the object a ``$include``
-    projection keeps (its top-level names; a name the result lacks is absent)."""
-    writers: dict[str, list[Any]] = {}
+def _shapes_by_step(defn: WorkflowDef, ws) -> list[dict[str, dict[str, Any]]]:
+    """For each step, the shape of each step output it can read, where known: the value the last
+    step writing that name left there, when that step ran unconditionally and was waited for
+    (a skipped or unawaited step leaves the earlier value, or none: unknown)."""
+    current: dict[str, dict[str, Any]] = {}
+    by_step: list[dict[str, dict[str, Any]]] = []
     for step in defn.steps:
+        by_step.append(dict(current))
         if step.output:
-            writers.setdefault(step.output, []).append(step)
-    shapes: dict[str, dict[str, Any]] = {}
-    for name, steps in writers.items():
-        if len(steps) != 1 or name in defn.vars or steps[0].type != "activity":
-            continue
-        step = steps[0]
-        signature = ws.tools.signature(step.name)
-        shape = signature.result_schema if signature is not None else None
-        projection = step.projection or {}
-        if "$include" in projection and (shape is not None or (signature is not None and signature.result == {"object"})):
-            kept = {path.split(".")[0] for path in projection["$include"]}
-            members = (shape or {}).get("properties") or {}
-            shape = {"type": "object", "properties": {k: members.get(k, {}) for k in sorted(kept)}}
-        elif "$exclude" in projection and shape is not None:  # the result's members but the excluded
-            dropped = {path for path in projection["$exclude"] if "." not in path}
-            reshaped = {path.split(".")[0] for path in projection["$exclude"] if "." in path}  # their members vary
-            members = shape.get("properties") or {}
-            shape = {"type": "object", "properties": {k: {} if k in reshaped else v for k, v in members.items()
-                                                      if k not in dropped}}
-        elif projection:
-            shape = None
-        if shape is not None and shape.get("properties"):
-            shapes[name] = shape
-    return shapes
+            shape = _step_shape(step, ws) if step.condition is None and not step.async_ else None
+            if shape is None:
+                current.pop(step.output, None)
+            else:
+                current[step.output] = shape
+    return by_step
+
+
+def _step_shape(step: WorkflowStep, ws) -> dict[str, Any] | None:
+    """The shape of an activity step's output, where it is known: the built-in's whole result, or
+    the object a ``$include`` projection keeps (its top-level names; a name the result lacks is
+    absent), or what an ``$exclude`` projection leaves of a known result."""
+    if step.type != "activity":
+        return None
+    signature = ws.tools.signature(step.name)
+    shape = signature.result_schema if signature is not None else None
+    projection = step.projection or {}
+    if "$include" in projection and (shape is not None or (signature is not None and signature.result == {"object"})):
+        kept = {path.split(".")[0] for path in projection["$include"]}
+        members = (shape or {}).get("properties") or {}
+        shape = {"type": "object", "properties": {k: members.get(k, {}) for k in sorted(kept)}}
+    elif "$exclude" in projection and shape is not None:  # the result's members but the excluded
+        dropped = {path for path in projection["$exclude"] if "." not in path}
+        reshaped = {path.split(".")[0] for path in projection["$exclude"] if "." in path}  # their members vary
+        members = shape.get("properties") or {}
+        shape = {"type": "object", "properties": {k: {} if k in reshaped else v for k, v in members.items()
+                                                  if k not in dropped}}
+    elif projection:
+        shape = None
+    return shape if shape is not None and shape.get("properties") else None
 
 
 def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
@@ -617,8 +632,22 @@ def _literal_member(expr: str, path: tuple, fixed: dict[str, Any]) -> Iterator[F
             if key not in value:
                 return
             value, walked = value[key], f"{walked}.{key}"
-        else:
-            return  # an attribute of a string, a key of a list...: Jinja's business, not followed
+        elif isinstance(key, int) and isinstance(value, str):  # a character of the text
+            if not -len(value) <= key < len(value):
+                yield Finding("unknown-field", path, f"`${{{expr}}}`: `{walked}` is text of {len(value)} character(s), "
+                              f"so no item [{key}]", hint=f"`{walked}` is the literal var's text; index it within its length")
+                return
+            value, walked = value[key], f"{walked}[{key}]"
+        else:  # a member of a value that has none: the render fails, as Jinja finds no such attribute
+            if isinstance(key, str) and value is not None and not key.startswith("_") and hasattr(value, key):
+                return  # a method of the value (`.upper` of a string): Jinja renders it, not followed
+            shown = f"field `{key}`" if isinstance(key, str) else f"item [{key}]"
+            kind = "null" if value is None else _named_kinds({json_type(value)})
+            text = json.dumps(value)
+            yield Finding("unknown-field", path, f"`${{{expr}}}`: `{walked}` is {kind} ({text if len(text) <= 40 else text[:39] + '…'}), "
+                          f"which has no {shown}", hint=f"read `{walked}` itself, or make the var an object with `{key}`"
+                          if isinstance(key, str) else f"read `{walked}` itself, or make the var a list")
+            return
 
 
 def _jinja_reads(value: Any, path: tuple, visible: set[str]) -> Iterator[Finding]:

@@ -25,7 +25,7 @@ from typing import Any
 from compiler.errors import Finding
 from compiler.ir import PipelineDef, ProcessDef
 from compiler.passes.templates import located, name_line
-from compiler.templates import analyse, node_templates
+from compiler.templates import analyse, node_templates, shown_path
 from compiler.walk import iter_definitions
 
 _SCALARS = frozenset({"integer", "number", "boolean", "null"})
@@ -61,19 +61,22 @@ def filter_problem(expression: str, schema: dict[str, Any], scope: frozenset[str
     return f"`{path}` ({_shown(_strip(prop))}) can be {_named_kinds(bad)}, which the filter `{name}` fails on"
 
 
-def member_problem(access: tuple[str, ...], schema: dict[str, Any]) -> tuple[str, str] | None:
-    """``(finding message, hint)`` when the dotted read ``access`` takes a member of a value whose
-    declared types are all scalars (a string, a number, a boolean, null); None otherwise."""
+def member_problem(access: tuple[str | int, ...], schema: dict[str, Any]) -> tuple[str, str] | None:
+    """``(finding message, hint)`` when the read ``access`` (``("meta", "field")``; an int is an
+    index, ``("tags", 0, "kind")``) takes a member of a value whose declared types are all scalars
+    (a string, a number, a boolean, null); None otherwise. An index of text is a character."""
     from compiler.passes.write_types import _kinds, _named_kinds, _path_schema
 
     for depth in range(1, len(access)):
-        parent = ".".join(access[:depth])
-        kinds = _kinds(_path_schema(schema, parent))
-        if kinds is None or kinds & {"object", "array"}:
+        kinds = _kinds(_path_schema(schema, access[:depth]))
+        if kinds is None or kinds & {"object", "array"} or (isinstance(access[depth], int) and "string" in kinds):
             continue
-        return (f"`{'.'.join(access[:depth + 1])}` reads a member of `{parent}`, which is {_named_kinds(kinds)}: it has none, "
-                "and the render fails", f"read `{parent}` itself, or declare it an object with `{access[depth]}`")
+        parent = shown_path(access[:depth])
+        member = f"field `{access[depth]}`" if isinstance(access[depth], str) else "list"
+        return (f"`{shown_path(access[:depth + 1])}` reads a member of `{parent}`, which is {_named_kinds(kinds)}: it has none, "
+                "and the render fails", f"read `{parent}` itself, or declare it {'an object with' if member != 'list' else 'a'} {member}")
     return None
+
 
 
 def check(unit, ws) -> Iterator[Finding]:
@@ -92,8 +95,9 @@ def check(unit, ws) -> Iterator[Finding]:
                         yield Finding("wrong-type", path, f"the template would fail: {problem}",
                                       hint="apply the filter to a field of the type it takes, or change the field's schema")
                         break
-                for access in sorted(analyse(text).paths):
+                info = analyse(text)
+                for access in sorted(info.paths | info.indexed, key=shown_path):
                     found = member_problem(access, schema) if access[0] not in scope else None
                     if found:
-                        yield located(unit, "wrong-type", path, found[0], line=name_line(text, access[0]), hint=found[1])
+                        yield located(unit, "wrong-type", path, found[0], line=name_line(text, str(access[0])), hint=found[1])
                         break

@@ -292,13 +292,17 @@ def _schema_of(name: str, ws: Any) -> dict[str, Any] | None:
     return None
 
 
-def _path_schema(schema: Any, dotted: str) -> dict[str, Any] | None:
-    """The schema at a dotted field path (through declared object properties), root definitions kept."""
-    head, *rest = dotted.split(".")
-    prop = _field_schema(schema, head)
+def _path_schema(schema: Any, dotted: str | tuple[str | int, ...]) -> dict[str, Any] | None:
+    """The schema at a dotted field path (through declared object properties; an int step of a
+    tuple path goes into a list's declared ``items``), root definitions kept."""
+    head, *rest = dotted.split(".") if isinstance(dotted, str) else dotted
+    prop = _field_schema(schema, str(head))
     for part in rest:
-        props = prop.get("properties") if isinstance(prop, dict) else None
-        nxt = props.get(part) if isinstance(props, dict) else None
+        if isinstance(part, int):
+            nxt = prop.get("items") if isinstance(prop, dict) else None
+        else:
+            props = prop.get("properties") if isinstance(prop, dict) else None
+            nxt = props.get(part) if isinstance(props, dict) else None
         if not isinstance(nxt, dict):
             return None
         prop = {**{k: schema[k] for k in ("$defs", "definitions") if k in schema}, **nxt}
