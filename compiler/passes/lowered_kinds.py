@@ -89,6 +89,7 @@ from compiler.passes.write_types import (
 )
 from compiler.tool_signatures import Signature
 from compiler.tools import PROCESS_CONTROL_TOOLS
+from compiler.unavailable_tools import unavailable_tool
 
 
 def check(unit, ws) -> Iterator[Finding]:
@@ -126,6 +127,8 @@ def _template(unit, defn: TemplateDef, ws) -> Iterator[Finding]:
             if name in PROCESS_CONTROL_TOOLS:
                 yield Finding("control-tool", ("steps", i, "tools_allowed", j), f"`{name}` is a process-control tool; agents never get it",
                               hint="agents return their output as structured data instead of calling control tools")
+            elif name not in ws.tools and (refused := unavailable_tool(name, ("steps", i, "tools_allowed", j))) is not None:
+                yield refused
             elif name not in ws.tools:
                 yield Finding("unknown-tool", ("steps", i, "tools_allowed", j), f"no tool is named `{name}`",
                               hint=choices_hint(name, ws.tools.names(), what="registered tools"))
@@ -523,6 +526,9 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
             yield Finding("agent-only-tool", (*base, "name"),
                           f"`{step.name}` works only inside an agent's tool loop; a workflow activity cannot call it",
                           hint="delegate from an agent node (a process or pipeline) whose `tools:` list it")
+        elif step.type == "activity" and step.name not in ws.tools and (
+                refused := unavailable_tool(step.name, (*base, "name"))) is not None:
+            yield refused
         elif step.type == "activity" and step.name not in ws.tools:
             yield Finding("unknown-tool", (*base, "name"), f"no tool is named `{step.name}` (activities are registered tools)",
                           hint=choices_hint(step.name, ws.tools.names(), what="registered tools"))

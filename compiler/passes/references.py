@@ -44,6 +44,7 @@ from compiler.ir import (
 )
 from compiler.lower import has_refs
 from compiler.tools import BUILTIN_INTERACTIONS, PROCESS_CONTROL_TOOLS, ToolCatalogue
+from compiler.unavailable_tools import unavailable_tool
 from compiler.walk import NodeSite, iter_definitions, iter_nodes
 from compiler.workspace import Unit
 
@@ -127,7 +128,9 @@ def _interaction_hint(name: str, known: set[str]) -> str:
 
 
 def _tool(name: str, path: tuple, tools: ToolCatalogue) -> Iterator[Finding]:
-    if name not in tools:
+    if name not in tools and (refused := unavailable_tool(name, path)) is not None:
+        yield refused
+    elif name not in tools:
         yield Finding("unknown-tool", path, f"no tool is named `{name}`",
                       hint=_hint(name, tools.names(), what="tools")
                       + " (tools come from the built-ins, `tools/*.py` and `tools/manifest.yaml`)")
