@@ -132,3 +132,21 @@ BUILTIN_SIGNATURES: dict[str, Signature] = {name: dataclasses.replace(signature,
 #: exactly the members of the tool's result schema (:data:`BUILTIN_SIGNATURES`).
 MODEL_STEPS: dict[str, str] = {name: f"sys:{name[0].upper()}{name[1:]}" for name in (
     "generateText", "translateText", "summarizeText", "analyzeSentiment", "classifyText", "extractEntities")}
+
+
+def answer_schema(step: str, **members: dict[str, Any]) -> dict[str, Any]:
+    """What the model must answer for the built-in ``step`` that asks one (:data:`MODEL_STEPS`):
+    the step's declared result — the schema the checker types its output with — closed (every
+    object holds exactly its declared members), with ``members`` replacing declared ones
+    (``classifyText``'s category: one of the call's categories)."""
+    declared = BUILTIN_SIGNATURES[step].result_schema or {"type": "object"}
+    return _closed({**declared, "properties": {**declared.get("properties", {}), **members}})
+
+
+def _closed(schema: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(schema.get("properties"), dict):
+        return {**schema, "properties": {k: _closed(v) for k, v in schema["properties"].items()},
+                "additionalProperties": False}
+    if isinstance(schema.get("items"), dict):
+        return {**schema, "items": _closed(schema["items"])}
+    return schema

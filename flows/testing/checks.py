@@ -25,7 +25,7 @@ from typing import Any
 
 from compiler import Diagnostic
 from compiler.builtin_interactions import BUILTIN, PROCESS_AGENT_NODE
-from compiler.builtin_signatures import BUILTIN_SIGNATURES, MODEL_STEPS
+from compiler.builtin_signatures import MODEL_STEPS, answer_schema
 from compiler.errors import choices_hint
 from compiler.ir import AgentNode, HumanTaskNode, InteractionDef, InteractionNode
 from compiler.tool_signatures import json_type
@@ -105,11 +105,9 @@ def _model_steps() -> dict[str, InteractionDef]:
     (``classifyText``'s category is also held to the call's categories, known only at run time.)"""
     found = {}
     for tool, name in MODEL_STEPS.items():
-        result = BUILTIN_SIGNATURES[tool].result_schema or {"type": "object"}
         found[name] = InteractionDef.model_validate({
             "kind": "interaction", "name": name, "prompts": [],
-            "description": f"The model call of the built-in step `{tool}`.",
-            "result_schema": {**result, "additionalProperties": False}})
+            "description": f"The model call of the built-in step `{tool}`.", "result_schema": answer_schema(tool)})
     return found
 
 

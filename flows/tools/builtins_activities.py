@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from compiler.builtin_signatures import answer_schema
 from flows import documents
 from flows.tools import tool
 from flows.tools.errors import ToolError
@@ -103,21 +104,18 @@ async def _ask(activity: str, interaction: Any, data: dict[str, Any]) -> Any:
         raise ToolError(activity, str(exc)) from None
 
 
-def _structured_interaction(name: str, prompts: list[dict[str, str]], result: dict[str, Any],
-                            required: list[str]) -> Any:
-    """The built-in interaction ``sys:<name>``: ``prompts``, and a result holding exactly ``result``'s fields."""
+def _structured_interaction(name: str, prompts: list[dict[str, str]], result_schema: dict[str, Any]) -> Any:
+    """The built-in interaction ``sys:<name>``: ``prompts``, and the answer held to ``result_schema``."""
     from compiler.ir import InteractionDef
 
-    return InteractionDef.model_validate({
-        "kind": "interaction", "name": f"sys:{name}", "prompts": prompts,
-        "result_schema": {"type": "object", "properties": result, "required": required, "additionalProperties": False},
-    })
+    return InteractionDef.model_validate({"kind": "interaction", "name": f"sys:{name}", "prompts": prompts,
+                                          "result_schema": result_schema})
 
 
-def _text_interaction(name: str, instruction: str, result: dict[str, Any], required: list[str]) -> Any:
+def _text_interaction(name: str, instruction: str, result_schema: dict[str, Any]) -> Any:
     """A text activity's interaction: ``instruction`` as the system prompt, the ``text`` input as the user's."""
     return _structured_interaction(name, [{"role": "system", "template": instruction},
-                                          {"role": "user", "template": "{{ text }}"}], result, required)
+                                          {"role": "user", "template": "{{ text }}"}], result_schema)
 
 
 @tool(name="executeInteraction")
@@ -160,8 +158,7 @@ async def generate_text(prompt: str, data: dict[str, Any] | None = None) -> dict
         prompt: the prompt template, e.g. `Write a title for {{ topic }}`
         data: the values the template reads
     """
-    defn = _structured_interaction("GenerateText", [{"role": "user", "template": prompt}],
-                                   {"text": {"type": "string"}}, ["text"])
+    defn = _structured_interaction("GenerateText", [{"role": "user", "template": prompt}], answer_schema("generateText"))
     return await _ask("generateText", defn, dict(data or {}))
 
 
@@ -174,7 +171,7 @@ async def translate_text(text: str, targetLanguage: str) -> dict:  # noqa: N803 
         targetLanguage: the language to translate into, e.g. `French`
     """
     defn = _text_interaction("TranslateText", "Translate the user's text into {{ targetLanguage }}.",
-                             {"translatedText": {"type": "string"}}, ["translatedText"])
+                             answer_schema("translateText"))
     return await _ask("translateText", defn, {"text": text, "targetLanguage": targetLanguage})
 
 
@@ -185,8 +182,7 @@ async def summarize_text(text: str) -> dict:
     Args:
         text: the text to summarize
     """
-    defn = _text_interaction("SummarizeText", "Summarize the user's text in a few sentences.",
-                             {"summary": {"type": "string"}}, ["summary"])
+    defn = _text_interaction("SummarizeText", "Summarize the user's text in a few sentences.", answer_schema("summarizeText"))
     return await _ask("summarizeText", defn, {"text": text})
 
 
@@ -197,9 +193,7 @@ async def analyze_sentiment(text: str) -> dict:
     Args:
         text: the text to analyze
     """
-    defn = _text_interaction("AnalyzeSentiment", "Give the sentiment of the user's text.",
-                             {"sentiment": {"type": "string", "enum": ["positive", "negative", "neutral", "mixed"]}},
-                             ["sentiment"])
+    defn = _text_interaction("AnalyzeSentiment", "Give the sentiment of the user's text.", answer_schema("analyzeSentiment"))
     return await _ask("analyzeSentiment", defn, {"text": text})
 
 
@@ -214,7 +208,7 @@ async def classify_text(text: str, categories: list[str]) -> dict:
     if not categories:
         raise ToolError("classifyText", "`categories` is empty")
     defn = _text_interaction("ClassifyText", "Classify the user's text into one of: {{ categories | join(', ') }}.",
-                             {"category": {"type": "string", "enum": list(categories)}}, ["category"])
+                             answer_schema("classifyText", category={"type": "string", "enum": list(categories)}))
     return await _ask("classifyText", defn, {"text": text, "categories": categories})
 
 
@@ -225,10 +219,8 @@ async def extract_entities(text: str) -> dict:
     Args:
         text: the text to extract entities from
     """
-    entity = {"type": "object", "properties": {"text": {"type": "string"}, "type": {"type": "string"}},
-              "required": ["text", "type"], "additionalProperties": False}
     defn = _text_interaction("ExtractEntities", "List the named entities (people, organisations, places, dates...) of the user's text.",
-                             {"entities": {"type": "array", "items": entity}}, ["entities"])
+                             answer_schema("extractEntities"))
     return await _ask("extractEntities", defn, {"text": text})
 
 
