@@ -97,12 +97,18 @@ def unannounced() -> Iterator[None]:
     """Within this context (and the tasks and threads it starts), :func:`announce` calls no hook:
     the runs of ``ergon test`` (:mod:`flows.testing`) send no Prefect event an automation could
     act on and start no trigger. The moments of one execution (:func:`call`) still run: they are
-    part of the run."""
+    part of the run; only what acts around it (``run.around``, ``run.ended``) does not, also on
+    the real Prefect flow (:func:`flows.execution.body.execute`)."""
     token = _UNANNOUNCED.set(True)
     try:
         yield
     finally:
         _UNANNOUNCED.reset(token)
+
+
+def silenced() -> bool:
+    """Whether this context is within :func:`unannounced` (the run of a test case)."""
+    return _UNANNOUNCED.get()
 
 
 def announce(moment: str, *args: Any) -> list[Any]:

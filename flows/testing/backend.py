@@ -99,24 +99,32 @@ class AnsweringPauses:
         assert task is not None, "a task created a moment ago is gone"
         given = self.answer_for(task)
         if given is None:
-            listed = self._answers.get(task.node_id)
-            if isinstance(listed, list):
-                raise CasePaused(task.node_id, f"the case's {len(listed)} answer(s) in mocks.tasks are used up")
-            raise CasePaused(task.node_id)
-        assignee = task.assignee or ""
-        group = assignee.removeprefix("group:") if assignee.startswith("group:") else None
-        name = given.as_ or (assignee if assignee and group is None else DEFAULT_PERSON)
-        groups = self._people.get(name, []) if self._people is not None else [group] if group else []
-        who = humans.Actor(name=name, groups=frozenset(groups))
+            raise self.unanswered(task)
+        who = self.person(task, given)
         try:
             answered = humans.answer(task.id, who, given.answer, via="api", hooks=False)
         except humans.TaskRefused as exc:
             if not exc.errors:  # refused for who answers: the task stays open, as for any channel
                 self.refused.append(task.node_id)
-                raise CasePaused(task.node_id, f"the answer of `{name}` was refused: {exc}") from None
+                raise CasePaused(task.node_id, f"the answer of `{who.name}` was refused: {exc}") from None
             raise NodeFailed(f"the test's answer to the task of `{task.node_id}` was refused: {exc}",
                              kind="definition") from None
         return dict(answered.task.answer or {})
+
+    def unanswered(self, task: Any) -> CasePaused:
+        """The pause of a task the case gives no answer for (none for its node, or its list used up)."""
+        listed = self._answers.get(task.node_id)
+        if isinstance(listed, list):
+            return CasePaused(task.node_id, f"the case's {len(listed)} answer(s) in mocks.tasks are used up")
+        return CasePaused(task.node_id)
+
+    def person(self, task: Any, given: TaskAnswer) -> humans.Actor:
+        """Who answers ``task`` with ``given``, in the groups the test file gives them (see the module docstring)."""
+        assignee = task.assignee or ""
+        group = assignee.removeprefix("group:") if assignee.startswith("group:") else None
+        name = given.as_ or (assignee if assignee and group is None else DEFAULT_PERSON)
+        groups = self._people.get(name, []) if self._people is not None else [group] if group else []
+        return humans.Actor(name=name, groups=frozenset(groups))
 
     def answer_for(self, task: Any) -> TaskAnswer | None:
         """The answer to ``task``: the case's for its node (a list's next one), else None (the run pauses)."""

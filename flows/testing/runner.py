@@ -9,7 +9,9 @@
    runs, and every case still goes through the real store: visits, checkpoints, tasks;
 3. run each case through the flow body every run executes (:func:`flows.execution.body.execute_alone`)
    with the in-process backend (:mod:`flows.testing.backend`) and the case's stand-ins
-   (:mod:`flows.testing.doubles`), one asyncio loop for all cases, one case after the other;
+   (:mod:`flows.testing.doubles`), one asyncio loop for all cases, one case after the other; a
+   case with ``prefect: true`` through the real Prefect flow instead (:mod:`flows.testing.on_prefect`),
+   the Prefect API made ready first, only when a chosen case has it;
 4. read what the run did back from the store — status, outcome, the route (top-level visits in
    order, a retried node once, nodes that never ran left out), the final context — and compare it with
    the case's ``expect`` (:mod:`flows.testing.compare`).
@@ -39,6 +41,7 @@ from flows.execution.body import execute_alone
 from flows.execution.request import RunRequest
 from flows.settings import definitions_dir
 from flows.stand_ins import STAND_INS
+from flows.testing import on_prefect
 from flows.testing.backend import AnsweringPauses, CasePaused, InProcessBackend
 from flows.testing.checks import check_test_file
 from flows.testing.compare import Actual, Difference, differences
@@ -61,6 +64,10 @@ class CaseResult:
     seconds: float
     #: the moves the run made between top-level nodes, in order (what coverage counts)
     moves: list[tuple[str, str]] = field(default_factory=list)
+    #: the case's run (in the invocation's temporary store)
+    run_id: str | None = None
+    #: its Prefect flow run, for a case with ``prefect: true`` (what is left of the run afterwards)
+    prefect_flow_run_id: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -110,6 +117,8 @@ def run_tests(paths: list[str | Path], *, pattern: str | None = None,
             runnable.append((tests, plan))
             session.plans[plan.name] = plan
     chosen = [(t, p, c) for t, p in runnable for c in t.spec.cases if _chosen(c.name, pattern)]  # type: ignore[union-attr]
+    if any(case.prefect for _, _, case in chosen):
+        on_prefect.prepare()  # the API `ergon run` would use; the other cases never touch Prefect
     if chosen:
         with temporary_store():
             asyncio.run(_run_all(chosen, catalog, session, on_result))
@@ -186,11 +195,16 @@ async def _run_case(file: str, plan: Plan, case: Case, catalog: Catalog, doubles
     request = RunRequest(run_id=run_id, trigger="manual", started_by=STARTED_BY, catalog=catalog,
                          content_hash=definition_store.snapshot_definition({"plan": plan.to_json()}))
     pauses = AnsweringPauses(dict(case.mocks.tasks), people)
-    backend = InProcessBackend(pauses)
     error: str | None
+    flow_run: str | None = None
     try:
-        result = await execute_alone(plan, dict(case.inputs), request, backend)
-        status, outcome, context, error = result.status, result.outcome, result.context, result.error
+        if case.prefect:
+            ended = await on_prefect.execute(plan, dict(case.inputs), request, pauses)
+            status, outcome, context, error = ended.status, ended.outcome, ended.context, ended.error
+            flow_run = ended.flow_run_id
+        else:
+            result = await execute_alone(plan, dict(case.inputs), request, InProcessBackend(pauses))
+            status, outcome, context, error = result.status, result.outcome, result.context, result.error
     except CasePaused as paused:
         status, outcome, context, error = "paused", None, _context_of(run_id), str(paused)
     except Exception as exc:  # a fault of Ergon's own, recorded on the run by the body: the case fails, naming it
@@ -199,7 +213,7 @@ async def _run_case(file: str, plan: Plan, case: Case, catalog: Catalog, doubles
     actual = Actual(status=status, outcome=outcome, route=route, context=context, calls=dict(doubles.calls), error=error,
                     refused=list(pauses.refused))
     return CaseResult(file, plan.name, case.name, actual, differences(case.expect, actual),
-                      time.perf_counter() - started, moves)
+                      time.perf_counter() - started, moves, run_id, flow_run)
 
 
 def _context_of(run_id: str) -> dict[str, Any]:

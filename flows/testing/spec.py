@@ -24,6 +24,7 @@ what stands in for tools, interactions and people (``mocks``), and what the run 
           context: {approval_decision: approve}               # a subset of the final context
           calls: {fetch_exchange_rate: 1}                     # tools and interactions, by name
           refused: []                                         # task nodes whose answerer was refused
+        prefect: true                                         # optional: through the real Prefect flow
 
 :func:`load_test_file` reads a file with the compiler's loader (positions kept, duplicate keys
 refused) and returns the model or the diagnostics, each with its file, line and column — the
@@ -117,6 +118,10 @@ class Case(_Model):
     inputs: dict[str, Any] = Field(default_factory=dict)
     mocks: Mocks = Field(default_factory=Mocks)
     expect: Expect = Field(default_factory=Expect)
+    prefect: bool = Field(
+        False, strict=True,
+        description="Run the case through the real Prefect flow, as `ergon run` does (each visit a task run, a human "
+                    "task's answer resuming the paused flow run), instead of in-process without Prefect.")
 
 
 class TestFile(_Model):
@@ -177,7 +182,10 @@ def load_test_file(path: str | Path) -> LoadedTests:
                                                     for p in paths):
                 continue
             message = finding.message.replace("Value error, ", "")
-            loaded.diagnostics.append(loaded.at(finding.path, finding.code, message, finding.hint,
+            hint = finding.hint
+            if hint is None and finding.code == "wrong-type" and finding.path[-1:] == ("prefect",):
+                hint = "write `prefect: true` (through the real Prefect flow) or leave it out (in-process)"
+            loaded.diagnostics.append(loaded.at(finding.path, finding.code, message, hint,
                                                 key=finding.code == "unknown-key"))
     return loaded
 
