@@ -24,9 +24,21 @@ import sys
 
 from cyclopts import App
 
+
+def _version() -> str:
+    """The installed distribution's version (its metadata, as pip and the wheel carry it)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ergon")
+    except PackageNotFoundError:  # the sources run without being installed
+        return "unknown (not installed)"
+
+
 app = App(
     name="ergon",
     help="Ergon: AI business processes as YAML, compiled into Prefect flows.",
+    version=_version,
     version_flags=["--version"],
 )
 
