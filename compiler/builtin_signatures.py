@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from compiler.catalog_tools import CATALOG_SIGNATURES
 from compiler.tool_signatures import Parameter, Signature
 
 _STRING = frozenset({"string"})
@@ -120,6 +121,8 @@ _DECLARED: dict[str, Signature] = {
     "steer_workstream": _sig(_OBJECT, launch_id=(_STRING, True), command=(_STRING, True), message=(_STRING, True)),
     "terminate_workstream": _sig(_OBJECT, launch_id=(_STRING, True)),
 }
+
+_DECLARED.update(CATALOG_SIGNATURES)  # the catalog's further tools (compiler.catalog_tools)
 
 #: Built-in tool → its signature (with its whole result's schema where :data:`_RESULTS` has it).
 BUILTIN_SIGNATURES: dict[str, Signature] = {name: dataclasses.replace(signature, result_schema=_RESULTS.get(name))

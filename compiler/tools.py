@@ -20,6 +20,7 @@ import yaml
 
 from compiler.builtin_interactions import BUILTIN
 from compiler.builtin_signatures import BUILTIN_SIGNATURES
+from compiler.catalog_tools import CATALOG_TOOLS
 from compiler.tool_signatures import Signature, python_signatures
 
 #: Tools every run has. Agent nodes get DEFAULT_AGENT_TOOLS unless `tools:` says otherwise.
@@ -62,6 +63,8 @@ BUILTIN_TOOLS: dict[str, str] = {
     "steer_workstream": "Agents only: send a running workstream a directive (add_instruction, set_priority, ...).",
     "terminate_workstream": "Agents only: stop a workstream (interactive ones end only this way).",
 }
+
+BUILTIN_TOOLS.update(CATALOG_TOOLS)  # the catalog's further tools (compiler.catalog_tools)
 
 #: Parameters of built-in tools the checker holds workflow-step ``params`` to:
 #: name → (required, optional). ``tests/tools`` asserts these equal the registered tools' schemas.
