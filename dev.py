@@ -4,8 +4,10 @@
 * ``setup``  creates ``.venv`` and installs the project with its test extras (re-run only when
   ``pyproject.toml`` changed), plus, when running as root on Debian, the OS packages the full
   test suite drives (chromium for the dashboard's browser tests, PostgreSQL for the cluster test).
-* ``demo``   sets up, checks every definition, and runs the demo definition on the embedded
-  default (local SQLite store, local Prefect server, offline model).
+* ``demo``   sets up with Ergon's own dependencies only (no extras: the demo's definitions need
+  neither the dashboard, V8 nor PostgreSQL), checks every definition, and runs the demo definition
+  on the embedded default (local SQLite store, local Prefect server, offline model). A ``.venv``
+  set up for the tests already has all of it.
 * ``test``   sets up and runs the whole test suite; extra arguments go to pytest.
 * ``lint``   sets up and runs ruff and mypy over the lint gate's scope (``[tool.ruff]`` and
   ``[tool.mypy]`` in ``pyproject.toml``); either one failing fails it.
@@ -39,22 +41,23 @@ def run(cmd: list[str], **kw) -> int:
     return subprocess.call([str(c) for c in cmd], cwd=ROOT, **kw)
 
 
-def _requirements_hash() -> str:
-    return hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+def _requirements_hash(extras: str) -> str:
+    return hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest() + f" {extras}"
 
 
-def setup() -> None:
-    """Create the virtualenv and install the project (idempotent, fast when up to date)."""
+def setup(extras: str = "test") -> None:
+    """Create the virtualenv and install the project with ``extras`` (``test`` pulls every extra;
+    "" none), idempotent and fast when up to date; a ``.venv`` set up with ``test`` serves all."""
     if not PY.exists():
         if run([sys.executable, "-m", "venv", VENV]) != 0:
             sys.exit("could not create .venv (on Debian: apt-get install python3-venv)")
-    if STAMP.exists() and STAMP.read_text() == _requirements_hash():
+    if STAMP.exists() and STAMP.read_text() in (_requirements_hash(extras), _requirements_hash("test")):
         return
     if run([PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip"]) != 0:
         sys.exit("pip upgrade failed")
-    if run([PY, "-m", "pip", "install", "--quiet", "-e", ".[test]"]) != 0:
+    if run([PY, "-m", "pip", "install", "--quiet", "-e", f".[{extras}]" if extras else "."]) != 0:
         sys.exit("installing the project failed")
-    STAMP.write_text(_requirements_hash())
+    STAMP.write_text(_requirements_hash(extras))
 
 
 def os_packages() -> None:
@@ -112,7 +115,7 @@ def start_postgres() -> tuple[str, callable] | tuple[None, None]:
 
 
 def demo() -> int:
-    setup()
+    setup(extras="")
     ergon = BIN / "ergon"
     if run([ergon, "check", "definitions"]) != 0:
         return 1

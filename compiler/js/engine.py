@@ -110,7 +110,11 @@ class _Worker:
         ready = self._read(START_LIMIT)
         if not ready.get("ready"):
             self.stop()
-            raise JsError("the JavaScript sandbox did not start (is the `mini-racer` package installed?)")
+            from compiler.js import INSTALL_HINT, available
+
+            if not available():
+                raise JsError(f"the JavaScript sandbox needs the `mini-racer` package, which is not installed: {INSTALL_HINT}")
+            raise JsError("the JavaScript sandbox did not start")
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None

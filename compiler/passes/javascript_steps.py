@@ -35,6 +35,13 @@ def check(unit, ws) -> Iterator[Finding]:
         if not isinstance(code, str):
             yield Finding("bad-value", path, "`code` is the JavaScript to run, as text", hint="write it as a `|` block")
             continue
+        from compiler.js import INSTALL_HINT, available
+
+        if not available():  # V8 is an optional dependency: without it the step could not run
+            yield Finding("dsl-unsupported", path,
+                          f"`{ACTIVITY}` needs the JavaScript sandbox, whose package (mini-racer) is not installed",
+                          hint=f"install it: `{INSTALL_HINT}`; or write the step as a Python tool")
+            continue
         from compiler.js.code import syntax_error, unknown_names
 
         error = syntax_error(code)

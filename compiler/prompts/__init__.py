@@ -92,6 +92,13 @@ def problems(segment: PromptSegment, input_schema: Mapping[str, Any] | None) -> 
             for name in sorted(template_reads(text) - set(fields)):
                 out.append(_unknown(Unknown(name, None, None, tuple(fields)), "jinja"))
         return out
+    from compiler.js import INSTALL_HINT, available
+
+    if not available():  # Handlebars and JST are parsed and rendered by V8, an optional dependency
+        return [Problem("unsupported-template",
+                        f"a `{segment.content_type}` segment needs the JavaScript sandbox, whose package (mini-racer) "
+                        "is not installed", None, None,
+                        f"install it: `{INSTALL_HINT}`; or write the segment in Jinja2 (`content_type: jinja`)")]
     if segment.content_type == "handlebars":
         from compiler.prompts import handlebars
 

@@ -73,6 +73,13 @@ def ui(*, port: Annotated[int, Parameter(validator=bounds.PORT)] = 8501, host: s
     if missing is not None:
         print(f"error: the dashboard is missing ({missing}); reinstall Ergon", file=sys.stderr)
         return 2
+    from importlib.util import find_spec
+
+    absent = [name for name in ("streamlit", "pandas", "starlette") if find_spec(name) is None]
+    if absent:  # the dashboard's packages are an optional dependency, the `ui` extra
+        print(f"error: the dashboard needs {', '.join(absent)}, which {'is' if len(absent) == 1 else 'are'} not installed; "
+              "install them with: pip install 'ergon[ui]'", file=sys.stderr)
+        return 2
     from ui.session import setting_error  # the installed dashboard's own check (standard library only)
 
     problem = setting_error()

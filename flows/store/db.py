@@ -147,6 +147,14 @@ def fault(exc: BaseException, url: str | None = None) -> StoreUnavailable | None
 
 
 def _create_engine(url: str) -> Engine:
+    if sa.make_url(url).get_backend_name() == "postgresql":
+        from importlib.util import find_spec
+
+        if find_spec("psycopg") is None:  # the PostgreSQL driver is an optional dependency, the `postgres` extra
+            from flows.errors import ErgonError
+
+            raise ErgonError("the store on PostgreSQL (ERGON_DATABASE_URL) needs the psycopg driver, which is not "
+                             "installed; install it with: pip install 'ergon[postgres]'")
     if sa.make_url(url).get_backend_name() != "sqlite":
         # pre_ping: PostgreSQL connections die with server restarts and idle timeouts.
         return sa.create_engine(url, pool_pre_ping=True)
