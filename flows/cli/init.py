@@ -6,6 +6,12 @@ interaction, agent template with its forms, workflow), the Python tool they call
 example (``definitions/tests/*.test.yaml``, run by ``ergon test``), a ``prefect.yaml`` with no deployments (``ergon deploy`` fills it), and ``README-ergon.md`` saying
 how to check, run and deploy. Existing files are never overwritten unless ``--force`` is given:
 without it, ``init`` names the files in the way and changes nothing.
+
+It also writes a ``.gitignore`` (:data:`GITIGNORE`) keeping out of version control what Ergon
+writes into the folder and must not be committed: ``.ergon/`` (the store ``ergon.db`` with every
+answer and sealed secret, ``secret.key``, the local Prefect server's database, documents, logs)
+and Python's caches of the project's tools. A ``.gitignore`` the folder has already is kept: the
+lines it lacks are appended.
 """
 
 from __future__ import annotations
@@ -26,6 +32,28 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 #: The project file written beside the templates (generated: its `name:` is the folder's).
 PREFECT_FILE = "prefect.yaml"
+#: What Ergon writes into a project folder that must not be committed.
+GITIGNORE = (
+    "# Ergon's local state: the store (ergon.db), the secret key (secret.key), the local Prefect\n"
+    "# server's database, documents and logs. Never commit it: it holds answers and sealed secrets.\n"
+    ".ergon/\n"
+    "# Python's caches of the project's tools\n"
+    "__pycache__/\n"
+    "*.py[cod]\n"
+)
+
+
+def gitignore(current: str | None) -> str | None:
+    """The ``.gitignore`` text with :data:`GITIGNORE`'s entries: all of it for a new file, the
+    ``current`` text plus the entries it lacks, or None when it has them all."""
+    if current is None:
+        return GITIGNORE
+    have = {line.strip() for line in current.splitlines()}
+    wanted = [line for line in GITIGNORE.splitlines() if line and not line.startswith("#")]
+    missing = [line for line in wanted if line not in have and line.rstrip("/") not in have]
+    if not missing:
+        return None
+    return current + ("" if not current or current.endswith("\n") else "\n") + "# Ergon\n" + "".join(f"{m}\n" for m in missing)
 
 
 def template_files() -> dict[str, str]:
@@ -82,11 +110,17 @@ def init(
             target = root / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
+        ignore = root / ".gitignore"
+        ignored = gitignore(ignore.read_text(encoding="utf-8") if ignore.is_file() else None)
+        if ignored is not None:
+            ignore.write_text(ignored, encoding="utf-8")
     except OSError as exc:
         return error(f"cannot write the project into {directory}: {exc.strerror or exc}", code=1)
     out.print(f"created an Ergon project in {root} ({len(files)} files{', overwriting ' + str(len(existing)) if existing else ''})")
     for rel in files:
         out.print(f"  {rel}")
+    if ignored is not None:
+        out.print(f"  .gitignore{' (Ergon entries added)' if ignored != GITIGNORE else ''}")
     out.print("next: [bold]ergon check[/] and [bold]ergon test[/], then [bold]ergon run hello_process --input name=Ada[/] "
               "(see README-ergon.md)" + ("" if root.resolve() == Path.cwd().resolve() else f", from {root}"))
     return 0
