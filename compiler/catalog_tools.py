@@ -38,6 +38,17 @@ CATALOG_TOOLS: dict[str, str] = {
     "render_docx": "Export a DOCX artifact to PDF or markdown.",
     "inspect_pdf": "Read a PDF artifact page by page: page count, metadata, each page's size and text.",
     "edit_artifact_docx": "XPath edits of a DOCX artifact's word/document.xml (optionally as tracked changes).",
+    # the document store (flows/tools/builtins_catalog_documents.py)
+    "update_document": "Replace a document's text and/or merge properties (checked against its object type).",
+    "create_content_object": "Import a text resource (https URL or artifact) as a document, with type, properties, tags, collection.",
+    "get_object_type": "An object type: description, JSON Schema of its documents' properties, document count.",
+    "create_or_update_object_type": "Define an object type (a JSON Schema for its documents' properties).",
+    "create_collection": "Create a collection: a named group of documents.",
+    "update_collection": "Change a collection's name, description or schema.",
+    "add_to_collection": "Put documents into a collection.",
+    "remove_from_collection": "Take documents out of a collection (the documents stay).",
+    "get_collection": "A collection and its documents.",
+    "search_collections": "Collections whose name contains a text.",
 }
 
 #: Tool → its parameters and the JSON type of its result.
@@ -54,4 +65,20 @@ CATALOG_SIGNATURES: dict[str, Signature] = {
                         to_page=(_INTEGER | _NULL, False)),
     "edit_artifact_docx": _sig(_OBJECT, path=(_STRING, True), structured_edits=(_ARRAY, True),
                                track_changes=(_BOOLEAN, False), author=(_STRING | _NULL, False)),
+    "update_document": _sig(_OBJECT, id=(_STRING, True), content=(_STRING | _NULL, False), source=(_STRING | _NULL, False),
+                            properties=(_OBJECT | _NULL, False)),
+    "create_content_object": _sig(_OBJECT, location=(_STRING, True), name=(_STRING | _NULL, False),
+                                  type=(_STRING | _NULL, False), properties=(_OBJECT | _NULL, False),
+                                  tags=(_ARRAY | _NULL, False), collection_id=(_STRING | _NULL, False)),
+    "get_object_type": _sig(_OBJECT, name=(_STRING, True)),
+    "create_or_update_object_type": _sig(_OBJECT, name=(_STRING, True), description=(_STRING | _NULL, False),
+                                         schema=(_OBJECT | _NULL, False)),
+    "create_collection": _sig(_OBJECT, name=(_STRING, True), description=(_STRING | _NULL, False),
+                              schema=(_OBJECT | _NULL, False), id=(_STRING | _NULL, False)),
+    "update_collection": _sig(_OBJECT, collection_id=(_STRING, True), name=(_STRING | _NULL, False),
+                              description=(_STRING | _NULL, False), schema=(_OBJECT | _NULL, False)),
+    "add_to_collection": _sig(_OBJECT, collection_id=(_STRING, True), document_ids=(_ARRAY, True)),
+    "remove_from_collection": _sig(_OBJECT, collection_id=(_STRING, True), document_ids=(_ARRAY, True)),
+    "get_collection": _sig(_OBJECT, collection_id=(_STRING, True)),
+    "search_collections": _sig(_ARRAY, name=(_STRING, False), limit=(_INTEGER, False)),
 }

@@ -63,3 +63,4 @@ async def sleep(duration: float | None = None, seconds: float | None = None) -> 
 from flows.tools import builtins_activities, builtins_agent, builtins_documents, builtins_embeddings, builtins_human, http  # noqa: E402,F401
 from flows.tools import builtins_workstreams  # noqa: E402,F401
 from flows.tools import builtins_catalog_artifacts  # noqa: E402,F401
+from flows.tools import builtins_catalog_documents  # noqa: E402,F401
