@@ -124,6 +124,8 @@ def _print_result(result: Any) -> None:
 
     for line in difference_lines(result):
         out.print(f"      {escape(line)}")
+    if result.prefect_flow_run_id:  # the temporary store is gone: Prefect keeps the run's flow run
+        out.print(f"      [dim]Prefect flow run {result.prefect_flow_run_id}[/]")
 
 
 def _print_explored(run: Any) -> None:
@@ -172,7 +174,8 @@ def _as_json(session: Any, covered: list[Any]) -> dict[str, Any]:
         "cases": [{"file": r.file, "definition": r.definition, "name": r.name, "passed": r.passed,
                    "seconds": round(r.seconds, 3), "status": r.actual.status, "outcome": r.actual.outcome,
                    "route": r.actual.route, "context": r.actual.context, "calls": r.actual.calls, "refused": r.actual.refused,
-                   "error": r.actual.error, "differences": [d.as_dict() for d in r.differences]}
+                   "error": r.actual.error, "differences": [d.as_dict() for d in r.differences],
+                   "prefect_flow_run_id": r.prefect_flow_run_id}
                   for r in session.results],
         "coverage": [c.as_dict() for c in covered],
     }

@@ -183,3 +183,21 @@ def test_cases_without_prefect_never_touch_it(project: Path, write_test) -> None
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found == {"problems": [], "passed": ["in-process"], "prefect_loaded": False}, found
+
+
+def test_a_case_on_prefect_starts_nothing_that_waits_for_its_run(prefect_api, write_test) -> None:
+    """The flow body on Prefect calls no ``run.ended`` hook for a test case's run (``on_complete``
+    chains start there), as the in-process path does not."""
+    from flows import moments
+
+    ended: list[str] = []
+    remove = moments.on("run.ended", lambda definition, result, catalog: ended.append(definition))
+    try:
+        path = write_test("definition: order_check\ncases:\n" + _case("a small order", "low",
+                                                                       "    expect: {outcome: approved}\n"))
+        session = run_tests([path])
+    finally:
+        remove()
+    [result] = session.results
+    assert result.passed and result.prefect_flow_run_id, result.differences
+    assert ended == []
