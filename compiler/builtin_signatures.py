@@ -70,6 +70,7 @@ _RESULTS: dict[str, dict[str, Any]] = {
                                                             "model": _STRING_SCHEMA, "dimensions": {"type": "integer"}},
                            "required": ["model", "dimensions"]},
     "searchEmbeddings": _object(results={"type": "array", "items": {"type": "object"}}, model=_STRING_SCHEMA),
+    "send_email": _object(message_id=_STRING_SCHEMA, accepted={"type": "array", "items": _STRING_SCHEMA}),
 }
 
 
@@ -120,6 +121,9 @@ _DECLARED: dict[str, Signature] = {
     "message_workstream": _sig(_OBJECT, launch_id=(_STRING, True), message=(_STRING, True)),
     "steer_workstream": _sig(_OBJECT, launch_id=(_STRING, True), command=(_STRING, True), message=(_STRING, True)),
     "terminate_workstream": _sig(_OBJECT, launch_id=(_STRING, True)),
+    # email (tools/email.yaml)
+    "send_email": _sig(_OBJECT, to=(_ARRAY, True), subject=(_STRING, True), markdown=(_STRING, True),
+                       cc=(_ARRAY | _NULL, False), bcc=(_ARRAY | _NULL, False)),
 }
 
 _DECLARED.update(CATALOG_SIGNATURES)  # the catalog's further tools (compiler.catalog_tools)

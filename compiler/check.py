@@ -4,7 +4,8 @@ Passes are pure functions ``check(unit, ws) -> Iterable[Finding]`` listed in
 ``compiler.passes.PASSES``; they run only on definitions that parsed. The driver adds the
 workspace-wide checks (unique names), turns each finding's document path into file:line:col,
 and returns every diagnostic at once. A checked folder's ``tools/servers.yaml`` is checked too
-(its header references: :mod:`compiler.tool_servers`).
+(its header references: :mod:`compiler.tool_servers`), and so is its ``tools/email.yaml``
+(:mod:`compiler.email_config`).
 
 A clean check of a definition means its run loads nothing broken: where it names another
 definition its run loads (an interaction, a sub-process, an environment, a form — see
@@ -21,6 +22,7 @@ fix is to declare the field ``required``, which its callers then pass.
 
 from __future__ import annotations
 
+from compiler.email_config import load_email_config
 from compiler.errors import Diagnostic, Finding, Report, format_path
 from compiler.passes import PASSES
 from compiler.passes.references import definition_references
@@ -83,6 +85,11 @@ def check_workspace(ws: Workspace) -> Report:
             doc, findings = loaded
             servers = Unit(file=doc.file, data=doc.data, source=doc.source or SourceMap(doc.file))
             report.diagnostics.extend(locate(servers, finding) for finding in findings)
+        email = load_email_config(folder, set(ws.named("process", "pipeline", "template", "workflow")))
+        if email is not None:
+            doc, findings = email
+            config = Unit(file=doc.file, data=doc.data, source=doc.source or SourceMap(doc.file))
+            report.diagnostics.extend(locate(config, finding) for finding in [*doc.findings, *findings])
     report.diagnostics = report.sorted()
     return report
 

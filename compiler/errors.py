@@ -84,6 +84,7 @@ CODES: dict[str, str] = {
     "unsupported-template": "`${…}` (JavaScript-template interpolation) in a Jinja2 prompt segment, which would reach the model as written; `content_type: jst` makes it JavaScript; or a Handlebars/JST segment without the JavaScript sandbox (`ergon[js]`) installed",
     "unknown-tool": "a tool name that is not registered",
     "agent-only-tool": "a tool node or a workflow activity names a tool only agents can run (the workstream tools)",
+    "not-configured": "a definition uses a built-in that needs configuration the folder lacks (`send_email`: `tools/email.yaml`)",
     "unknown-process": "a sub-process name that is not defined",
     "process-cycle": "a definition runs itself through its sub-processes or child workflows (the runs would nest without end)",
     "tool-params": "a workflow step's params, or a tool node's `input`, do not match the parameters of the tool it calls",

@@ -62,6 +62,7 @@ BUILTIN_TOOLS: dict[str, str] = {
     "message_workstream": "Agents only: send a follow-up message to an interactive workstream.",
     "steer_workstream": "Agents only: send a running workstream a directive (add_instruction, set_priority, ...).",
     "terminate_workstream": "Agents only: stop a workstream (interactive ones end only this way).",
+    "send_email": "Send an email (markdown body) through the SMTP server of `tools/email.yaml`.",
 }
 
 BUILTIN_TOOLS.update(CATALOG_TOOLS)  # the catalog's further tools (compiler.catalog_tools)
@@ -85,6 +86,7 @@ BUILTIN_TOOL_PARAMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "runJavascriptCode": (("code",), ("data",)),
     "generateEmbeddings": ((), ("text", "document", "type", "force", "model")),
     "searchEmbeddings": (("embeddings",), ("limit", "filter", "model")),
+    "send_email": (("to", "subject", "markdown"), ("cc", "bcc")),
 }
 
 #: Parameters of built-in activities that a workflow passes as written, never interpolated:
@@ -143,6 +145,8 @@ class ToolCatalogue:
     tools: dict[str, str] = field(default_factory=lambda: {n: "builtin" for n in BUILTIN_TOOLS})
     #: signatures of the Python tool files read so far, by file (read on first use)
     _signatures: dict[str, dict[str, Signature]] = field(default_factory=dict, repr=False, compare=False)
+    #: the email configuration (``tools/email.yaml``) of a folder added, which ``send_email`` needs
+    email_config: str | None = None
 
     def builtin_params(self, name: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
         """(required, optional) parameters of a built-in tool the checker knows, else None."""
@@ -182,6 +186,8 @@ class ToolCatalogue:
                 # a Python tool named like a built-in replaces it, as it does at run time
                 if self.tools.get(name, "builtin") == "builtin":
                     self.tools[name] = str(py)
+        if (folder / "email.yaml").is_file() and self.email_config is None:
+            self.email_config = str(folder / "email.yaml")
         manifest = folder / "manifest.yaml"
         if manifest.is_file():
             data = yaml.safe_load(manifest.read_text(encoding="utf-8")) or {}

@@ -8,6 +8,7 @@ from compiler.passes import (
     authoring,
     call_cycles,
     definite_assignment,
+    email_tools,
     environments,
     fallbacks,
     graph_shape,
@@ -42,4 +43,5 @@ PASSES = (
     javascript_steps.check,  # the code of runJavascriptCode workflow steps
     triggers.check,  # schedules, webhook paths, on-complete chains
     environments.check,  # model keys and limits
+    email_tools.check,  # send_email only where tools/email.yaml configures it
 )

@@ -166,6 +166,10 @@ def load_tool_folder(folder: str | Path) -> list[str]:
         from flows.tools import remote
 
         remote.configure(folder)
+    if (Path(folder) / "email.yaml").is_file():  # send_email and task emails read it (flows.email)
+        from flows.email import config as email_config
+
+        email_config.configure(folder)
     for path in sorted(Path(folder).glob("*.py")):
         # The module name includes a digest of the path: two folders may both have `examples.py`.
         digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]

@@ -62,5 +62,6 @@ async def sleep(duration: float | None = None, seconds: float | None = None) -> 
 # Registered on import (kept at the end: they import `tool` from the package, like this module).
 from flows.tools import builtins_activities, builtins_agent, builtins_documents, builtins_embeddings, builtins_human, http  # noqa: E402,F401
 from flows.tools import builtins_workstreams  # noqa: E402,F401
+from flows.tools import builtins_email  # noqa: E402,F401
 from flows.tools import builtins_catalog_artifacts  # noqa: E402,F401
 from flows.tools import builtins_catalog_documents  # noqa: E402,F401
