@@ -49,6 +49,9 @@ CATALOG_TOOLS: dict[str, str] = {
     "remove_from_collection": "Take documents out of a collection (the documents stay).",
     "get_collection": "A collection and its documents.",
     "search_collections": "Collections whose name contains a text.",
+    # runs and their model calls (flows/tools/builtins_catalog_conversations.py)
+    "search_conversations": "Search runs (conversations) by status, time, initiator and definition, newest first.",
+    "analyze_conversation": "Analyze another run's recorded conversation with a prompt (model call), optionally to a schema.",
 }
 
 #: Tool → its parameters and the JSON type of its result.
@@ -81,4 +84,10 @@ CATALOG_SIGNATURES: dict[str, Signature] = {
     "remove_from_collection": _sig(_OBJECT, collection_id=(_STRING, True), document_ids=(_ARRAY, True)),
     "get_collection": _sig(_OBJECT, collection_id=(_STRING, True)),
     "search_collections": _sig(_ARRAY, name=(_STRING, False), limit=(_INTEGER, False)),
+    "search_conversations": _sig(_OBJECT, status=(_STRING | _NULL, False), since=(_STRING | _NULL, False),
+                                 until=(_STRING | _NULL, False), initiator=(_STRING | _NULL, False),
+                                 interaction=(_STRING | _NULL, False), limit=(_INTEGER, False), offset=(_INTEGER, False),
+                                 output_artifact=(_STRING | _NULL, False)),
+    "analyze_conversation": _sig(_OBJECT, run_id=(_STRING, True), analyzer_prompt=(_STRING, True),
+                                 result_schema=(_OBJECT | _NULL, False)),
 }

@@ -50,8 +50,6 @@ UNAVAILABLE_TOOLS: dict[str, Unavailable] = {
         "the local document store's vector index has no configuration to change: its dimensions are the embedding model's",
         "re-index with a workflow `generateEmbeddings` step (`document`, `force: true`, `model`)"),
     # built by the catalog modules of flows/tools; each leaves this table when it works
-    "search_conversations": Unavailable("not built yet", "`ergon runs list` and the dashboard"),
-    "analyze_conversation": Unavailable("not built yet", "`ergon runs show` and the dashboard"),
     "get_index_configuration": Unavailable("not built yet", "a workflow `generateEmbeddings` step's `model` and `dimensions`"),
 }
 

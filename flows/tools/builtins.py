@@ -65,3 +65,4 @@ from flows.tools import builtins_workstreams  # noqa: E402,F401
 from flows.tools import builtins_email  # noqa: E402,F401
 from flows.tools import builtins_catalog_artifacts  # noqa: E402,F401
 from flows.tools import builtins_catalog_documents  # noqa: E402,F401
+from flows.tools import builtins_catalog_conversations  # noqa: E402,F401
