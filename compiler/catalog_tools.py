@@ -49,6 +49,7 @@ CATALOG_TOOLS: dict[str, str] = {
     "remove_from_collection": "Take documents out of a collection (the documents stay).",
     "get_collection": "A collection and its documents.",
     "search_collections": "Collections whose name contains a text.",
+    "get_index_configuration": "The document store's vector index under an embedding model: size, coverage, dimensions.",
     # runs and their model calls (flows/tools/builtins_catalog_conversations.py)
     "search_conversations": "Search runs (conversations) by status, time, initiator and definition, newest first.",
     "analyze_conversation": "Analyze another run's recorded conversation with a prompt (model call), optionally to a schema.",
@@ -84,6 +85,7 @@ CATALOG_SIGNATURES: dict[str, Signature] = {
     "remove_from_collection": _sig(_OBJECT, collection_id=(_STRING, True), document_ids=(_ARRAY, True)),
     "get_collection": _sig(_OBJECT, collection_id=(_STRING, True)),
     "search_collections": _sig(_ARRAY, name=(_STRING, False), limit=(_INTEGER, False)),
+    "get_index_configuration": _sig(_OBJECT, model=(_STRING | _NULL, False)),
     "search_conversations": _sig(_OBJECT, status=(_STRING | _NULL, False), since=(_STRING | _NULL, False),
                                  until=(_STRING | _NULL, False), initiator=(_STRING | _NULL, False),
                                  interaction=(_STRING | _NULL, False), limit=(_INTEGER, False), offset=(_INTEGER, False),

@@ -49,8 +49,6 @@ UNAVAILABLE_TOOLS: dict[str, Unavailable] = {
     "update_index_configuration": Unavailable(
         "the local document store's vector index has no configuration to change: its dimensions are the embedding model's",
         "re-index with a workflow `generateEmbeddings` step (`document`, `force: true`, `model`)"),
-    # built by the catalog modules of flows/tools; each leaves this table when it works
-    "get_index_configuration": Unavailable("not built yet", "a workflow `generateEmbeddings` step's `model` and `dimensions`"),
 }
 
 

@@ -1,5 +1,5 @@
 """The catalog's document tools over the local document store: updating documents, importing
-content objects, object types and collections.
+content objects, object types, collections and the vector index's description.
 
 Where things are kept: beside the documents (:mod:`flows.documents`), as files under
 ``<ERGON_HOME>/documents`` — for the reasons the documents and their vectors are files
@@ -17,6 +17,11 @@ backed up, copied and deleted with that folder.
   so two runs changing one collection at once never lose each other's changes (a name or
   description update is whole-file, the later one wins). Deleting a document leaves its
   membership file: ``get_collection`` reports such members as ``missing``.
+
+``get_index_configuration`` describes the document store's vector index
+(:mod:`flows.document_vectors`) under one embedding model: how many documents have a vector,
+how many of those are current, the files' size and the dimensions. There is nothing to
+configure (``update_index_configuration`` is refused: re-index with ``generateEmbeddings``).
 
 ``create_content_object`` imports a text resource from an ``https://`` (or ``http://``) URL through
 ``http_request``'s checks (public addresses only, redirects checked, size cap) or from an
@@ -440,3 +445,42 @@ def search_collections(name: str = "", limit: int = 20) -> list[dict]:
             found.append(_summary(collection))
     found.sort(key=lambda c: (c["name"].casefold(), c["id"]))
     return found[: max(1, min(limit, 100))]
+
+
+# --------------------------------------------------------------------------------------------
+# The vector index
+
+
+@tool(name="get_index_configuration")
+def get_index_configuration(model: str | None = None) -> dict:
+    """The document store's vector index under an embedding model: whether it exists, how many
+    documents it covers (and how many of those vectors are current), its size and dimensions.
+
+    Args:
+        model: the embedding model (default: `ERGON_EMBEDDING_MODEL`, else the offline embedder)
+    """
+    from flows import document_vectors
+    from flows.llm.embeddings import embedding_model
+
+    name = embedding_model(model)
+    folder = document_vectors._model_dir(name)
+    known = {meta["id"]: meta["sha256"] for meta in documents.list_documents()}
+    indexed = current = size = 0
+    dimensions: set[int] = set()
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # half-copied or foreign: ensure_indexed embeds the document again
+        indexed += 1
+        size += path.stat().st_size
+        current += int(known.get(entry.get("id")) == entry.get("sha256"))
+        if isinstance(entry.get("dimensions"), int):
+            dimensions.add(entry["dimensions"])
+    root = documents_dir() / document_vectors.FOLDER
+    others = sorted(p.name for p in root.iterdir() if p.is_dir() and p != folder) if root.is_dir() else []
+    return {"enabled": True, "exists": indexed > 0, "model": name,
+            "index_name": f"{document_vectors.FOLDER}/{folder.name}", "document_count": len(known),
+            "indexed_count": indexed, "current_count": current, "size_bytes": size,
+            "embedding_dimensions": {"text": max(dimensions) if len(dimensions) == 1 else None},
+            "mixed_dimensions": sorted(dimensions) if len(dimensions) > 1 else [], "other_indexes": others}

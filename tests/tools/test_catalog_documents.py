@@ -134,3 +134,22 @@ def test_create_content_object_from_an_artifact(run_ctx, home):
     call("write_artifact", {"key": "out/summary.md", "content": "The summary."})
     meta = call("create_content_object", {"location": "artifact:out/summary.md", "tags": ["summary"]})
     assert meta["name"] == "summary.md" and documents.get(meta["id"])["content"] == "The summary."
+
+
+def test_get_index_configuration_reports_the_vector_index(run_ctx, home, monkeypatch):
+    monkeypatch.delenv("ERGON_EMBEDDING_MODEL", raising=False)
+    documents.create("a.txt", "Payment terms are thirty days.")
+    b = documents.create("b.txt", "Delivery within a week.")
+    empty = call("get_index_configuration")
+    assert empty["enabled"] and not empty["exists"] and empty["document_count"] == 2 and empty["indexed_count"] == 0
+    assert empty["embedding_dimensions"] == {"text": None}
+    indexed = call("generateEmbeddings", {"document": ["a", b["id"]]})
+    config = call("get_index_configuration")
+    assert config["exists"] and config["model"] == indexed["model"]
+    assert config["indexed_count"] == config["current_count"] == 2 and config["size_bytes"] > 0
+    assert config["embedding_dimensions"] == {"text": indexed["dimensions"]}
+    # changing a document's text leaves its vector stale until it is indexed again
+    call("update_document", {"id": b["id"], "content": "Delivery within two weeks."})
+    assert call("get_index_configuration")["current_count"] == 1
+    other = call("get_index_configuration", {"model": "openai/text-embedding-3-small"})
+    assert not other["exists"] and other["other_indexes"] == [config["index_name"].split("/", 1)[1]]
