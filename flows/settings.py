@@ -1,7 +1,11 @@
 """Where Ergon keeps its state, and the Prefect settings it runs with — in one place.
 
-Everything local lives under ``ERGON_HOME`` (default ``.ergon/`` in the current folder): the
-SQLite store, the home of Ergon's local Prefect server, the document store, logs.
+Everything local lives under ``ERGON_HOME`` (default ``.ergon/`` in the project folder): the
+SQLite store, the home of Ergon's local Prefect server, the document store, logs. The project
+folder is the current folder or, as git and dbt find theirs, the nearest one above it holding a
+project marker (:data:`PROJECT_MARKERS`, :func:`project_root`): the ``ergon`` command moves
+there before it runs a command, so a command run from a subfolder uses the project's store,
+definitions and Prefect configuration instead of starting new ones.
 ``ERGON_DATABASE_URL`` points the store elsewhere. Which Prefect API Ergon talks to is Prefect's
 own configuration (:mod:`flows.prefect.server`); the defaults Ergon adds to it are
 :mod:`flows.prefect.config`'s.
@@ -34,6 +38,20 @@ TAKE_UP_TIMEOUT_SECONDS = 60
 #: How deep sub-process runs may nest. `ergon check` refuses call cycles; this catches what it
 #: cannot see (a pinned older version that calls back), before the interpreter's own limit.
 DEFAULT_MAX_SUBPROCESS_DEPTH = 20
+
+
+#: What makes a folder an Ergon project's root: its definitions, its Prefect project file, or an
+#: ``ergon.toml`` (which may be empty: a root whose definitions live elsewhere).
+PROJECT_MARKERS = ("definitions", "prefect.yaml", "ergon.toml")
+
+
+def project_root(start: Path) -> Path | None:
+    """The nearest folder from ``start`` upward that holds one of :data:`PROJECT_MARKERS`
+    (``definitions`` as a folder), or None when no folder up to the file system's root does."""
+    for folder in (start, *start.parents):
+        if (folder / "definitions").is_dir() or (folder / "prefect.yaml").is_file() or (folder / "ergon.toml").is_file():
+            return folder
+    return None
 
 
 def ergon_home_path() -> Path:

@@ -169,6 +169,43 @@ def _said(exc: BaseException) -> str | None:
     return None
 
 
+#: Commands that work on the current folder itself, not on the project above it.
+_HERE_COMMANDS = frozenset({"init"})
+
+
+def _enter_project(argv: list[str]) -> list[str]:
+    """Move to the project's root when the current folder is below it (:func:`flows.settings.project_root`),
+    saying so on stderr, and return ``argv`` with its arguments that name an existing file or folder
+    relative to the folder the command was typed in made absolute (they keep meaning what the user
+    meant). A command name (and a group's subcommand), an option's name and a folder that is no
+    project's change nothing."""
+    import os
+    from pathlib import Path
+
+    from flows.settings import project_root
+
+    if not argv or argv[0] not in COMMANDS or argv[0] in _HERE_COMMANDS or os.environ.get("ERGON_DEFINITIONS"):
+        return argv
+    here = Path.cwd()
+    root = project_root(here)
+    if root is None or root == here:
+        return argv
+    skip = 2 if COMMANDS[argv[0]][0].endswith("_app") else 1  # `runs list`: the group and its subcommand
+    out = argv[:skip]
+    for token in argv[skip:]:
+        name, eq, value = token.partition("=") if token.startswith("-") else ("", "", token)
+        if not eq and name:  # an option's name (`--json`), its value being the next token
+            out.append(token)
+            continue
+        if value and not value.startswith("-") and not os.path.isabs(value) and os.path.lexists(value):
+            value = str((here / value).resolve())
+        out.append(f"{name}{eq}{value}")
+    os.chdir(root)
+    os.environ["PWD"] = str(root)
+    print(f"ergon: using the project at {root}", file=sys.stderr, flush=True)
+    return out
+
+
 def main() -> None:
     import signal
 
@@ -179,7 +216,7 @@ def main() -> None:
     heap.mark_one_run_process()  # this process runs one command and ends (see flows.heap)
 
     try:
-        code = app(result_action="return_value")
+        code = app(_enter_project(sys.argv[1:]), result_action="return_value")
     except BrokenPipeError:
         # `ergon schema | head`: the reader of our output left — end quietly, as a shell tool does.
         # SIGPIPE itself stays ignored (Python's default): restoring it would let any write to a
