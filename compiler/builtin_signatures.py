@@ -124,6 +124,8 @@ _DECLARED: dict[str, Signature] = {
     # email (tools/email.yaml)
     "send_email": _sig(_OBJECT, to=(_ARRAY, True), subject=(_STRING, True), markdown=(_STRING, True),
                        cc=(_ARRAY | _NULL, False), bcc=(_ARRAY | _NULL, False)),
+    # agents' skills (compiler.skills)
+    "list_tools": _sig(_OBJECT, grep=(_STRING | _NULL, False)),
 }
 
 _DECLARED.update(CATALOG_SIGNATURES)  # the catalog's further tools (compiler.catalog_tools)

@@ -63,6 +63,7 @@ BUILTIN_TOOLS: dict[str, str] = {
     "steer_workstream": "Agents only: send a running workstream a directive (add_instruction, set_priority, ...).",
     "terminate_workstream": "Agents only: stop a workstream (interactive ones end only this way).",
     "send_email": "Send an email (markdown body) through the SMTP server of `tools/email.yaml`.",
+    "list_tools": "Agents only: the tools the agent may call now and the skills it may still learn (`learn_<skill>`).",
 }
 
 BUILTIN_TOOLS.update(CATALOG_TOOLS)  # the catalog's further tools (compiler.catalog_tools)
@@ -110,8 +111,10 @@ WORKSTREAM_TOOLS: frozenset[str] = frozenset({
     "launch_workstream", "check_workstream", "list_workstreams", "get_workstream_result",
     "message_workstream", "steer_workstream", "terminate_workstream",
 })
+#: The skills' built-in (:mod:`compiler.skills`): what an agent may call now, and may learn.
+SKILL_TOOLS: frozenset[str] = frozenset({"list_tools"})
 #: Built-in tools that work only inside an agent's tool loop.
-AGENT_ONLY_TOOLS: frozenset[str] = WORKSTREAM_TOOLS
+AGENT_ONLY_TOOLS: frozenset[str] = WORKSTREAM_TOOLS | SKILL_TOOLS
 
 #: Supervisor-only tools that worker agents never get (seed: agent nodes).
 PROCESS_CONTROL_TOOLS: frozenset[str] = frozenset(

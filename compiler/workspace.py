@@ -1,5 +1,10 @@
 """A workspace: every definition in a folder, loaded and parsed, with the tools it can see.
 
+The skills of the folder's ``skills/`` (:mod:`compiler.skills`) are units too, of kind
+``skill``: their front matter is reported on like a definition's, but they have no IR and no
+definition name (skills are named by ``learn_<name>`` tools, apart from definitions); the
+workspace's :attr:`Workspace.skills` holds the ones that read, over the system skills.
+
 References between definitions (sub-processes, interactions, forms, environments) are resolved
 within a workspace, and names are unique across it. When the user checks a single file, the
 folder around it is loaded too (as context for references) but only the requested files are
@@ -17,6 +22,8 @@ from compiler.errors import Finding
 from compiler.ir import IRModel, definition_name
 from compiler.parse import detect_kind, parse_definition
 from compiler.source import LoadedDocument, SourceMap, load_file, load_text
+from compiler.skills import SKILL_SUFFIX, SKILLS_FOLDER, ParsedSkill, Skill, catalogue_findings, parse_skill, read_skill_file, skill_files
+from compiler.system_skills import system_skills
 from compiler.tools import ToolCatalogue
 
 DEFINITION_SUFFIXES = (".yaml", ".yml", ".json")
@@ -40,6 +47,8 @@ class Unit:
 
     @property
     def name(self) -> str | None:
+        if self.kind == "skill":  # skills are named apart from definitions (Workspace.skills)
+            return None
         if self.defn is not None:
             return definition_name(self.defn)
         if isinstance(self.data, dict):
@@ -58,6 +67,29 @@ class Workspace:
     memo: dict[str, Any] = field(default_factory=dict)
     #: the ``tools/`` folders of the folders checked (their ``servers.yaml`` is reported on)
     reported_tool_folders: list[Path] = field(default_factory=list)
+    #: the skills agents may learn, by name: the system skills, replaced by the project's own
+    skills: dict[str, Skill] = field(default_factory=lambda: dict(system_skills()))
+    #: the skill files read, with the units their findings are reported through
+    skill_files: list[tuple[Unit, ParsedSkill]] = field(default_factory=list)
+
+    def add_skill(self, parsed: ParsedSkill, *, reported: bool = True) -> None:
+        """Add a skill file read: a unit for its findings, and its skill (the first file of a
+        name wins over later ones; any file wins over a system skill)."""
+        doc = parsed.doc
+        unit = Unit(file=doc.file, data=doc.data, source=doc.source or SourceMap(doc.file), kind="skill",
+                    findings=list(parsed.findings), reported=reported)
+        self.units.append(unit)
+        self.skill_files.append((unit, parsed))
+        skill = parsed.skill
+        if skill is not None and (skill.name not in self.skills or self.skills[skill.name].system):
+            self.skills[skill.name] = skill
+
+    def check_skill_tools(self) -> None:
+        """Add to each skill file's findings its tools that no catalogue provides (once the
+        workspace's tools are all known)."""
+        for unit, _ in self.skill_files:
+            if isinstance(unit.data, dict):
+                unit.findings.extend(catalogue_findings(unit.data, self.tools.names()))
 
     def named(self, *kinds: str) -> dict[str, Unit]:
         """Units of the given kinds by name (first one wins on duplicates)."""
@@ -119,15 +151,24 @@ def load_workspace(targets: Iterable[str | Path], *, context_dirs: Iterable[str 
         if key in seen:
             return
         seen.add(key)
-        ws.units.append(make_unit(load_file(path), reported=reported))
+        if path.suffix == SKILL_SUFFIX:
+            ws.add_skill(read_skill_file(path), reported=reported)
+        else:
+            ws.units.append(make_unit(load_file(path), reported=reported))
+
+    def add_folder(folder: Path, reported: bool) -> None:
+        for f in [*definition_files(folder), *skill_files(folder / SKILLS_FOLDER)]:
+            add(f, reported)
 
     for target in targets:
         p = Path(target)
         if p.is_dir():
             tool_dirs.append(p / "tools")
             ws.reported_tool_folders.append(p / "tools")
-            for f in definition_files(p):
-                add(f, True)
+            add_folder(p, True)
+        elif p.suffix == SKILL_SUFFIX:  # a skill file: its definitions folder provides the tools
+            tool_dirs.append(p.parent.parent / "tools")
+            add(p, True)
         else:
             tool_dirs.append(p.parent / "tools")
             add(p, True)
@@ -135,18 +176,23 @@ def load_workspace(targets: Iterable[str | Path], *, context_dirs: Iterable[str 
         d = Path(folder)
         if d.is_dir():
             tool_dirs.append(d / "tools")
-            for f in definition_files(d):
-                add(f, False)
+            add_folder(d, False)
     for d in dict.fromkeys(tool_dirs):
         ws.tools.add_folder(d)
+    ws.check_skill_tools()
     return ws
 
 
 def workspace_from_texts(texts: dict[str, str], *, tools: Iterable[str] = ()) -> Workspace:
-    """A workspace from in-memory documents (tests, benchmarks, the dashboard's editor)."""
+    """A workspace from in-memory documents (tests, benchmarks, the dashboard's editor); a text
+    whose file name ends in ``.md`` is a skill."""
     ws = Workspace()
     for file, text in texts.items():
-        ws.units.append(make_unit(load_text(text, file)))
+        if file.endswith(SKILL_SUFFIX):
+            ws.add_skill(parse_skill(text, file))
+        else:
+            ws.units.append(make_unit(load_text(text, file)))
     for name in tools:
         ws.tools.tools[name] = "given"  # like a Python tool, a given name replaces a built-in
+    ws.check_skill_tools()
     return ws

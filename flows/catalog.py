@@ -20,14 +20,17 @@ from flows.settings import definitions_dir
 
 
 def load_tools(folders: list[Path]) -> None:
-    """Register the built-in tools and the Python tools of each folder's ``tools/``."""
+    """Register the built-in tools, the Python tools of each folder's ``tools/`` and the skills
+    of its ``skills/`` (their ``learn_<skill>`` tools, :mod:`flows.tools.skills`)."""
     import flows.tools.builtins  # noqa: F401  (registers on import)
     from flows.tools import load_tool_folder
+    from flows.tools.skills import load_skill_folder
 
     for folder in folders:
         tools = (folder if folder.is_dir() else folder.parent) / "tools"
         if tools.is_dir():
             load_tool_folder(tools)
+        load_skill_folder((folder if folder.is_dir() else folder.parent) / "skills")
 
 
 class DefinitionNotFound(DefinitionError, KeyError):

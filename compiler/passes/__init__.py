@@ -17,6 +17,7 @@ from compiler.passes import (
     lowered_kinds,
     prompts,
     references,
+    skills,
     templates,
     template_values,
     tool_calls,
@@ -29,6 +30,7 @@ PASSES = (
     graph_shape.check,
     authoring.check,
     references.check,
+    skills.check,  # the skills agents name (`learn_<skill>`) and the tools they unlock
     call_cycles.check,
     templates.check,
     guards.check,

@@ -43,6 +43,7 @@ from compiler.ir import (
     WorkflowDef,
 )
 from compiler.lower import has_refs
+from compiler.skills import LEARN_PREFIX
 from compiler.tools import BUILTIN_INTERACTIONS, PROCESS_CONTROL_TOOLS, ToolCatalogue
 from compiler.unavailable_tools import unavailable_tool
 from compiler.walk import NodeSite, iter_definitions, iter_nodes
@@ -109,6 +110,8 @@ def _node(site: NodeSite, names: _Names) -> Iterator[Finding]:
         for i, spec in enumerate(node.tools):
             name = spec.lstrip("+-")
             if name in PROCESS_CONTROL_TOOLS:  # the authoring pass says why it may not be used
+                continue
+            if name.startswith(LEARN_PREFIX):  # a skill: the skills pass resolves it
                 continue
             yield from _tool(name, (*path, "tools", i), names.tools)
     if isinstance(node, ProcessNode):

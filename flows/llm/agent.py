@@ -24,6 +24,10 @@ deadline warning) are added before each model call, and an answer given while ch
 work is *held* — the loop waits for the next message and asks again — so the visit never
 completes before them. A workstream itself is this loop too, with its own prompts and no result
 schema (its answer is text), the same hooks bringing it its parent's directives.
+
+The tools offered to the model are asked of the toolbox again after every turn with tool calls:
+an agent that learns a skill (``learn_<skill>``, :mod:`flows.tools.skills`) is offered the
+skill's tools from its next turn on, and may call them from then on.
 """
 
 from __future__ import annotations
@@ -136,7 +140,17 @@ def system_prompt(task: AgentTask) -> str:
     ]
     if WORKSTREAM_TOOLS & set(task.tools):
         lines += DELEGATION_LINES
+    if any(t.startswith("learn_") for t in task.tools):
+        lines += SKILL_LINES
     return "\n".join(lines)
+
+
+#: What an agent that may learn skills is told about them (the seed: the forcing function is named).
+SKILL_LINES = [
+    "Some capabilities are skills: a `learn_<skill>` tool returns the skill's instructions and unlocks its tools",
+    "for the rest of this conversation (they are not offered before). Call it before you need those tools, read",
+    "the instructions, and do not call it again.",
+]
 
 
 #: What an agent that may delegate is told about it.
@@ -270,6 +284,9 @@ async def run_agent(task: AgentTask, *, toolbox: Toolbox, environments: Any = No
                 messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name,
                                  "content": json.dumps(result, default=str)[:20000]})
             tool_results = True
+            # a call may have widened what the agent may call (a learned skill unlocks its tools)
+            tools = await toolbox.tool_definitions(task.tools)
+            allowed = {t["function"]["name"] for t in tools}
             continue
         if hooks is not None:
             held = await hooks.on_answer(resp.content, iteration - 1)

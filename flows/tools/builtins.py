@@ -66,3 +66,4 @@ from flows.tools import builtins_email  # noqa: E402,F401
 from flows.tools import builtins_catalog_artifacts  # noqa: E402,F401
 from flows.tools import builtins_catalog_documents  # noqa: E402,F401
 from flows.tools import builtins_catalog_conversations  # noqa: E402,F401
+from flows.tools import skills  # noqa: E402,F401  (list_tools and the skills' learn_* tools)

@@ -9,6 +9,12 @@ An agent with the workstream tools gets its visit's :class:`~flows.runtime.works
 (the children it launches, and the hooks that bring their results to its loop); the visit ends
 only once they have, and stops those still open (interactive ones) when it does.
 
+An agent whose tools name skills (``learn_<skill>``) or ``list_tools`` runs with its conversation's
+:class:`~flows.tools.skills.Offer` and a toolbox that offers the model what it may call now
+(:mod:`flows.tools.skills`): a skill's tools from the turn after it was learned. The workstream
+hub is prepared when a skill could unlock the workstream tools too; a workstream may be given only
+tools the agent declared, never its skills.
+
 In a test case (``ergon test``) whose ``mocks.interactions`` names the node's interaction, the
 loop does not run: the case's answer is the final answer (:func:`stood_in`).
 """
@@ -22,6 +28,7 @@ from typing import Any
 from compiler.builtin_interactions import PROCESS_AGENT_NODE
 from compiler.ir import AgentNode
 from compiler.plan import PlanNode
+from compiler.skills import is_skill_tool
 from compiler.templates import render, render_value
 from flows.llm.agent import AgentResult, AgentTask, parse_answer, run_agent
 from flows.llm.interactions import render_messages, validate_input
@@ -34,6 +41,8 @@ from flows.runtime.workstreams import Workstreams, uses_workstreams
 from flows.stand_ins import STAND_INS, StandInFailure
 from flows.tools import invoke as toolbox
 from flows.tools.context import CURRENT, ToolContext
+from flows.tools.errors import ToolError
+from flows.tools.skills import OFFER, SkillToolbox, offer_for
 
 
 def interaction_messages(node: PlanNode, prompt: str, context: dict[str, Any],
@@ -89,9 +98,15 @@ async def run_task(node: PlanNode, task: AgentTask, services: Services, visit_id
         raise NodeFailed(f"agent `{node.id}`: {exc}") from exc
     if answer is not None:
         return answer
+    try:
+        offer = offer_for(task.tools, process=services.process_name, node=node.id)
+    except ToolError as exc:
+        raise NodeFailed(f"agent `{node.id}`: {exc}") from exc
+    reach = [*task.tools, *(offer.unlockable() if offer is not None else [])]
     hub = None
-    if uses_workstreams(task.tools) and services.run_id is not None and visit_id is not None:
-        hub = Workstreams(run_id=services.run_id, visit_id=visit_id, node_id=node.id, model=task.model, tools=task.tools,
+    if uses_workstreams(reach) and services.run_id is not None and visit_id is not None:
+        own = [t for t in task.tools if not is_skill_tool(t)]
+        hub = Workstreams(run_id=services.run_id, visit_id=visit_id, node_id=node.id, model=task.model, tools=own,
                           max_iterations=task.max_iterations, environments=services.environments,
                           started_by=services.started_by, process_name=services.process_name, guard=task.guard,
                           runner=services.run_workstream)
@@ -100,13 +115,16 @@ async def run_task(node: PlanNode, task: AgentTask, services: Services, visit_id
                                     started_by=services.started_by, assignee=body.ask_user,
                                     ask=functools.partial(ask_person, services, visit_id=visit_id),
                                     environments=services.environments, workstreams=hub))
+    offered = OFFER.set(offer)
     try:
-        return await run_agent(task, toolbox=toolbox, environments=services.environments)
+        return await run_agent(task, toolbox=SkillToolbox(offer) if offer is not None else toolbox,
+                               environments=services.environments)
     except LlmError as exc:
         raise NodeFailed(f"agent `{node.id}`: {exc}") from exc
     finally:
         if hub is not None:
             await hub.close()
+        OFFER.reset(offered)
         CURRENT.reset(token)
 
 
