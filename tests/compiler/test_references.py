@@ -111,7 +111,7 @@ def test_unknown_tools_on_tool_and_agent_nodes():
     assert brief(diags) == [("unknown-tool", 7, 11), ("unknown-tool", 11, 13), ("unknown-tool", 11, 31)]
     assert diags[0].hint.startswith("did you mean `fetch_document`?")
     assert diags[1].hint.startswith("did you mean `search_documents`?")
-    assert diags[2].hint.startswith("tools are: `analyzeSentiment`, `ask_user`")
+    assert diags[2].hint.startswith("tools are: `add_to_collection`, `analyzeSentiment`, `analyze_conversation`, `ask_user`")
     from compiler.tools import BUILTIN_TOOLS
 
     assert f"and {len(BUILTIN_TOOLS) - 8} more" in diags[2].hint  # long lists are cut short (8 shown)
