@@ -9,7 +9,10 @@ adds it to the default tools; ``-learn_x`` removes it). For each such name:
   would not find the skill, as a run would not load a broken interaction;
 * ``bad-value`` — the agent removes with ``-tool`` a tool that a skill it may learn unlocks:
   learning the skill would open what the author took away, so the two contradict each other
-  (drop one of them).
+  (drop one of them);
+* ``not-configured`` — a skill it may learn unlocks the built-in ``send_email`` and the folder
+  has no ``tools/email.yaml`` (the rule the ``email_tools`` pass applies to an agent listing
+  ``send_email`` itself).
 
 A skill's tools are the agent's to call once it learned the skill, whatever else its ``tools:``
 lists — naming the skill is what allows them (the seed: "the only path that opens the tools").
@@ -22,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from compiler.email_config import NOT_CONFIGURED_HINT
+from compiler.email_config import TOOL as EMAIL_TOOL
 from compiler.errors import Finding, did_you_mean
 from compiler.ir import AgentNode, PipelineDef, ProcessDef
 from compiler.skills import SKILL_SUFFIX, skill_of
@@ -39,10 +44,10 @@ def check(unit, ws) -> Iterator[Finding]:
     for graph, base in iter_definitions(defn):
         for site in iter_nodes(graph, base):
             if isinstance(site.node, AgentNode):
-                yield from _agent(site.node, site.path, ws)
+                yield from _agent(site.id, site.node, site.path, ws)
 
 
-def _agent(node: AgentNode, path: tuple, ws) -> Iterator[Finding]:
+def _agent(node_id: str, node: AgentNode, path: tuple, ws) -> Iterator[Finding]:
     resolved, _ = resolve_agent_tools(node.tools)
     for i, spec in enumerate(node.tools):
         name = skill_of(spec.lstrip("+-"))
@@ -57,10 +62,15 @@ def _agent(node: AgentNode, path: tuple, ws) -> Iterator[Finding]:
             yield Finding("unknown-tool", where, f"no skill is named `{name}` (`learn_{name}` would learn it)",
                           hint=_skills_hint(f"learn_{name}", ws))
     removed = {spec[1:]: i for i, spec in enumerate(node.tools) if spec.startswith("-")}
+    added = {spec.lstrip("+"): i for i, spec in enumerate(node.tools) if not spec.startswith("-")}
     for learn in resolved:
         skill = ws.skills.get(skill_of(learn) or "")
         if skill is None:
             continue
+        if EMAIL_TOOL in skill.tools and ws.tools.tools.get(EMAIL_TOOL) == "builtin" and ws.tools.email_config is None:
+            yield Finding("not-configured", (*path, "tools", added.get(learn, 0)),
+                          f"agent `{node_id}` may learn skill `{skill.name}`, which unlocks `{EMAIL_TOOL}`, and the "
+                          "definitions folder has no email configuration to send through", hint=NOT_CONFIGURED_HINT)
         for tool in skill.tools:
             if tool in removed:
                 yield Finding("bad-value", (*path, "tools", removed[tool]),

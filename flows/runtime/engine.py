@@ -69,11 +69,6 @@ def fanout_body(node: PlanNode) -> ForeachNode | BranchNode:
     return body
 
 
-#: The reason recorded on a pipeline node skipped because its `when` was false (what route
-#: coverage reads to count the `when` seen false).
-WHEN_FALSE = "`when` is false"
-
-
 @dataclass
 class VisitRecord:
     """What the engine needs to know about a past visit to resume."""
@@ -653,7 +648,7 @@ class Engine:
                         continue
                     if not self._when_passes(node):
                         state[nid] = "skipped"
-                        self.recorder.skip_visit(node=node, reason=WHEN_FALSE)
+                        self.recorder.skip_visit(node=node, reason="`when` is false")
                         self.listener("skipped", nid, {})
                         continue
                     running[asyncio.ensure_future(self._parallel_visit(node))] = nid

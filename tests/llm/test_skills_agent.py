@@ -210,3 +210,36 @@ def test_a_process_agent_learns_a_folder_skill_and_uses_its_tool(run_def, defini
     calls = visit_store.tool_calls_for_run(result["run_id"])
     assert [(c.tool, c.status) for c in calls] == [("learn_counter", "ok"), ("increment", "ok")]
     assert calls[1].result == {"counter": 42}
+
+
+DELEGATING = """
+format_version: 1
+process: delegating
+initial: lead
+context:
+  schema: {type: object, properties: {n: {type: integer}}}
+nodes:
+  lead:
+    type: agent
+    environment: fake
+    prompt: "Plan the work."
+    tools: [think, learn_workstreams]
+    writes: [n]
+    transitions: [{to: done}]
+  done: {type: final}
+"""
+
+
+@pytest.mark.prefect
+def test_an_agent_that_may_learn_the_workstreams_skill_can_delegate_once_it_learned_it(run_def, fake):
+    fake.script("delegating", {"tool_calls": [{"name": "learn_workstreams", "arguments": {}}]},
+                {"tool_calls": [{"name": "list_workstreams", "arguments": {}}]},
+                {"json": {"n": 0}})
+    result = run_def({"env.yaml": ENV.format(model="delegating", url=fake.url), "p.yaml": DELEGATING}, "delegating")
+    assert result["status"] == "completed", result
+    first, second, third = fake.for_model("delegating")
+    assert "launch_workstream" not in offered(first)
+    assert {"launch_workstream", "list_workstreams", "terminate_workstream"} <= set(offered(second))
+    # the visit's workstream hub was there for the unlocked tools (no "works only in an agent that delegates")
+    assert tool_replies(third)["list_workstreams"] == []
+    assert "# Workstreams" in tool_replies(second)["learn_workstreams"]["instructions"]

@@ -125,8 +125,9 @@ def test_an_agent_naming_an_unknown_skill():
         ("p.yaml", 8, 13, "unknown-tool", "no skill is named `workstream` (`learn_workstream` would learn it)",
          "did you mean `learn_workstreams`?"),
         ("p.yaml", 8, 32, "unknown-tool", "no skill is named `zip` (`learn_zip` would learn it)",
-         "the skills are: `learn_document_search`, `learn_workstreams`; a project's own skill is a file "
-         "`skills/<name>.md` of its definitions folder"),
+         "the skills are: `learn_conversation_analysis`, `learn_document_search`, `learn_expert_roundtable`, "
+         "`learn_send_email`, `learn_workstreams`; a project's own skill is a file `skills/<name>.md` of its "
+         "definitions folder"),
     ]
 
 
@@ -171,12 +172,40 @@ def test_the_shipped_system_skills_open_only_built_in_agent_tools_that_are_regis
     import flows.tools.builtins  # noqa: F401
     from flows.tools import REGISTRY
 
-    assert sorted(system_skills()) == ["document_search", "workstreams"]
+    assert sorted(system_skills()) == [
+        "conversation_analysis", "document_search", "expert_roundtable", "send_email", "workstreams"]
     for skill in system_skills().values():
         for name in (*skill.tools, *skill.related_tools):
-            assert name in BUILTIN_TOOLS and name not in NOT_IN_ALL_TOOLS, (skill.name, name)
+            # an agent may be given each (send_email only where email is configured: checked below)
+            assert name in BUILTIN_TOOLS and (name not in NOT_IN_ALL_TOOLS or name == "send_email"), (skill.name, name)
             assert name in REGISTRY, (skill.name, name)
         assert REGISTRY[skill.learn_tool].description == f"[Skill] {skill.description}"
+    # the shipped skills check clean on an agent (send_email's aside)
+    learn_all = ", ".join(f"+learn_{n}" for n in system_skills() if n != "send_email")
+    assert diagnostics({"p.yaml": agent(f"[{learn_all}]")}) == []
+
+
+EMAIL = """\
+smtp:
+  host: smtp.example.com
+  port: 587
+  username: ergon@example.com
+  password: secret:SMTP_PASSWORD
+from: "Ergon <ergon@example.com>"
+"""
+
+
+def test_learning_send_email_needs_the_folder_s_email_configuration(tmp_path: Path):
+    folder = tmp_path / "definitions"
+    folder.mkdir()
+    (folder / "p.yaml").write_text(agent("[+learn_send_email]"))
+    (found,) = check_workspace(load_workspace([folder])).diagnostics
+    assert (found.line, found.col, found.code) == (8, 13, "not-configured")
+    assert found.message == ("agent `a` may learn skill `send_email`, which unlocks `send_email`, and the definitions "
+                             "folder has no email configuration to send through")
+    (folder / "tools").mkdir()
+    (folder / "tools" / "email.yaml").write_text(EMAIL)
+    assert check_workspace(load_workspace([folder])).diagnostics == []
 
 
 def test_ergon_check_reports_a_skills_folder(tmp_path: Path):
