@@ -24,6 +24,8 @@ written by python-docx, and the XPath edits run on lxml. What is left out, and w
   ``data_source`` parameters are not taken (the checker refuses them as unknown parameters). PDFs
   use the PDF core fonts: a character outside Latin-1 is written as its closest ASCII (dashes,
   quotes, ellipsis) or ``?``.
+* A PDF holds no images: a markdown image is written as a link (fpdf2 would fetch its URL or
+  read its path, which a model chooses). A DOCX gets the image's alt text.
 * ``inspect_pdf`` returns text, not images (no vision model): the page count, the document's
   metadata and each page's size and text; its thumbnail grid's ``columns`` is not taken.
 * The document store holds text documents only (:mod:`flows.documents`), so no DOCX or PDF can
@@ -280,7 +282,9 @@ def html_to_pdf(body_html: str, *, title: str | None = None) -> bytes:
 
 
 def markdown_to_pdf(text: str, *, title: str | None = None, toc: bool = False) -> bytes:
-    md = _markdown().disable("html_block").disable("html_inline")
+    # fpdf2 loads an <img> it is given, from a URL or a local path: a model's `![](…)` would make
+    # Ergon fetch a private address or embed a file of the worker, so images stay links here
+    md = _markdown().disable("html_block").disable("html_inline").disable("image")
     return html_to_pdf(md.render((_toc_markdown(md.parse(text)) if toc else "") + text), title=title)
 
 

@@ -271,3 +271,20 @@ def test_edit_artifact_docx_tracks_changes_as_word_insertions_and_deletions(run_
     assert '<w:del w:id="1" w:author="Reviewer"' in xml and "<w:delText>Drop</w:delText>" in xml
     assert '<w:ins w:id="2" w:author="Reviewer"' in xml and "<w:t>Added</w:t></w:r></w:ins>" in xml
     assert xml.index("Keep") < xml.index("Added") < xml.index("Drop")
+
+
+def test_a_markdown_image_is_never_fetched_or_read_into_a_pdf(run_ctx, local_server, monkeypatch, tmp_path):
+    from pypdf import PdfReader
+
+    requests = []
+    port = local_server(lambda request: (requests.append(request.path), request.send(404))[1])
+    monkeypatch.setenv("ERGON_HTTP_ALLOW_HOSTS", f"127.0.0.1:{port}")
+    from PIL import Image
+
+    picture = tmp_path / "secret.png"  # a file of the worker: without the guard fpdf2 embeds it
+    Image.new("RGB", (10, 10), (255, 0, 0)).save(picture)
+    write("files/img.md", f"# Pictures\n\n![remote](http://127.0.0.1:{port}/x.png)\n\n![local]({picture})\n")
+    call("render_markdown", {"artifact_path": "files/img.md", "toc": False})
+    reader = PdfReader(io.BytesIO(stored_bytes(run_ctx, "out/img.pdf", "application/pdf")))
+    assert requests == []
+    assert "remote" in reader.pages[0].extract_text() and not list(reader.pages[0].images)
