@@ -7,7 +7,9 @@ needs names, so it reads them statically:
 * Python tools in ``<definitions>/tools/*.py``: functions decorated with ``@tool`` (read with
   :mod:`ast`, never imported, so checking a definition never runs user code);
 * an optional manifest ``<definitions>/tools/manifest.yaml`` listing tool names provided
-  elsewhere (HTTP tool servers): ``tools: [{name: ..., description: ...}]``.
+  elsewhere (HTTP tool servers): ``tools: [{name: ..., description: ...}]``;
+* the MCP servers' tools recorded in ``<definitions>/tools/servers.lock.json`` by ``ergon tools
+  sync``, as ``<namespace>_<tool>`` (:mod:`compiler.mcp_lock`).
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
+from compiler import mcp_lock
 from compiler.builtin_interactions import BUILTIN
 from compiler.builtin_signatures import BUILTIN_SIGNATURES
 from compiler.catalog_tools import CATALOG_TOOLS
@@ -148,6 +152,10 @@ class ToolCatalogue:
     tools: dict[str, str] = field(default_factory=lambda: {n: "builtin" for n in BUILTIN_TOOLS})
     #: signatures of the Python tool files read so far, by file (read on first use)
     _signatures: dict[str, dict[str, Signature]] = field(default_factory=dict, repr=False, compare=False)
+    #: signatures of the MCP servers' locked tools, by tool name
+    _mcp_signatures: dict[str, Signature] = field(default_factory=dict, repr=False, compare=False)
+    #: (the loaded servers.yaml, its folder) of each tools folder with one: unknown names' hints
+    _mcp_servers: list[tuple[Any, Path]] = field(default_factory=list, repr=False, compare=False)
     #: the email configuration (``tools/email.yaml``) of a folder added, which ``send_email`` needs
     email_config: str | None = None
 
@@ -171,6 +179,8 @@ class ToolCatalogue:
         source = self.tools.get(name)
         if source == "builtin":
             return None if name in AGENT_ONLY_TOOLS else BUILTIN_SIGNATURES.get(name)
+        if source is not None and source.endswith(mcp_lock.LOCK_NAME):
+            return self._mcp_signatures.get(name)
         if source is None or not source.endswith(".py"):
             return None
         if source not in self._signatures:
@@ -198,6 +208,25 @@ class ToolCatalogue:
                 listed = entry.get("name") if isinstance(entry, dict) else entry
                 if isinstance(listed, str):
                     self.tools.setdefault(listed, str(manifest))
+        servers = folder / "servers.yaml"
+        if servers.is_file():
+            try:
+                data = yaml.safe_load(servers.read_text(encoding="utf-8"))
+            except (yaml.YAMLError, OSError, UnicodeDecodeError):
+                data = None  # the servers.yaml check reports it
+            for name, locked in mcp_lock.catalogue_tools(folder, data).items():
+                if self.tools.setdefault(name, str(folder / mcp_lock.LOCK_NAME)).endswith(mcp_lock.LOCK_NAME):
+                    self._mcp_signatures[name] = locked.signature
+            self._mcp_servers.append((data, folder))
+
+    def unknown_hint(self, name: str) -> str:
+        """More for an unknown tool's hint: where MCP tools come from, or, for a name in an MCP
+        server's namespace, its locked tools and the command that refreshes them."""
+        for data, folder in self._mcp_servers:
+            found = mcp_lock.unknown_hint(name, data, folder)
+            if found:
+                return f"; {found}"
+        return ""
 
 
 def python_tool_names(path: Path) -> list[str]:

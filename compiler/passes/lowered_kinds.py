@@ -131,7 +131,7 @@ def _template(unit, defn: TemplateDef, ws) -> Iterator[Finding]:
                 yield refused
             elif name not in ws.tools:
                 yield Finding("unknown-tool", ("steps", i, "tools_allowed", j), f"no tool is named `{name}`",
-                              hint=choices_hint(name, ws.tools.names(), what="registered tools"))
+                              hint=choices_hint(name, ws.tools.names(), what="registered tools") + ws.tools.unknown_hint(name))
         if step.environment is not None and step.environment not in environments:
             yield Finding("unknown-environment", ("steps", i, "environment"), f"no environment named `{step.environment}`",
                           hint=choices_hint(step.environment, environments, what="defined environments"))
@@ -531,14 +531,17 @@ def _workflow(defn: WorkflowDef, ws) -> Iterator[Finding]:
             yield refused
         elif step.type == "activity" and step.name not in ws.tools:
             yield Finding("unknown-tool", (*base, "name"), f"no tool is named `{step.name}` (activities are registered tools)",
-                          hint=choices_hint(step.name, ws.tools.names(), what="registered tools"))
+                          hint=choices_hint(step.name, ws.tools.names(), what="registered tools")
+                          + ws.tools.unknown_hint(step.name))
         elif step.type == "activity" and (signature := ws.tools.signature(step.name)) is not None:
             params = signature.parameters.values()
             if not signature.any_keyword:  # a Python tool taking **kwargs takes any other name
                 known_params = (tuple(p.name for p in params if p.required), tuple(p.name for p in params if not p.required))
                 yield from _tool_params(step.name, step.params, known_params, base)
             else:
-                yield from _tool_params(step.name, {}, (tuple(p.name for p in params if p.required), ()), base)
+                # other names pass; the required ones must still be among the params given
+                required = tuple(p.name for p in params if p.required)
+                yield from _tool_params(step.name, {k: v for k, v in step.params.items() if k in required}, (required, ()), base)
             yield from _param_types(step, signature, _with_fetched(step, context_schema), base)
         if step.type == "workflow" and step.name in UNAVAILABLE_WORKFLOWS and step.name not in child_workflows:
             yield Finding("dsl-unsupported", (*base, "name"), f"child workflow `{step.name}` is not available yet",

@@ -136,7 +136,8 @@ def _tool(name: str, path: tuple, tools: ToolCatalogue) -> Iterator[Finding]:
     elif name not in tools:
         yield Finding("unknown-tool", path, f"no tool is named `{name}`",
                       hint=_hint(name, tools.names(), what="tools")
-                      + " (tools come from the built-ins, `tools/*.py` and `tools/manifest.yaml`)")
+                      + " (tools come from the built-ins, `tools/*.py`, `tools/manifest.yaml` and the MCP servers' "
+                        "`tools/servers.lock.json`)" + tools.unknown_hint(name))
 
 
 def _process(node: ProcessNode, path: tuple, processes: set[str]) -> Iterator[Finding]:

@@ -73,6 +73,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "test": ("flows.cli.testing:test",
              "Run the tests of definitions (*.test.yaml): mocked tools, interactions and people, in-process."),
     "tasks": ("flows.cli.tasks:tasks_app", "Human tasks: the inbox of the user you act as (see --as, --token)."),
+    "tools": ("flows.cli.tools:tools_app",
+              "MCP tool servers: record their tools for `ergon check` (sync), list them."),
     "tokens": ("flows.cli.tokens:tokens_app",
                "Personal API tokens: act as yourself without a password (--token, ERGON_TOKEN)."),
     "schedules": ("flows.cli.triggers:schedules_app",

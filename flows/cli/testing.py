@@ -85,7 +85,7 @@ def test(
     if junit:
         from flows.testing.junit import junit_xml
 
-        Path(junit).write_text(junit_xml(session), encoding="utf-8")
+        Path(junit).write_text(junit_xml(session, exploration), encoding="utf-8")
     if json_:
         document = _as_json(session, covered)
         if exploration is not None:
@@ -160,7 +160,7 @@ def _print_coverage(found: Any) -> None:
             if not (guard.seen_true and guard.seen_false):
                 unseen = [w for w, seen_it in (("never true", guard.seen_true), ("never false", guard.seen_false))
                           if not seen_it]
-                out.print(f"    {escape(describe(guard.edge))}: {', '.join(unseen)}")
+                out.print(f"    {escape(guard.what)}: {', '.join(unseen)}")
 
 
 def _as_json(session: Any, covered: list[Any]) -> dict[str, Any]:

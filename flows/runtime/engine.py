@@ -69,6 +69,11 @@ def fanout_body(node: PlanNode) -> ForeachNode | BranchNode:
     return body
 
 
+#: The reason recorded on a pipeline node skipped because its `when` was false (what route
+#: coverage reads to count the `when` seen false).
+WHEN_FALSE = "`when` is false"
+
+
 @dataclass
 class VisitRecord:
     """What the engine needs to know about a past visit to resume."""
@@ -648,7 +653,7 @@ class Engine:
                         continue
                     if not self._when_passes(node):
                         state[nid] = "skipped"
-                        self.recorder.skip_visit(node=node, reason="`when` is false")
+                        self.recorder.skip_visit(node=node, reason=WHEN_FALSE)
                         self.listener("skipped", nid, {})
                         continue
                     running[asyncio.ensure_future(self._parallel_visit(node))] = nid

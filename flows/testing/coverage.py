@@ -13,8 +13,11 @@ that went to exit *k* saw *k*'s guard true and the guards of the exits before it
 exits after it were never evaluated. This is read from the visits' recorded next nodes, not by
 evaluating guards again. An exit is known by its target: when two exits of a node lead to the
 same node, a move there counts for the first of them. Agent and person-picked exits are not
-guards of routing (the model or the person chooses) and are left out; so is a pipeline node's
-``when``.
+guards of routing (the model or the person chooses) and are left out.
+
+A pipeline node's ``when`` is a guard too: seen true when a case ran the node, false when the
+node's visit was recorded skipped for it (:data:`flows.runtime.engine.WHEN_FALSE`). A node a
+skipped need or a failure upstream left unrun saw neither.
 """
 
 from __future__ import annotations
@@ -52,15 +55,17 @@ class DefinitionCoverage:
                 "moves": {"taken": len(self.moves_taken), "total": len(self.moves),
                           "never": [describe(e) for e in self.untaken]},
                 "guards": {"seen": sum(g.seen_true + g.seen_false for g in self.guards), "total": 2 * len(self.guards),
-                           "never_true": [describe(g.edge) for g in self.guards if not g.seen_true],
-                           "never_false": [describe(g.edge) for g in self.guards if not g.seen_false]}}
+                           "never_true": [g.what for g in self.guards if not g.seen_true],
+                           "never_false": [g.what for g in self.guards if not g.seen_false]}}
 
 
 @dataclass
 class GuardCoverage:
-    """One guarded exit: whether the cases' routing saw its guard true, and false."""
+    """One guard — a guarded exit of a process, or a pipeline node's ``when`` — and whether the
+    cases saw it true, and false."""
 
-    edge: PlanEdge
+    #: how it is shown: ``route → review (high priority)``, ``notify (when)``
+    what: str
     seen_true: bool = False
     seen_false: bool = False
 
@@ -93,16 +98,16 @@ def coverage(plans: dict[str, Plan], results: list[CaseResult]) -> list[Definiti
 
 
 def guard_coverage(plan: Plan, results: list[CaseResult]) -> list[GuardCoverage]:
-    """The outcomes of each guarded exit the cases' moves show (see the module docstring)."""
+    """The outcomes of each guard the cases show (see the module docstring)."""
     if plan.control != "state_machine":
-        return []
+        return when_coverage(plan, results)
     routed: dict[str, list[PlanEdge]] = {}
     for edge in sorted(plan.edges, key=lambda e: e.order):
         if edge.kind in ("transition", "branch", "default") and edge.trigger == "auto":
             routed.setdefault(edge.source, []).append(edge)
     for exits in routed.values():  # a condition's default is tried after all its branches
         exits.sort(key=lambda e: e.kind == "default")
-    found = {id(e): GuardCoverage(e) for exits in routed.values() for e in exits if e.guard is not None}
+    found = {id(e): GuardCoverage(describe(e)) for exits in routed.values() for e in exits if e.guard is not None}
     for result in results:
         for source, target in result.moves:
             for edge in routed.get(source, []):
@@ -114,3 +119,10 @@ def guard_coverage(plan: Plan, results: list[CaseResult]) -> list[GuardCoverage]
                 if seen is not None:
                     seen.seen_false = True
     return [found[id(e)] for exits in routed.values() for e in exits if id(e) in found]
+
+
+def when_coverage(plan: Plan, results: list[CaseResult]) -> list[GuardCoverage]:
+    """A pipeline's ``when`` guards: true in a case that ran the node, false in one that skipped it for its ``when``."""
+    guarded = [n.id for n in plan.nodes.values() if n.when is not None or n.extras.get("when_regexp")]
+    return [GuardCoverage(f"{nid} (when)", seen_true=any(nid in r.actual.route for r in results),
+                          seen_false=any(nid in r.when_false for r in results)) for nid in guarded]

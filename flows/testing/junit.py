@@ -4,6 +4,10 @@ One ``<testsuite>`` per test file (its path as the name), one ``<testcase>`` per
 (``classname`` the definition, ``name`` the case, ``time`` in seconds), a ``<failure>`` in a case
 that failed with its differences as text, and an ``<error>`` case for each problem of a test
 file that kept it from running — so a CI page shows a broken test file, not an empty suite.
+
+With ``--explore``, one more suite per explored definition (``explore: NAME (seed S)``): a case
+per generated run (``run N``), a ``<failure>`` for a finding (its error, inputs and replay seed)
+and ``<skipped>`` for a run the drawer could not make inputs for.
 """
 
 from __future__ import annotations
@@ -11,12 +15,15 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import json
+
 from flows.testing.compare import Difference
+from flows.testing.explore import Exploration
 from flows.testing.runner import TestSession
 
 
-def junit_xml(session: TestSession) -> str:
-    """The session as a JUnit XML document (``<testsuites>``)."""
+def junit_xml(session: TestSession, exploration: Exploration | None = None) -> str:
+    """The session (and the exploration after it, if any) as a JUnit XML document (``<testsuites>``)."""
     root = ET.Element("testsuites", name="ergon test")
     totals = {"tests": 0, "failures": 0, "errors": 0}
     for file in session.files:
@@ -38,11 +45,38 @@ def junit_xml(session: TestSession) -> str:
         totals["tests"] += len(results) + len(problems)
         totals["failures"] += failures
         totals["errors"] += len(problems)
+    if exploration is not None:
+        tests, failures = _explored_suites(root, exploration)
+        totals["tests"] += tests
+        totals["failures"] += failures
     for key, value in totals.items():
         root.set(key, str(value))
     root.set("time", f"{session.seconds:.3f}")
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _explored_suites(root: ET.Element, exploration: Exploration) -> tuple[int, int]:
+    """A suite per explored definition under ``root``; the runs and the findings added."""
+    tests = failures = 0
+    for definition in sorted({r.definition for r in exploration.runs}):
+        runs = [r for r in exploration.runs if r.definition == definition]
+        found = [r for r in runs if r.finding]
+        suite = ET.SubElement(root, "testsuite", name=f"explore: {definition} (seed {exploration.seed})",
+                              tests=str(len(runs)), failures=str(len(found)), errors="0",
+                              skipped=str(sum(1 for r in runs if r.skipped)), time="0")
+        for r in runs:
+            case = ET.SubElement(suite, "testcase", classname=definition, name=f"run {r.number}", time="0")
+            if r.skipped:
+                ET.SubElement(case, "skipped", message=r.skipped)
+            elif r.finding:
+                where = f" at `{r.node}`" if r.node else ""
+                failure = ET.SubElement(case, "failure", message=f"ended {r.status} with a {r.error_kind} error{where}",
+                                        type=r.error_kind or "finding")
+                failure.text = f"error: {r.error}\ninputs: {json.dumps(r.inputs)}\nreplay: {r.seed}"
+        tests += len(runs)
+        failures += len(found)
+    return tests, failures
 
 
 def summary(found: list[Difference]) -> str:

@@ -64,6 +64,8 @@ class CaseResult:
     seconds: float
     #: the moves the run made between top-level nodes, in order (what coverage counts)
     moves: list[tuple[str, str]] = field(default_factory=list)
+    #: the top-level pipeline nodes skipped because their ``when`` was false
+    when_false: list[str] = field(default_factory=list)
     #: the case's run (in the invocation's temporary store)
     run_id: str | None = None
     #: its Prefect flow run, for a case with ``prefect: true`` (what is left of the run afterwards)
@@ -209,11 +211,11 @@ async def _run_case(file: str, plan: Plan, case: Case, catalog: Catalog, doubles
         status, outcome, context, error = "paused", None, _context_of(run_id), str(paused)
     except Exception as exc:  # a fault of Ergon's own, recorded on the run by the body: the case fails, naming it
         status, outcome, context, error = "failed", None, _context_of(run_id), f"{type(exc).__name__}: {exc}"
-    route, moves = _route(run_id)
+    route, moves, when_false = _route(run_id)
     actual = Actual(status=status, outcome=outcome, route=route, context=context, calls=dict(doubles.calls), error=error,
                     refused=list(pauses.refused))
     return CaseResult(file, plan.name, case.name, actual, differences(case.expect, actual),
-                      time.perf_counter() - started, moves, run_id, flow_run)
+                      time.perf_counter() - started, moves, when_false, run_id, flow_run)
 
 
 def _context_of(run_id: str) -> dict[str, Any]:
@@ -224,14 +226,19 @@ def _context_of(run_id: str) -> dict[str, Any]:
     return dict(run.context or {}) if run is not None else {}
 
 
-def _route(run_id: str) -> tuple[list[str], list[tuple[str, str]]]:
+def _route(run_id: str) -> tuple[list[str], list[tuple[str, str]], list[str]]:
     """The top-level nodes the run visited, in order (a retried node's attempts once, nodes that
-    never ran left out), and the moves between them (a visit's recorded next node)."""
+    never ran left out), the moves between them (a visit's recorded next node), and the pipeline
+    nodes skipped because their ``when`` was false."""
+    from flows.runtime.engine import WHEN_FALSE
     from flows.store import visits as visit_store
 
     route: list[str] = []
     moves: list[tuple[str, str]] = []
+    when_false: list[str] = []
     for visit in visit_store.visits_for_run(run_id):
+        if visit.parent_visit_id is None and visit.status == "skipped" and visit.error == WHEN_FALSE:
+            when_false.append(visit.node_id)
         if visit.parent_visit_id is not None or not _ran(visit):
             continue
         if visit.attempt > 1 and route and route[-1] == visit.node_id:
@@ -239,7 +246,7 @@ def _route(run_id: str) -> tuple[list[str], list[tuple[str, str]]]:
         route.append(visit.node_id)
         if visit.next_node:
             moves.append((visit.node_id, visit.next_node))
-    return route, moves
+    return route, moves, when_false
 
 
 def _ran(visit: Any) -> bool:

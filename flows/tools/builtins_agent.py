@@ -53,7 +53,12 @@ def _rows(run_id: str, key: str) -> list[Any]:
 def _describe(row: Any, *, content: bool = False) -> dict[str, Any]:
     out = {"key": row.key, "version": row.version, "type": row.type, "description": row.description,
            "created_at": row.created_at.isoformat() if row.created_at else None}
-    if content:
+    if content and isinstance(row.content, dict) and row.content.get("encoding") == "base64":
+        # a PDF or DOCX (flows.tools.builtins_catalog_artifacts): its bytes are no text a model can
+        # read, and would fill its context; the tools that read such files take the key
+        out["content"] = {k: v for k, v in row.content.items() if k != "data"}
+        out["note"] = "binary file: read it with render_docx or inspect_pdf"
+    elif content:
         out["content"] = row.content
     return out
 

@@ -14,7 +14,8 @@ is the object ``{"encoding": "base64", "media_type": …, "size": <bytes>, "sha2
 <base64>}`` (:func:`binary_content`); a text ``file`` artifact's content stays a string, so the
 two never mix up. ``write_artifact`` only takes text for ``file`` artifacts: binary artifacts
 come from these tools, never from a model's arguments. They are limited to
-:data:`MAX_BINARY_BYTES`.
+:data:`MAX_BINARY_BYTES`. ``read_artifact`` gives a binary artifact's description without its
+``data``, and names the tools that read it.
 
 Libraries, not hand-written formats: markdown is parsed by markdown-it-py (CommonMark with
 tables), PDFs are written by fpdf2 from that HTML and read by pypdf, DOCX files are read and

@@ -10,7 +10,8 @@
           Authorization: secret:CRM_TOOLS_TOKEN
         timeout: 30                      # seconds per call (default 60)
 
-(a bare list of servers is accepted too). ``GET url`` answers ``{src, title, description,
+(a bare list of servers is accepted too; entries with ``type: mcp`` are MCP servers,
+:mod:`flows.tools.mcp_servers`). ``GET url`` answers ``{src, title, description,
 tools: [{name, description, input_schema}]}``; each tool becomes a :class:`ToolSpec` whose call
 ``POST``\\ s ``{tool_use: {id, tool_name, tool_input}, metadata}`` and returns the answer's
 ``content`` (parsed when it is a JSON object or array, else the string; ``files`` and ``metadata``
@@ -76,6 +77,8 @@ def _parse(folder: Path) -> list[ServerConfig]:
     entries = data.get("servers", []) if isinstance(data, dict) else data
     servers = []
     for i, entry in enumerate(entries or []):
+        if isinstance(entry, dict) and entry.get("type") == "mcp":
+            continue  # an MCP server: flows.tools.mcp_servers
         if not isinstance(entry, dict) or not isinstance(entry.get("url"), str):
             raise ValueError(f"{path}: servers[{i}] needs a `url`")
         servers.append(ServerConfig(
@@ -87,11 +90,15 @@ def _parse(folder: Path) -> list[ServerConfig]:
 
 
 def configure(folder: str | Path) -> list[str]:
-    """Read ``folder/servers.yaml`` (no network); returns the server names."""
+    """Read ``folder/servers.yaml`` (no network); returns the server names. Its MCP servers'
+    locked tools are registered now (:func:`flows.tools.mcp_servers.configure`, no network either)."""
+    from flows.tools import mcp_servers
+
     names = []
     for server in _parse(Path(folder)):
         SERVERS.setdefault(server.name, server)
         names.append(server.name)
+    mcp_servers.configure(folder)
     return names
 
 

@@ -288,3 +288,13 @@ def test_a_markdown_image_is_never_fetched_or_read_into_a_pdf(run_ctx, local_ser
     reader = PdfReader(io.BytesIO(stored_bytes(run_ctx, "out/img.pdf", "application/pdf")))
     assert requests == []
     assert "remote" in reader.pages[0].extract_text() and not list(reader.pages[0].images)
+
+
+def test_read_artifact_describes_a_binary_artifact_without_its_bytes(run_ctx):
+    write("files/report.md", REPORT)
+    call("render_markdown", {"artifact_path": "files/report.md"})
+    got = call("read_artifact", {"key": "out/report.pdf"})
+    assert got["type"] == "file" and "inspect_pdf" in got["note"]
+    assert set(got["content"]) == {"encoding", "media_type", "size", "sha256"}
+    assert got["content"]["media_type"] == "application/pdf" and got["content"]["size"] > 500
+    assert call("read_artifact", {"key": "files/report.md"})["content"] == REPORT  # text is returned whole

@@ -78,3 +78,34 @@ def test_a_misspelt_name_still_gets_the_did_you_mean_hint():
     (d,) = _diagnostics(_workflow("web_serch"))
     assert d.message.startswith("no tool is named `web_serch`")
     assert "web_search" not in (d.hint or "")  # refused names are no registered tools to suggest
+
+
+#: Every tool the seed's "Built-in Tools" page names (`**Name:**`), in the page's order.
+CATALOG = (
+    "think", "plan", "update_plan",
+    "launch_workstream", "check_workstream", "list_workstreams", "terminate_workstream", "steer_workstream",
+    "message_workstream", "get_workstream_result",
+    "search_documents", "fetch_document", "create_document", "update_document", "create_content_object",
+    "render_markdown", "render_docx", "inspect_pdf", "edit_artifact_docx", "merge_artifacts",
+    "get_object_type", "create_or_update_object_type",
+    "create_collection", "update_collection", "add_to_collection", "remove_from_collection", "get_collection",
+    "search_collections",
+    "write_artifact", "read_artifact", "list_artifacts", "grep_artifacts", "patch_artifact", "view_image",
+    "web_search", "execute_shell", "ask_user", "analyze_image",
+    "search_conversations", "analyze_conversation", "send_email",
+    "schedule_workflow", "get_index_configuration", "update_index_configuration",
+)
+
+
+def test_every_tool_of_the_catalog_page_is_provided_or_refused_by_name():
+    import flows.tools.builtins  # noqa: F401
+    from flows.tools import REGISTRY
+
+    assert len(CATALOG) == len(set(CATALOG)) == 44
+    provided = [n for n in CATALOG if n in BUILTIN_TOOLS]
+    refused = [n for n in CATALOG if n in UNAVAILABLE_TOOLS]
+    assert not set(provided) & set(refused)
+    assert set(provided) | set(refused) == set(CATALOG), "no catalog tool is left a bare unknown tool"
+    assert set(provided) - {"ask_user"} <= set(REGISTRY)  # ask_user is the engine's (a human task)
+    assert set(refused) == set(UNAVAILABLE_TOOLS)
+    assert (len(provided), len(refused)) == (38, 6)

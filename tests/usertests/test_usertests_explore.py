@@ -93,6 +93,28 @@ def test_explore_reports_each_definition_fault_with_its_input_and_exits_1(quote_
     assert "Traceback" not in printed.out + printed.err
 
 
+def test_junit_xml_has_a_suite_of_the_explored_runs_with_a_failure_per_finding(quote_project, tmp_path, capsys) -> None:
+    import xml.etree.ElementTree as ET
+
+    report = tmp_path / "junit.xml"
+    assert run(["test", "definitions/tests/quote.test.yaml", "--explore", "12", "--seed", "5", "--junit", str(report)]) == 1
+    capsys.readouterr()
+    root = ET.parse(report).getroot()
+    cases_suite, explored = root.findall("testsuite")
+    assert cases_suite.get("name") == "definitions/tests/quote.test.yaml" and cases_suite.get("failures") == "0"
+    assert explored.get("name") == "explore: quote (seed 5)" and explored.get("tests") == "12"
+    runs = explored.findall("testcase")
+    assert [c.get("name") for c in runs] == [f"run {n}" for n in range(1, 13)]
+    failures = [c.find("failure") for c in runs if c.find("failure") is not None]
+    assert failures and explored.get("failures") == str(len(failures))
+    assert root.get("tests") == str(1 + 12) and root.get("failures") == str(len(failures))
+    first = failures[0]
+    assert first is not None and first.get("type") == "definition"
+    assert "at `price`" in (first.get("message") or "")
+    assert "'ask sales' is not of type 'number'" in (first.text or "") and "inputs: {\"amount\": " in (first.text or "")
+    assert "replay: 5:quote:" in (first.text or "")
+
+
 def test_the_seed_replays_every_run_and_findings_are_the_large_amounts(quote_project) -> None:
     session = run_tests(["definitions/tests/quote.test.yaml"])
     assert session.catalog is not None and not session.problems

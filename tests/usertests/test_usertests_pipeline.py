@@ -145,3 +145,62 @@ cases:
     assert result.passed, result.differences
     (measured,) = coverage(session.plans, session.results)
     assert measured.nodes_taken == ["price"], measured.nodes_taken
+
+
+GATED = """\
+kind: pipeline
+name: gated_notice
+context:
+  schema:
+    type: object
+    properties:
+      amount: {type: number}
+      checked: {type: boolean}
+      noticed: {type: boolean}
+      archived: {type: boolean}
+    required: [amount]
+nodes:
+  check:
+    type: tool
+    config: {context_update: {checked: true}}
+    writes: [checked]
+  notice:
+    type: tool
+    needs: [check]
+    when: {">": [{var: amount}, 100]}
+    config: {context_update: {noticed: true}}
+    writes: [noticed]
+  archive:
+    type: tool
+    needs: [check]
+    when: {"<": [{var: amount}, 0]}
+    config: {context_update: {archived: true}}
+    writes: [archived]
+"""
+
+
+def test_coverage_counts_a_pipeline_nodes_when_seen_true_and_false(project, write_test) -> None:
+    from flows.testing.coverage import coverage
+
+    (project / "definitions" / "gated_notice.yaml").write_text(GATED)
+    try:
+        path = write_test("""\
+definition: gated_notice
+cases:
+  - name: a large amount is noticed
+    inputs: {amount: 500}
+    expect: {status: completed, route: [check, notice]}
+  - name: a small amount is not
+    inputs: {amount: 5}
+    expect: {status: completed, route: [check]}
+""", name="gated_notice.test.yaml")
+        session = run_tests([path])
+    finally:
+        (project / "definitions" / "gated_notice.yaml").unlink()
+    assert not session.problems, [d.format() for d in session.problems]
+    assert all(r.passed for r in session.results), [r.differences for r in session.results]
+    (measured,) = coverage(session.plans, session.results)
+    # `notice`'s when went both ways; `archive`'s was false in both cases, never true
+    assert [(g.what, g.seen_true, g.seen_false) for g in measured.guards] == [
+        ("notice (when)", True, True), ("archive (when)", False, True)]
+    assert measured.as_dict()["guards"] == {"seen": 3, "total": 4, "never_true": ["archive (when)"], "never_false": []}
