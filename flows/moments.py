@@ -54,7 +54,7 @@ log = logging.getLogger("ergon.moments")
 #: moment → the hooks that act on it, as ``module:function`` (imported on first use).
 HOOKS: dict[str, tuple[str, ...]] = {
     "run.status": ("flows.prefect.events:on_run_status",),
-    "task.created": ("flows.prefect.events:on_task_created",),
+    "task.created": ("flows.prefect.events:on_task_created", "flows.email.asking:on_task_created"),
     "task.answered": ("flows.prefect.events:on_task_answered",),
     "task.expired": ("flows.prefect.events:on_task_expired",),
     "submission.changed": ("flows.triggers.submissions:on_submission_changed",

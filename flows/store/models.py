@@ -36,12 +36,12 @@ JSONType = sa.JSON().with_variant(JSONB(), "postgresql")
 #: with; the tuples (the same values, in order) are what filters and checks iterate over.
 RunStatus = Literal["pending", "running", "paused", "completed", "failed", "crashed", "cancelled", "cancelling"]
 RunTrigger = Literal["manual", "schedule", "webhook", "on_complete", "subprocess", "replay", "api",
-                     "on_submission_created", "on_submission_updated"]
+                     "on_submission_created", "on_submission_updated", "email"]
 VisitStatus = Literal["running", "completed", "failed", "skipped", "paused", "cancelled"]
 ArtifactType = Literal["markdown", "table", "json", "chart", "file"]
 TaskStatus = Literal["pending", "in_progress", "completed", "cancelled", "expired"]
-TaskChannel = Literal["cli", "dashboard", "prefect", "api"]
-TaskAction = Literal["created", "claimed", "answered", "refused", "expired", "cancelled"]
+TaskChannel = Literal["cli", "dashboard", "prefect", "api", "email"]
+TaskAction = Literal["created", "claimed", "answered", "refused", "expired", "cancelled", "emailed"]
 WorkstreamStatus = Literal["running", "canceling", "completed", "failed", "timeout", "canceled"]
 WorkstreamPhase = Literal["planning", "executing_tool", "synthesizing", "blocked", "done"]
 #: where a submission came from, and where one value version came from (seed 000)
