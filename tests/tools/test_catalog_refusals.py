@@ -109,3 +109,23 @@ def test_every_tool_of_the_catalog_page_is_provided_or_refused_by_name():
     assert set(provided) - {"ask_user"} <= set(REGISTRY)  # ask_user is the engine's (a human task)
     assert set(refused) == set(UNAVAILABLE_TOOLS)
     assert (len(provided), len(refused)) == (38, 6)
+
+
+def test_the_checker_holds_catalog_tools_to_their_parameters():
+    workflow = """\
+kind: workflow
+name: w
+steps:
+  - name: render_markdown
+    params: {artifact_path: files/report.md, template_path: custom.tex}
+  - name: inspect_pdf
+    params: {document_id: doc-1}
+  - name: merge_artifacts
+    params: {paths: [a.md, b.md], output_path: out/all.md}
+"""
+    ws = workspace_from_texts({"d.yaml": workflow})
+    found = [(d.code, d.line, d.message) for d in check_workspace(ws).diagnostics if d.code == "tool-params"]
+    assert [(code, line) for code, line, _ in found] == [("tool-params", 5), ("tool-params", 7), ("tool-params", 7)]
+    assert "has no parameter `template_path`" in found[0][2]
+    assert sorted(m for _, _, m in found[1:]) == ["activity `inspect_pdf` has no parameter `document_id`",
+                                                 "activity `inspect_pdf` needs the parameter `pdf_path`"]
