@@ -88,6 +88,7 @@ from compiler.passes.write_types import (
     _sub_process,
 )
 from compiler.tool_signatures import Signature
+from compiler.skills import LEARN_PREFIX
 from compiler.tools import PROCESS_CONTROL_TOOLS
 from compiler.unavailable_tools import unavailable_tool
 
@@ -127,6 +128,8 @@ def _template(unit, defn: TemplateDef, ws) -> Iterator[Finding]:
             if name in PROCESS_CONTROL_TOOLS:
                 yield Finding("control-tool", ("steps", i, "tools_allowed", j), f"`{name}` is a process-control tool; agents never get it",
                               hint="agents return their output as structured data instead of calling control tools")
+            elif name.startswith(LEARN_PREFIX):
+                pass  # a skill: the skills pass resolves it
             elif name not in ws.tools and (refused := unavailable_tool(name, ("steps", i, "tools_allowed", j))) is not None:
                 yield refused
             elif name not in ws.tools:

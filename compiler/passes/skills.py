@@ -1,7 +1,8 @@
 """The `skills` pass: the skills an agent names exist, read cleanly, and can open their tools.
 
 An agent node names a skill it may learn as ``learn_<skill>`` in its ``tools:`` (``+learn_x``
-adds it to the default tools; ``-learn_x`` removes it). For each such name:
+adds it to the default tools; ``-learn_x`` removes it), a template step (an agent too) in its
+``tools_allowed``. For each such name:
 
 * ``unknown-tool`` — no skill of that name: neither a system skill (:mod:`compiler.system_skills`)
   nor a ``skills/<name>.md`` of the workspace; the hint is a did-you-mean or the list of skills;
@@ -28,7 +29,7 @@ from pathlib import Path
 from compiler.email_config import NOT_CONFIGURED_HINT
 from compiler.email_config import TOOL as EMAIL_TOOL
 from compiler.errors import Finding, did_you_mean
-from compiler.ir import AgentNode, PipelineDef, ProcessDef
+from compiler.ir import AgentNode, PipelineDef, ProcessDef, TemplateDef
 from compiler.skills import SKILL_SUFFIX, skill_of
 from compiler.tools import resolve_agent_tools
 from compiler.walk import iter_definitions, iter_nodes
@@ -39,21 +40,25 @@ HINT_LIMIT = 12
 
 def check(unit, ws) -> Iterator[Finding]:
     defn = unit.defn
+    if isinstance(defn, TemplateDef):
+        for i, step in enumerate(defn.steps):
+            yield from _agent(f"step `{step.key}`", step.tools_allowed, ("steps", i), "tools_allowed", ws)
     if not isinstance(defn, (ProcessDef, PipelineDef)):
         return
     for graph, base in iter_definitions(defn):
         for site in iter_nodes(graph, base):
             if isinstance(site.node, AgentNode):
-                yield from _agent(site.id, site.node, site.path, ws)
+                yield from _agent(f"agent `{site.id}`", site.node.tools, site.path, "tools", ws)
 
 
-def _agent(node_id: str, node: AgentNode, path: tuple, ws) -> Iterator[Finding]:
-    resolved, _ = resolve_agent_tools(node.tools)
-    for i, spec in enumerate(node.tools):
+def _agent(who: str, tools: list[str], path: tuple, key: str, ws) -> Iterator[Finding]:
+    """The skills of one agent (``who``) whose tools (at ``path`` + ``key``) are ``tools``."""
+    resolved, _ = resolve_agent_tools(tools)
+    for i, spec in enumerate(tools):
         name = skill_of(spec.lstrip("+-"))
         if name is None:
             continue
-        where = (*path, "tools", i)
+        where = (*path, key, i)
         broken = _broken(name, ws)
         if broken is not None:
             yield Finding("broken-reference", where, f"skill `{name}` has errors: {broken}",
@@ -61,19 +66,19 @@ def _agent(node_id: str, node: AgentNode, path: tuple, ws) -> Iterator[Finding]:
         elif name not in ws.skills:
             yield Finding("unknown-tool", where, f"no skill is named `{name}` (`learn_{name}` would learn it)",
                           hint=_skills_hint(f"learn_{name}", ws))
-    removed = {spec[1:]: i for i, spec in enumerate(node.tools) if spec.startswith("-")}
-    added = {spec.lstrip("+"): i for i, spec in enumerate(node.tools) if not spec.startswith("-")}
+    removed = {spec[1:]: i for i, spec in enumerate(tools) if spec.startswith("-")}
+    added = {spec.lstrip("+"): i for i, spec in enumerate(tools) if not spec.startswith("-")}
     for learn in resolved:
         skill = ws.skills.get(skill_of(learn) or "")
         if skill is None:
             continue
         if EMAIL_TOOL in skill.tools and ws.tools.tools.get(EMAIL_TOOL) == "builtin" and ws.tools.email_config is None:
-            yield Finding("not-configured", (*path, "tools", added.get(learn, 0)),
-                          f"agent `{node_id}` may learn skill `{skill.name}`, which unlocks `{EMAIL_TOOL}`, and the "
+            yield Finding("not-configured", (*path, key, added.get(learn, 0)),
+                          f"{who} may learn skill `{skill.name}`, which unlocks `{EMAIL_TOOL}`, and the "
                           "definitions folder has no email configuration to send through", hint=NOT_CONFIGURED_HINT)
         for tool in skill.tools:
             if tool in removed:
-                yield Finding("bad-value", (*path, "tools", removed[tool]),
+                yield Finding("bad-value", (*path, key, removed[tool]),
                               f"`-{tool}` removes a tool that skill `{skill.name}` unlocks when the agent learns it "
                               f"(`{learn}`)",
                               hint=f"drop `-{tool}` to let the skill open it, or drop `{learn}` from the tools")

@@ -66,10 +66,11 @@ def envs(make_env):
         REGISTRY.pop(name, None)
 
 
-def run(tools: list[str], envs) -> object:
-    """Run the loop as the agent body does: with the node's offer set and its toolbox."""
+def run(tools: list[str], envs, **ids) -> object:
+    """Run the loop as the agent body does: with the node's offer set and its toolbox (``ids``:
+    the run and visit its model calls are recorded under)."""
     task = AgentTask(node_id="counter", prompt="Count from 41.", process_name="tally", process_description=None,
-                     writes=["n"], result_schema=SCHEMA, context={}, tools=tools, model="fake")
+                     writes=["n"], result_schema=SCHEMA, context={}, tools=tools, model="fake", **ids)
     offer = offer_for(tools, process="tally", node="counter")
     assert offer is not None
 
@@ -123,6 +124,22 @@ def test_a_skill_tool_called_before_the_skill_is_learned_is_refused_not_run(fake
     assert result.tool_calls == 0
     reply = tool_replies(fake.for_model("skills")[1])["sk_increment"]
     assert "not available to this agent" in reply["error"]
+
+
+def test_a_resumed_visit_learns_its_skills_again_and_reuses_every_recorded_answer(fake, envs, run_id, visit):
+    """The offer is not stored: the visit that redoes an unfinished one replays its recorded answers,
+    learning the skill again before the same turn, so each request (tools offered included) is the
+    recorded one and no model call is made again."""
+    fake.script("skills",
+                {"tool_calls": [{"name": "learn_counting", "arguments": {}}]},
+                {"tool_calls": [{"name": "sk_increment", "arguments": {"value": 41}}]},
+                {"json": {"n": 42}})
+    first = run(["think", "learn_counting"], envs, run_id=run_id, visit_id=visit("counter"))
+    assert len(fake.for_model("skills")) == 3
+    again = run(["think", "learn_counting"], envs, run_id=run_id, visit_id=visit("counter"))  # the visit left unfinished
+    assert again.output == first.output == {"n": 42}
+    assert len(fake.for_model("skills")) == 3, "every answer was reused, the unlocked tool's request included"
+    assert [r.raw.get("reused_from") is not None for r in again.responses] == [True, True, True]
 
 
 def test_list_tools_says_what_may_be_called_now_and_what_may_be_learned(fake, envs):

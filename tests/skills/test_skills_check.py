@@ -222,3 +222,41 @@ def test_ergon_check_reports_a_skills_folder(tmp_path: Path):
     assert out.returncode != 0
     assert f"{folder / 'skills' / 'triage.md'}:3:9: error[unknown-tool] tools[0]: no tool is named `http_requst`" in out.stdout
     assert "hint: did you mean `http_request`?" in out.stdout
+
+
+FORM = """\
+kind: form
+name: intake
+groups:
+  - name: intake
+    fields:
+      - {name: text, type: text}
+"""
+
+
+def template(tools: str) -> str:
+    return f"""\
+kind: template
+name: t
+input_form: intake
+steps:
+  - key: sort
+    prompt: "Sort {{{{input}}}}"
+    output_key: sorted
+    output_form: intake
+    tools_allowed: {tools}
+"""
+
+
+def test_a_template_step_names_skills_in_its_tools_allowed():
+    assert diagnostics({"f.yaml": FORM, "t.yaml": template("[think, learn_triage]"), "skills/triage.md": TRIAGE}) == []
+    plan = compile_plan(workspace_from_texts({"f.yaml": FORM, "t.yaml": template("[think, learn_triage]"),
+                                              "skills/triage.md": TRIAGE}), "t")
+    (step,) = [n for n in plan.nodes.values() if n.type == "agent"]
+    assert step.agent_tools == ["think", "learn_triage"]
+    found = diagnostics({"f.yaml": FORM, "t.yaml": template("[think, learn_triag, learn_send_email]"),
+                         "skills/triage.md": TRIAGE})
+    assert [(line, col, code, hint) for _, line, col, code, _, hint in found] == [
+        (9, 28, "unknown-tool", "did you mean `learn_triage`?"),
+        (9, 41, "not-configured", found[1][5])]
+    assert found[1][4].startswith("step `sort` may learn skill `send_email`, which unlocks `send_email`")
