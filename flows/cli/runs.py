@@ -190,6 +190,41 @@ def _run_row(r: Any) -> dict[str, Any]:
             "created_at": r.created_at.isoformat() if r.created_at else None, "duration_s": dur, "error": r.error}
 
 
+def _starter(r: Any) -> str:
+    """Who or what started the run, for the ``by`` column: the user, else the deployment whose
+    worker ran it (a `prefect deployment run`, a schedule of Prefect's), else the parent run."""
+    if r.started_by:
+        return r.started_by
+    if r.deployment:
+        return f"deployment {r.deployment}"
+    if r.parent_run_id:
+        return f"run {r.parent_run_id}"
+    return ""
+
+
+def _started(r: Any) -> str:
+    """How the run started, in words: who (when a user did) and through what."""
+    via = {"manual": "", "api": "Prefect's API", "subprocess": f"as a sub-process of run {r.parent_run_id}",
+           "schedule": "a schedule", "webhook": "a webhook", "email": "an email", "replay": "a replay",
+           "on_complete": "another run's completion"}.get(r.trigger, r.trigger)
+    if r.trigger == "subprocess" and not r.parent_run_id:
+        via = "as a sub-process"
+    if r.deployment and r.trigger != "subprocess":
+        via = f"{via or r.trigger} via deployment {r.deployment}" + (f" (work pool {r.work_pool})" if r.work_pool else "")
+    if r.started_by:
+        return f"by {r.started_by}" + (f", {via}" if via else "")
+    return f"through {via}" if via else "by an unknown user"
+
+
+def _usage(run_rec: Any) -> dict[str, Any]:
+    """The run's model use: its calls, their tokens in and out, the tokens and cost the run totals."""
+    from flows.store import visits as visit_store
+
+    calls = visit_store.llm_calls_for_run(run_rec.id)
+    return {"llm_calls": len(calls), "tokens_in": sum(c.tokens_in for c in calls),
+            "tokens_out": sum(c.tokens_out for c in calls), "tokens": run_rec.tokens, "cost_usd": run_rec.cost_usd}
+
+
 def _where_it_ran(r: Any) -> dict[str, Any]:
     """Where a run ran: its Prefect flow run, the deployment and work pool whose worker ran it
     (when one did), and the host and process that executed it last."""
@@ -225,6 +260,7 @@ def runs_list(
     status: str | None = None,
     definition: str | None = None,
     limit: Annotated[int, Parameter(validator=bounds.LIMIT)] = 50,
+    wide: Annotated[bool, Parameter(name="--wide", negative="")] = False,
     json_: Annotated[bool, Parameter(name="--json")] = False,
 ) -> int:
     """List runs, newest first.
@@ -237,11 +273,12 @@ def runs_list(
         Only runs of this definition.
     limit
         At most this many rows (1 to 100000).
+    wide
+        Show every column, however wide (a narrow terminal leaves some out; run ids are never cut).
     json_
         Print JSON.
     """
-    from rich.table import Table
-
+    from flows.cli.output import table
     from flows.store import db
     from flows.store import runs as run_store
 
@@ -255,11 +292,11 @@ def runs_list(
     if json_:
         print(json.dumps({"total": total, "runs": data}, default=str))
         return 0
-    table = Table("run", "definition", "status", "outcome", "trigger", "by", "created", "duration")
-    for d in data:
-        table.add_row(d["run_id"], d["definition"], d["status"], d["outcome"] or "", d["trigger"], d["started_by"] or "",
-                      (d["created_at"] or "")[:19], f"{d['duration_s']:.2f}s" if d["duration_s"] is not None else "")
-    out.print(table)
+    cells = [[d["run_id"], d["definition"], d["status"], d["outcome"] or "", d["trigger"], _starter(r),
+              (d["created_at"] or "")[:19], f"{d['duration_s']:.2f}s" if d["duration_s"] is not None else ""]
+             for d, r in zip(data, rows, strict=True)]
+    table(["run", "definition", "status", "outcome", "trigger", "by", "created", "duration"], cells, ids=("run",),
+          drop=("duration", "trigger", "created", "by", "outcome"), wide=wide)
     out.print(f"[dim]{len(data)} of {total} run(s)[/]")
     return 0
 
@@ -282,12 +319,20 @@ def runs_show(run_id: str, *, json_: Annotated[bool, Parameter(name="--json")] =
         return 2
     visits = visit_store.visits_for_run(run_id)
     where = _where_it_ran(run_rec)
+    usage = _usage(run_rec)
     if json_:
-        print(json.dumps({"run": {**_run_row(run_rec), **where}, "context": run_rec.context,
+        print(json.dumps({"run": {**_run_row(run_rec), **where, "started": _started(run_rec), "usage": usage},
+                          "context": run_rec.context,
                           "visits": [v.model_dump(mode="json") for v in visits]}, default=str))
         return 0
     r = _run_row(run_rec)
-    out.print(f"[bold]{r['run_id']}[/] {r['definition']} [bold]{r['status']}[/] outcome={r['outcome']} by={r['started_by']}")
+    out.print(f"[bold]{r['run_id']}[/] {escape(r['definition'])} [bold]{r['status']}[/] outcome={r['outcome']}")
+    out.print(f"  started {escape(_started(run_rec))}" + (f" at {r['created_at'][:19]}" if r["created_at"] else ""))
+    if usage["llm_calls"]:
+        out.print(f"  model calls: {usage['llm_calls']}, tokens: {usage['tokens']} ({usage['tokens_in']} in, "
+                  f"{usage['tokens_out']} out), cost: ${usage['cost_usd']:.4f}")
+    else:
+        out.print("  model calls: none")
     ran = [f"{k}={v}" for k, v in where.items() if v is not None]
     if ran:
         out.print(f"  [dim]{' '.join(ran)}[/]")

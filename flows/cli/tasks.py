@@ -43,6 +43,7 @@ def tasks_list(
     status: str = "open",
     run: Annotated[str | None, Parameter(name="--run")] = None,
     limit: Annotated[int, Parameter(validator=bounds.LIMIT)] = 50,
+    wide: Annotated[bool, Parameter(name="--wide", negative="")] = False,
     who: Who = Who(),
     json_: Json = False,
 ) -> int:
@@ -56,9 +57,10 @@ def tasks_list(
         Only the tasks of this run.
     limit
         At most this many rows (1 to 100000).
+    wide
+        Show every column, however wide (a narrow terminal leaves some out; task ids are never cut).
     """
-    from rich.table import Column, Table
-
+    from flows.cli.output import table
     from flows.humans import task_dict
     from flows.store import tasks as task_store
 
@@ -72,13 +74,11 @@ def tasks_list(
     if json_:
         print(json.dumps({"user": user, "total": total, "tasks": [task_dict(t) for t in rows]}))
         return 0
-    # The id is what the next command needs: never wrapped (a narrow terminal squeezes the title).
-    table = Table(Column("task", no_wrap=True), "title", "assignee", "status", "taken by",
-                  Column("created", no_wrap=True))
-    for t in rows:
-        table.add_row(t.id, t.title, _assignee(t), t.status, t.claimed_by or "",
-                      t.created_at.strftime("%Y-%m-%d %H:%M") if t.created_at else "")
-    out.print(table)
+    # The id is what the next command needs: never cut (a narrow terminal leaves columns out, wraps the title).
+    table(["task", "title", "assignee", "status", "taken by", "created"],
+          [[t.id, t.title, _assignee(t), t.status, t.claimed_by or "",
+            t.created_at.strftime("%Y-%m-%d %H:%M") if t.created_at else ""] for t in rows],
+          ids=("task",), drop=("created", "taken by", "assignee"), wide=wide)
     out.print(f"[dim]{len(rows)} of {total} {status} task(s) for {escape(user)}[/]")
     return 0
 
