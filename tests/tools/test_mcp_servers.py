@@ -153,7 +153,8 @@ def test_sync_writes_the_lock_of_both_servers(tmp_path, http_url, token_secret, 
     assert add["output_schema"]["properties"]["result"]["type"] == "integer"
     assert TOKEN not in (tools / "servers.lock.json").read_text()
     assert "wrote" in capsys.readouterr().out
-    assert sorted(json.loads(_list_json(tmp_path / "defs", capsys)), key=str)[0]["name"].startswith(("crm_", "notes_"))
+    listed = {row["name"]: row["server"] for row in json.loads(_list_json(tmp_path / "defs", capsys))}
+    assert listed["crm_lookup"] == "crm" and listed["notes_lookup"] == "notes" and len(listed) == 12
 
 
 def _list_json(definitions: Path, capsys) -> str:
