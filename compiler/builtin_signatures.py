@@ -84,7 +84,7 @@ _DECLARED: dict[str, Signature] = {
     "read_artifact": _sig(_OBJECT, key=(_STRING, True), version=(_INTEGER | _NULL, False)),
     "list_artifacts": _sig(_ARRAY),
     "fetch_document": _sig(_OBJECT, id=(_STRING, True), max_chars=(_INTEGER, False)),
-    "search_documents": _sig(_ARRAY, query=(_STRING, True), limit=(_INTEGER, False)),
+    "search_documents": _sig(_ARRAY, query=(_STRING, True), limit=(_INTEGER, False), collection_id=(_STRING | _NULL, False)),
     "create_document": _sig(_OBJECT, name=(_STRING, True), content=(_STRING | _NULL, False), source=(_STRING | _NULL, False)),
     "semantic_search_documents": _sig(_ARRAY, query=(_STRING, True), limit=(_INTEGER, False)),
     "http_request": _sig(_OBJECT, url=(_STRING, True), method=(_STRING, False), headers=(_OBJECT | _NULL, False),

@@ -292,6 +292,12 @@ def _members(collection_id: str) -> list[str]:
     return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
 
 
+def collection_members(tool_name: str, collection_id: str) -> set[str]:
+    """The ids of a collection's documents (``search_documents``' ``collection_id`` filter)."""
+    _collection(tool_name, collection_id)
+    return set(_members(collection_id))
+
+
 def _summary(collection: dict[str, Any]) -> dict[str, Any]:
     return {**collection, "document_count": len(_members(collection["id"]))}
 

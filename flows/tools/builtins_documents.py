@@ -37,14 +37,21 @@ def fetch_document(id: str, max_chars: int = DEFAULT_MAX_CHARS) -> dict:
 
 
 @tool(name="search_documents")
-def search_documents(query: str, limit: int = 5) -> list[dict]:
+def search_documents(query: str, limit: int = 5, collection_id: str | None = None) -> list[dict]:
     """Search the document store by words; returns the best matches with a snippet each.
 
     Args:
         query: words to look for
         limit: at most this many results (1-50)
+        collection_id: only documents of this collection (create_collection, add_to_collection)
     """
-    return [hit.as_dict() for hit in documents.search(query, max(1, min(limit, 50)))]
+    limit = max(1, min(limit, 50))
+    if collection_id is None:
+        return [hit.as_dict() for hit in documents.search(query, limit)]
+    from flows.tools.builtins_catalog_documents import collection_members
+
+    members = collection_members("search_documents", collection_id)
+    return [hit.as_dict() for hit in documents.search(query, len(documents.list_documents())) if hit.id in members][:limit]
 
 
 @tool(name="create_document")

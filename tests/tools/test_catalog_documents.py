@@ -153,3 +153,17 @@ def test_get_index_configuration_reports_the_vector_index(run_ctx, home, monkeyp
     assert call("get_index_configuration")["current_count"] == 1
     other = call("get_index_configuration", {"model": "openai/text-embedding-3-small"})
     assert not other["exists"] and other["other_indexes"] == [config["index_name"].split("/", 1)[1]]
+
+
+def test_search_documents_within_a_collection(run_ctx, home):
+    a = documents.create("a.txt", "Payment terms: thirty days.")
+    b = documents.create("b.txt", "Payment by card only.")
+    documents.create("c.txt", "Payment in advance.")
+    cid = call("create_collection", {"name": "Card"})["id"]
+    call("add_to_collection", {"collection_id": cid, "document_ids": [b["id"], a["id"]]})
+    assert len(call("search_documents", {"query": "payment"})) == 3
+    hits = call("search_documents", {"query": "payment", "collection_id": cid})
+    assert sorted(h["id"] for h in hits) == sorted([a["id"], b["id"]])
+    assert len(call("search_documents", {"query": "payment", "collection_id": cid, "limit": 1})) == 1
+    with pytest.raises(ToolError, match="tool `search_documents`: no collection `nope`"):
+        call("search_documents", {"query": "payment", "collection_id": "nope"})
