@@ -1,9 +1,10 @@
 """`ergon serve` and `ergon schedules`: triggered definitions served from one process.
 
 `serve` runs the schedules (Prefect's runner) and the webhook server of every triggered
-definition in the folder until Ctrl-C; stopping it does not pause the schedules. `schedules`
-lists every trigger with its next and last run, and pauses, resumes or fires one by name
-(``DEFINITION:INDEX``, or ``DEFINITION`` for all of its triggers).
+definition in the folder, and the SMTP listener of ``tools/email.yaml``'s ``inbound``, until
+Ctrl-C; stopping it does not pause the schedules. `schedules` lists every trigger with its next
+and last run, and pauses, resumes or fires one by name (``DEFINITION:INDEX``, or ``DEFINITION``
+for all of its triggers).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def serve(
     webhook_port: Annotated[int, Parameter(name="--webhook-port", validator=bounds.ANY_PORT)] = 8765,
     limit: Annotated[int | None, Parameter(name="--limit", validator=bounds.LIMIT)] = None,
 ) -> int:
-    """Serve every triggered definition of the folder: schedules, webhooks (until Ctrl-C).
+    """Serve every triggered definition of the folder: schedules, webhooks, email (until Ctrl-C).
 
     Parameters
     ----------
@@ -52,6 +53,10 @@ def serve(
     _prepare()
     catalog = Catalog.load()
     plan = plan_serve(catalog)
+    try:
+        inbound = _email_inbound()
+    except ValueError as exc:
+        return error(str(exc), code=1)
     for name, diagnostics in plan.broken.items():
         err.print(f"[yellow]not serving {name}: it has {len(diagnostics)} error(s)[/] (ergon check)")
         for d in diagnostics[:3]:
@@ -61,12 +66,13 @@ def serve(
         for ref in refs:
             out.print(f"schedule [bold]{ref.name}[/] runs on work pool {pool} (deployment {full_deployment_name(name)}, "
                       "from `ergon deploy`): not served here")
-    if plan.empty:
+    if plan.empty and inbound is None:
         if plan.on_pools:
             return error("nothing left to serve here: every scheduled definition runs on its work pool's workers",
                          code=1)
         return error("no definition in the folder has triggers to serve "
-                  "(add `triggers:` with cron, interval, webhook, on_complete or on_submission_*)")
+                  "(add `triggers:` with cron, interval, webhook, on_complete or on_submission_*, "
+                  "or `inbound` to tools/email.yaml)")
 
     def ready(webhook_server, deployments) -> None:
         from flows.trigger_schedules import describe
@@ -82,17 +88,44 @@ def serve(
                 out.print(f"chain    [bold]{ref.name}[/] after {ref.trigger.definition} (dispatched by the finishing run)")
             else:
                 out.print(f"on form  [bold]{ref.name}[/] {describe(ref.trigger)} (dispatched by the process that changes it)")
+        if listener is not None:
+            out.print(f"email    SMTP on {listener.address} (tools/email.yaml: replies to tasks"
+                      + "".join(f", {r.address} → {r.definition}" for r in inbound.inbound.start) + ")")
         out.print("[green]ready[/] — Ctrl-C stops serving; the schedules stay active in Prefect")
         out.file.flush()  # a supervisor (or a test) waits for this line
 
+    listener = None
+    if inbound is not None:
+        from flows.triggers.email import EmailListener
+
+        try:
+            listener = EmailListener(inbound).start()
+        except Exception as exc:  # noqa: BLE001 - aiosmtpd reports a taken port in several ways
+            return error(f"the email listener could not start on {inbound.inbound.host}:{inbound.inbound.port}: {exc}",
+                         code=1)
     try:
         serve_forever(plan, catalog, webhook_port=webhook_port, on_ready=ready, limit=limit)
     except KeyboardInterrupt:
         pass
     except OSError as exc:
         return error(f"{exc} (is another `ergon serve` using port {webhook_port}? pass --webhook-port)", code=1)
+    finally:
+        if listener is not None:
+            listener.stop()
     out.print("stopped; schedules left active")
     return 0
+
+
+def _email_inbound():
+    """The email configuration when it has an ``inbound`` listener to serve, else None;
+    ValueError naming the problem of a configuration with errors."""
+    from flows.email.config import EmailNotConfigured, current
+
+    try:
+        config = current(required=False)
+    except EmailNotConfigured as exc:
+        raise ValueError(f"{exc}: not serving email") from None
+    return config if config is not None and config.inbound is not None else None
 
 
 @schedules_app.command(name="list")
