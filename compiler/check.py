@@ -22,7 +22,7 @@ fix is to declare the field ``required``, which its callers then pass.
 
 from __future__ import annotations
 
-from compiler.email_config import load_email_config
+from compiler.email_config import load_email_config, runnable_inputs
 from compiler.errors import Diagnostic, Finding, Report, format_path
 from compiler.passes import PASSES
 from compiler.passes.references import definition_references
@@ -85,7 +85,7 @@ def check_workspace(ws: Workspace) -> Report:
             doc, findings = loaded
             servers = Unit(file=doc.file, data=doc.data, source=doc.source or SourceMap(doc.file))
             report.diagnostics.extend(locate(servers, finding) for finding in findings)
-        email = load_email_config(folder, set(ws.named("process", "pipeline", "template", "workflow")))
+        email = load_email_config(folder, runnable_inputs(ws))
         if email is not None:
             doc, findings = email
             config = Unit(file=doc.file, data=doc.data, source=doc.source or SourceMap(doc.file))

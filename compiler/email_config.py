@@ -27,7 +27,8 @@ Checked here (each at its file:line:col): unknown keys (with the closest known o
 required keys, types and ranges, addresses that are not addresses, a ``password`` that holds a
 password instead of naming where it is kept (or a reference that could never resolve, as for
 an environment's ``api_key``), ``ask_by_email`` without a ``reply_domain`` or an ``inbound``
-listener to take the replies, and a ``start`` entry naming no runnable definition.
+listener to take the replies, and a ``start`` entry naming no runnable definition, or a process
+or pipeline whose context has no ``email`` field for the mail it is started with.
 
 Who needs it: an agent's ``tools:``, a tool node, a template step's ``tools_allowed`` or a
 workflow activity naming the built-in ``send_email`` in a folder without ``tools/email.yaml`` is
@@ -117,7 +118,7 @@ def _smtp(smtp: Any) -> Iterator[Finding]:
                       "to with both", hint="add `username`, or remove `password` for a server that takes mail without a login")
 
 
-def _inbound(inbound: Any, runnable: set[str] | None) -> Iterator[Finding]:
+def _inbound(inbound: Any, runnable: dict[str, set[str] | None] | None) -> Iterator[Finding]:
     if not isinstance(inbound, dict):
         yield Finding("wrong-type", ("inbound",), "`inbound` must be a mapping (host, port, max_bytes, allowed_senders, start)")
         return
@@ -162,11 +163,17 @@ def _inbound(inbound: Any, runnable: set[str] | None) -> Iterator[Finding]:
         elif runnable is not None and definition not in runnable:
             yield Finding("unknown-process", (*base, "definition"), f"no runnable definition is named `{definition}`",
                           hint=did_you_mean(definition, runnable) or "name a process, pipeline, template or workflow of the folder")
+        elif runnable is not None and (fields := runnable[definition]) is not None and "email" not in fields:
+            yield Finding("bad-value", (*base, "definition"), f"`{definition}` has no context field `email`, which a run "
+                          "started by mail is given ({from, subject, body, message_id})",
+                          hint="add `email: {type: object, properties: {from: {type: string}, subject: {type: string}, "
+                          "body: {type: string}}}` to its context.schema (and `email` to its `required`)")
 
 
-def findings(data: Any, runnable: set[str] | None = None) -> list[Finding]:
+def findings(data: Any, runnable: dict[str, set[str] | None] | None = None) -> list[Finding]:
     """Everything wrong with an email configuration's data (``runnable``: the folder's runnable
-    definitions, which ``inbound.start`` entries must name; None leaves them unchecked)."""
+    definitions, which ``inbound.start`` entries must name, with the context fields of those whose
+    context is declared — see :func:`runnable_inputs`; None leaves them unchecked)."""
     if not isinstance(data, dict):
         return [Finding("not-a-mapping", (), "the email configuration must be a mapping (smtp, from, ...)")]
     out = list(_unknown(data, TOP_KEYS, ()))
@@ -209,7 +216,22 @@ def findings(data: Any, runnable: set[str] | None = None) -> list[Finding]:
     return out
 
 
-def load_email_config(tools_folder: Path, runnable: set[str] | None = None) -> tuple[LoadedDocument, list[Finding]] | None:
+def runnable_inputs(ws: Any) -> dict[str, set[str] | None]:
+    """The workspace's runnable definitions by name → the fields of a process's or pipeline's
+    context schema (which a mail-started run's ``email`` input must be one of), None for the kinds
+    whose inputs are shaped otherwise (templates, workflows)."""
+    from compiler.ir import PipelineDef, ProcessDef
+
+    out: dict[str, set[str] | None] = {}
+    for name, unit in ws.named("process", "pipeline", "template", "workflow").items():
+        defn = unit.defn
+        properties = defn.context.schema_.get("properties") if isinstance(defn, (ProcessDef, PipelineDef)) else None
+        out[name] = set(properties) if isinstance(properties, dict) else None
+    return out
+
+
+def load_email_config(tools_folder: Path, runnable: dict[str, set[str] | None] | None = None,
+                      ) -> tuple[LoadedDocument, list[Finding]] | None:
     """``tools_folder/email.yaml`` loaded, with its findings; None when there is none."""
     path = tools_folder / FILE_NAME
     if not path.is_file():

@@ -21,6 +21,10 @@ nodes:
   done: {type: final}
 """
 
+#: the same process, taking the email a run started by mail is given
+MAIL_PROCESS = PROCESS.replace("initial: notify\n", "initial: notify\ncontext:\n  schema:\n    type: object\n"
+                               "    required: [email]\n    properties:\n      email: {type: object}\n")
+
 TEMPLATE = """\
 kind: template
 name: t
@@ -79,7 +83,7 @@ def test_send_email_without_a_configuration_is_refused_wherever_it_is_named(tmp_
 
 
 def test_with_a_configuration_send_email_checks_clean(tmp_path):
-    found = _check(tmp_path / "defs", {"p.yaml": PROCESS, "w.yaml": WORKFLOW}, GOOD)
+    found = _check(tmp_path / "defs", {"p.yaml": MAIL_PROCESS, "w.yaml": WORKFLOW}, GOOD)
     assert [d for d in found if d.severity == "error"] == []
 
 
@@ -131,7 +135,15 @@ inbound:
 
 def test_a_reference_that_could_never_resolve_is_refused(tmp_path):
     text = GOOD.replace("secret:SMTP_PASSWORD", "prefect-secret:Smtp_Password")
-    found = _check(tmp_path / "defs", {"p.yaml": PROCESS}, text)
+    found = _check(tmp_path / "defs", {"p.yaml": MAIL_PROCESS}, text)
     (d,) = [d for d in found if d.file.endswith("email.yaml")]
     assert (d.code, d.line, d.col) == ("bad-value", 5, 13) and "not a Prefect block name" in d.message
     assert "prefect-secret:smtp-password" in d.hint
+
+
+def test_a_start_definition_must_take_the_email_it_is_started_with(tmp_path):
+    found = _check(tmp_path / "defs", {"p.yaml": PROCESS}, GOOD)  # `mailer` has no context field `email`
+    (d,) = [d for d in found if d.file.endswith("email.yaml")]
+    assert (d.code, d.line) == ("bad-value", 14) and "`mailer` has no context field `email`" in d.message
+    found = _check(tmp_path / "defs2", {"p.yaml": MAIL_PROCESS}, GOOD)
+    assert [d for d in found if d.file.endswith("email.yaml")] == []
