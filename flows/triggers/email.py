@@ -58,12 +58,28 @@ def _start(definition: str, inputs: dict[str, Any], user: str) -> Any:
 
 
 class _Text(HTMLParser):
+    """The text of an HTML body: its character data, without what a browser does not show."""
+
+    _HIDDEN = frozenset({"script", "style", "head", "title"})
+
     def __init__(self) -> None:
         super().__init__()
         self.parts: list[str] = []
+        self._hidden = 0
+
+    def handle_starttag(self, tag: str, attrs: Any) -> None:
+        if tag in self._HIDDEN:
+            self._hidden += 1
+        elif tag in ("br", "p", "div", "tr", "li"):
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self._HIDDEN and self._hidden:
+            self._hidden -= 1
 
     def handle_data(self, data: str) -> None:
-        self.parts.append(data)
+        if not self._hidden:
+            self.parts.append(data)
 
 
 def body_text(msg: EmailMessage) -> str:

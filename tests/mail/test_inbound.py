@@ -204,3 +204,12 @@ def test_mail_to_a_start_address_starts_a_run_with_the_email_as_input(prefect_ap
         _send(port, _mail("carol@example.com", "intake@in.example.com", "Hi"), "carol@example.com")
     assert len(run_store.list_runs(definition="mail_intake", limit=10)[0]) == 1
 
+
+
+def test_the_text_of_an_html_only_message_leaves_out_what_is_not_shown():
+    from flows.triggers.email import body_text
+
+    msg = EmailMessage()
+    msg.set_content("<html><head><style>p {color: red}</style></head><body><p>Approved.</p>"
+                    "<script>steal()</script><div>Ann</div></body></html>", subtype="html")
+    assert body_text(msg) == "Approved.\nAnn"
