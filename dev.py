@@ -13,6 +13,8 @@
   ``[tool.mypy]`` in ``pyproject.toml``); either one failing fails it.
 * ``screenshots``  sets up and regenerates the dashboard's screenshots (every page at 1280 and
   1600 px, into ``screenshots/``) with ``scripts/screenshots.py``.
+* ``docs``   sets up and writes the documentation's generated reference pages (``docs/generate.py``;
+  ``--check`` only compares them, ``--build`` also builds the site with ``--strict``).
 
 Standard library only: this file runs before any dependency is installed.
 """
@@ -152,7 +154,7 @@ def lint() -> int:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("setup", "demo", "test", "lint", "screenshots"):
+    if not argv or argv[0] not in ("setup", "demo", "test", "lint", "screenshots", "docs"):
         print(__doc__)
         return 2
     if argv[0] == "setup":
@@ -166,6 +168,9 @@ def main(argv: list[str]) -> int:
         setup()
         os_packages()  # chromium
         return run([PY, ROOT / "scripts" / "screenshots.py", *argv[1:]])
+    if argv[0] == "docs":
+        setup()
+        return run([PY, ROOT / "docs" / "generate.py", *argv[1:]])
     return test(argv[1:])
 
 
