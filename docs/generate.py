@@ -154,6 +154,8 @@ def cli_page() -> str:
     from flows.cli import app
 
     text = app.generate_docs(output_format="markdown", heading_level=1)
+    # the site's own "on this page" list already shows every command: drop cyclopts' copy of it
+    text = re.sub(r"\n## Table of Contents\n.*?(?=\n\*\*Commands\*\*:)", "", text, count=1, flags=re.DOTALL)
     return _banner("the `ergon` command's cyclopts app (flows/cli)") + text.rstrip() + "\n"
 
 
