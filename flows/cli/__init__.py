@@ -80,7 +80,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "schedules": ("flows.cli.triggers:schedules_app",
                   "Triggers of the definitions: next/last run, pause, resume, run now."),
     "serve": ("flows.cli.triggers:serve",
-              "Serve every triggered definition of the folder: schedules, webhooks (until Ctrl-C)."),
+              "Serve every triggered definition of the folder: schedules, webhooks, email (until Ctrl-C)."),
     "ui": ("flows.cli.ui:ui", "Start the dashboard (runs, a run's story, the task inbox, artifacts, definitions)."),
     "users": ("flows.cli.users:users_app", "Users, groups and admins (who may see and answer human tasks)."),
     "publish": ("flows.cli.versions:publish",
