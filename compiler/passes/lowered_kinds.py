@@ -380,8 +380,11 @@ def _optional_members(unit, defn: WorkflowDef, ws) -> Iterator[Finding]:
     yield from nested_findings(unit, schema, sites)
     shapes = _shapes_by_step(defn, ws)
     for _, (path, text, _scope) in sites:  # a member the input's (or output's) object schema does not declare
-        held = {"properties": {**shapes[int(path[1])], **schema["properties"]}}
+        step = defn.steps[int(path[1])]
+        fetched = {"fetched": _fetched_schema(step.fetch)} if step.fetch else {}
+        held = {"properties": {**shapes[int(path[1])], **schema["properties"], **fetched}}
         info = analyse(text)
+        said: set[str] = set()  # `x[0]` and `x[0].y` fail at the same read: one finding
         for access in sorted(info.paths | info.indexed, key=shown_path):
             found = member_problem(access, held)
             if found:  # a member of a value that has none (a string, a number…)
@@ -389,6 +392,12 @@ def _optional_members(unit, defn: WorkflowDef, ws) -> Iterator[Finding]:
                 continue
             node: Any = held
             for depth, segment in enumerate(access):
+                absent = _may_be_absent(node, access, depth) if depth else None
+                if absent:  # null, or a list too short: the render fails for such a value
+                    if absent[0] not in said:
+                        said.add(absent[0])
+                        yield located(unit, "maybe-unset", path, absent[0], line=name_line(text, str(access[0])), hint=absent[1])
+                    break
                 if isinstance(segment, int):  # an item of a list: its declared `items`, if any
                     node = node.get("items") if isinstance(node, dict) else None
                     continue
@@ -405,6 +414,44 @@ def _optional_members(unit, defn: WorkflowDef, ws) -> Iterator[Finding]:
                                       hint=f"declare `{segment}` (required) in `{parent}`'s schema, or read a declared property")
                     break
                 node = props[segment]
+
+
+def _may_be_absent(node: Any, access: tuple[str | int, ...], depth: int) -> tuple[str, str] | None:
+    """``(message, hint)`` when reading ``access[depth]`` of the value at ``access[:depth]``
+    (declared by ``node``) fails for some valid value: the value may be null, or the read is an
+    index a list holding fewer items has not (its ``minItems`` does not promise it)."""
+    from compiler.passes.write_types import _kinds
+
+    kinds = _kinds(node)
+    if not kinds:
+        return None
+    parent, read = shown_path(access[:depth]), shown_path(access[:depth + 1])
+    if "null" in kinds and kinds & {"object", "array"}:
+        return (f"`{read}` may be unset here: `{parent}` may be null", f"guard the read (`{{% if {parent} %}}`), "
+                f"or make `{parent}` never null")
+    segment = access[depth]
+    if isinstance(segment, int) and kinds == {"array"}:
+        needed = segment + 1 if segment >= 0 else -segment
+        promised = node.get("minItems") if isinstance(node.get("minItems"), int) else 0
+        if promised < needed:
+            hint = ("without `on_not_found: ignore` a fetch that finds nothing fails the step instead" if parent == "fetched"
+                    else f"declare `minItems: {needed}` on `{parent}`, or read it whole (`| first` fails too on an empty list)")
+            return (f"`{read}` may be unset here: `{parent}` may hold fewer than {needed} item(s)"
+                    + (f" (its schema promises {promised})" if promised else ""), hint)
+    return None
+
+
+def _fetched_schema(spec: Any) -> dict[str, Any]:
+    """What ``${fetched}`` holds in the params of a step with ``fetch`` (:func:`flows.runtime.dsl.fetch`):
+    one document for a query by ``id``, else a list of them — at least one, unless
+    ``on_not_found: ignore``, where the list may be empty and the one document null."""
+    query = spec.get("query") if isinstance(spec, dict) else None
+    if not isinstance(query, dict):
+        return {"type": ["object", "array", "null"]}
+    ignore = spec.get("on_not_found") == "ignore"
+    if "id" in query:
+        return {"type": ["object", "null"] if ignore else "object"}
+    return {"type": "array", "items": {"type": "object"}, **({} if ignore else {"minItems": 1})}
 
 
 def _shapes_by_step(defn: WorkflowDef, ws) -> list[dict[str, dict[str, Any]]]:
@@ -712,8 +759,7 @@ def _with_fetched(step: Any, schema: dict[str, Any]) -> dict[str, Any]:
     nothing when ``on_not_found: ignore`` (:func:`flows.runtime.dsl.fetch`)."""
     if not step.fetch:
         return schema
-    fetched = {"type": ["object", "array", "null"]}
-    return {**schema, "properties": {**(schema.get("properties") or {}), "fetched": fetched}}
+    return {**schema, "properties": {**(schema.get("properties") or {}), "fetched": _fetched_schema(step.fetch)}}
 
 
 def _read_schema(defn: WorkflowDef, ws, schema: dict[str, Any]) -> dict[str, Any]:
