@@ -80,8 +80,10 @@ from compiler.passes.write_types import (
     _TEXT,
     _field_schema,
     _fits,
+    _kinds,
     _may_not_fit,
     _named_kinds,
+    _one_expression,
     _path_schema,
     _shown,
     _strip,
@@ -420,8 +422,6 @@ def _may_be_absent(node: Any, access: tuple[str | int, ...], depth: int) -> tupl
     """``(message, hint)`` when reading ``access[depth]`` of the value at ``access[:depth]``
     (declared by ``node``) fails for some valid value: the value may be null, or the read is an
     index a list holding fewer items has not (its ``minItems`` does not promise it)."""
-    from compiler.passes.write_types import _kinds
-
     kinds = _kinds(node)
     if not kinds:
         return None
@@ -651,12 +651,36 @@ def _param_types(step: Any, signature: Signature | None, schema: dict[str, Any],
         param = signature.parameters.get(key)
         if param is None or (step.name, key) == ("runJavascriptCode", "code"):  # the javascript_steps pass's
             continue
-        if key in activity_values.PARAM_SCHEMAS.get(step.name, {}) and not has_refs(value):
+        finer = activity_values.PARAM_SCHEMAS.get(step.name, {}).get(key)
+        if finer is not None and not has_refs(value):
             continue  # a literal held to its finer schema by activity_values
         problem = _argument_problem(schema, param, value if key in verbatim else to_jinja(value))
+        if not problem and finer is not None and key not in verbatim:
+            problem = _finer_problem(schema, finer, to_jinja(value))
         if problem:
             yield Finding("tool-params", (*base, "params", key), f"`{key}` of activity `{step.name}`: {problem}",
                           hint=f"give `{key}` a value of the type `{step.name}` takes")
+
+
+def _finer_problem(schema: dict[str, Any], finer: tuple[dict[str, Any], str], value: Any) -> str | None:
+    """Why exactly one ``${name}`` passed whole can be refused by a parameter's finer schema
+    (:data:`compiler.activity_values.PARAM_SCHEMAS`, a branch of its ``anyOf`` each): a JSON type
+    of the name's declared schema that no branch may take (a list of numbers for a list of texts)."""
+    reference = _REFERENCE.match(value.strip()) if isinstance(value, str) else None
+    source = _path_schema(schema, reference.group(1)) if reference is not None else None
+    kinds = _kinds(source)
+    if source is None or kinds is None:
+        return None
+    target, described = finer
+    branches = target.get("anyOf") or [target]
+    for kind in sorted(kinds):
+        part = {**source, "type": kind}
+        if kind in ("array", "object") and not isinstance(source.get("items" if kind == "array" else "properties"), dict):
+            continue  # what it holds is not declared: no claim
+        if all(_may_not_fit(part, branch) for branch in branches):
+            return (f"`{reference.group(1) if reference else value}` can be {_shown(_strip(part))}, which the parameter "
+                    f"({described}) refuses")
+    return None
 
 
 _MEMBER = re.compile(r"\.([A-Za-z_$][\w$-]*)|\[\s*(-?\d+)\s*\]|\[\s*['\"]([^'\"]*)['\"]\s*\]")
@@ -766,7 +790,9 @@ def _read_schema(defn: WorkflowDef, ws, schema: dict[str, Any]) -> dict[str, Any
     """The context schema a step's ``${name}`` is read against: a name some step's ``output``
     writes (declared `{}`, any value, so that the write is never refused) typed by what can be in
     it — its literal var's value, and each writing step's result (an activity's, as its tool
-    returns it; a child workflow's context, an object); unknown as soon as one of them is."""
+    returns it; a child workflow's context, an object); unknown as soon as one of them is. A
+    computed var no step writes is typed by what it renders: the value of its one ``${name}``,
+    else text."""
     props = dict(schema.get("properties") or {})
     inputs = workflow_inputs(defn)
     for name in {step.output for step in defn.steps if step.output} - set(inputs):
@@ -791,6 +817,18 @@ def _read_schema(defn: WorkflowDef, ws, schema: dict[str, Any]) -> dict[str, Any
                 props[name] = shapes[0]
             elif kinds:  # the types only: the members of a value are not held against a target
                 props[name] = {"type": sorted(kinds), "$comment": UNKNOWN_MEMBERS}
+    written = {step.output for step in defn.steps if step.output}
+    for name, value in defn.vars.items():  # a computed var nothing else writes: what it renders to
+        rendered = to_jinja(value) if has_refs(value) and name not in inputs and name not in written else None
+        if not isinstance(rendered, str):
+            continue
+        reference = _REFERENCE.match(rendered.strip())
+        if reference is not None:  # one `${name}`: that value, type and all
+            source = _path_schema(schema, reference.group(1))
+            if source is not None:
+                props[name] = source
+        elif not _one_expression(rendered):  # text around references: a string
+            props[name] = _TEXT
     return {**schema, "properties": props}
 
 
