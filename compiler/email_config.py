@@ -243,7 +243,7 @@ def load_email_config(tools_folder: Path, runnable: dict[str, set[str] | None] |
 
 
 NOT_CONFIGURED_HINT = (f"add `tools/{FILE_NAME}` to the definitions folder with `smtp` (host, port, security, username, "
-                       "password as `secret:NAME`) and `from` (README: Tools, email)")
+                       "password as `secret:NAME`) and `from` (docs/agents-and-tools.md, email)")
 
 
 def send_email_uses(unit: Any, tools: Any) -> Iterator[tuple[tuple, str]]:

@@ -25,7 +25,7 @@ PathSeg = str | int
 DocPath = tuple[PathSeg, ...]
 
 #: Every diagnostic code the compiler can emit, with what it means. Tests check that each code
-#: has at least one golden fixture under ``tests/fixtures/invalid``; the README lists them.
+#: has at least one golden fixture under ``tests/fixtures/invalid``; docs/reference/diagnostics.md lists them.
 CODES: dict[str, str] = {
     # loading and structure
     "yaml-syntax": "the file is not valid YAML/JSON",

@@ -1,6 +1,6 @@
 """JSON Schema of the definition kinds, generated from the IR (`ergon schema`).
 
-Editors with a YAML language server use it for completion and checking; see the README for
+Editors with a YAML language server use it for completion and checking; see docs/cli.md (Editor support) for
 the `# yaml-language-server: $schema=...` line and the VS Code setting.
 """
 

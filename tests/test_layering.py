@@ -1,4 +1,4 @@
-"""The package map of the README, checked: who may import prefect and the store's SQL libraries.
+"""The package map of docs/architecture.md, checked: who may import prefect and the store's SQL libraries.
 
 * Only ``flows/prefect/`` imports prefect; only ``flows/store/`` imports sqlalchemy, sqlmodel or
   alembic; ``compiler/`` imports neither (nor litellm) — checked on the source of every module,

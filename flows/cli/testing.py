@@ -67,7 +67,7 @@ def test(
     session = run_tests(list(targets), pattern=k, on_result=_quiet if json_ else _print_result)
     if not session.files:
         return error(f"no test files (*.test.yaml) under {', '.join(targets)}",
-                     hint="write one: `definition: NAME` and a list of `cases` (see the README)")
+                     hint="write one: `definition: NAME` and a list of `cases` (docs/testing.md)")
     covered = route_coverage(session.plans, session.results) if coverage else []
     if explore < 0:
         return error(f"--explore takes a number of runs, not {explore}", hint="e.g. --explore 20")

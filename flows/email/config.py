@@ -154,5 +154,5 @@ def current(*, required: bool = True) -> EmailConfig | None:
     found = read(folder)
     if found is None and required:
         raise EmailNotConfigured(f"no email configuration: add {folder / email_config.FILE_NAME} "
-                                 "(smtp, from; README: Tools, email)")
+                                 "(smtp, from; docs/agents-and-tools.md, email)")
     return found

@@ -5,7 +5,7 @@ Prefect 3 treats every task-run tag as a possible concurrency limit: before a ta
 starts, the client asks the server for a lease on ``tag:<tag>`` — even when no such limit exists —
 and serialises those requests per tag set in each process (Prefect issues #19367 and #18615). On
 the embedded SQLite server that is a write transaction per visit; it made a foreach of 1,000 tiny
-items 6× slower and added ~2 s to the first visit after a human task (see the README's figures).
+items 6× slower and added ~2 s to the first visit after a human task (docs/benchmarks.md).
 
 So Ergon reads, once per run, which tags have an active concurrency limit in Prefect
 (``tag:NAME`` limits, which is also what ``prefect concurrency-limit create NAME N`` makes):

@@ -55,7 +55,7 @@ What each case checks (:meth:`Harness.check_case`):
 A case is reproducible from its number: the plan is drawn from it alone (the moments hit are
 times, so the exact instruction a kill lands on varies; the report says what state each kill
 found). ``tests/reliability/test_kill_nine.py`` runs a few cases in CI;
-``benchmarks/kill_nine.py`` runs more and prints the figures of the README.
+``benchmarks/kill_nine.py`` runs more and prints the figures of docs/benchmarks.md.
 """
 
 from __future__ import annotations
