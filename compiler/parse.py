@@ -187,6 +187,9 @@ def _finding_for(err: ErrorDetails, loc: DocPath, model: type[BaseModel], data: 
         allowed = _allowed_keys(model, data, loc[:-1])
         return Finding("unknown-key", loc, f"unknown key `{where}`", hint=choices_hint(str(where), allowed, what="valid keys") if allowed else None)
     if etype == "missing":
+        if loc == ("format_version",):  # the process document's first line: say it as it is written
+            return Finding("missing-field", loc, "missing required field `format_version`",
+                           hint="add the line `format_version: 1` at the top (the only version of the process document)")
         return Finding("missing-field", loc, f"missing required field `{where}`", hint=_field_doc(model, data, loc))
     if etype in ("union_tag_invalid", "union_tag_not_found"):
         ctx = err.get("ctx", {})

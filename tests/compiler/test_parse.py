@@ -39,3 +39,9 @@ def test_missing_trigger_type_hint_lists_the_trigger_types():
     (d,) = diagnostics(TRIGGER_PLACEHOLDER, ("missing-field",))
     assert d.hint == ("add `type:`; valid types are `cron`, `interval`, `on_complete`, "
                       "`on_submission_created`, `on_submission_updated`, `webhook`")
+
+
+def test_a_missing_format_version_hint_shows_the_line_to_add():
+    (d,) = diagnostics("process: p\ninitial: done\nnodes:\n  done: {type: final}\n", ("missing-field",))
+    assert d.message == "missing required field `format_version`"
+    assert d.hint == "add the line `format_version: 1` at the top (the only version of the process document)"
