@@ -129,8 +129,9 @@ def can_see(task: HumanTask, user: str | User | Actor) -> bool:
 def _not_yours(task: HumanTask, who: Actor) -> str:
     group = _group(task.assignee)
     if group is not None:
-        return f"task {task.id} is assigned to group {group}, and {who.name} is not a member"
-    return f"task {task.id} is assigned to {task.assignee}, not {who.name}"
+        return (f"task {task.id} is assigned to group {group}, and {who.name} is not a member "
+                f"(an admin adds them: `ergon users add {who.name} --group {group}`)")
+    return f"task {task.id} is assigned to {task.assignee}, not {who.name}: only they (or an admin) may answer it"
 
 
 def _closed(task: HumanTask) -> str:

@@ -32,6 +32,7 @@ def test_can_answer_rules(make_task):
     assert humans.can_answer(legal, "ann", "starter") == (True, "")
     ok, reason = humans.can_answer(legal, "bob", "starter")
     assert not ok and "group legal" in reason and "bob is not a member" in reason
+    assert "`ergon users add bob --group legal`" in reason  # the command that lets bob answer
     assert humans.can_answer(legal, "root", "starter")[0]  # admin
     assert humans.can_answer(make_task(None), "stranger", "starter")[0]  # unassigned: anyone
     personal = make_task("bob")
