@@ -5,9 +5,10 @@
   ``pyproject.toml`` changed), plus, when running as root on Debian, the OS packages the full
   test suite drives (chromium for the dashboard's browser tests, PostgreSQL for the cluster test).
 * ``demo``   sets up with Ergon's own dependencies only (no extras: the demo's definitions need
-  neither the dashboard, V8 nor PostgreSQL), checks every definition, and runs the demo definition
-  on the embedded default (local SQLite store, local Prefect server, offline model). A ``.venv``
-  set up for the tests already has all of it.
+  neither the dashboard, V8 nor PostgreSQL), checks every definition, runs the demo definition
+  on the embedded default (local SQLite store, local Prefect server, offline model), and ends by
+  saying what it left running (the Prefect server) and what to try next. A ``.venv`` set up for
+  the tests already has all of it.
 * ``test``   sets up and runs the whole test suite; extra arguments go to pytest.
 * ``lint``   sets up and runs ruff and mypy over the lint gate's scope (``[tool.ruff]`` and
   ``[tool.mypy]`` in ``pyproject.toml``); either one failing fails it.
@@ -121,8 +122,18 @@ def demo() -> int:
     ergon = BIN / "ergon"
     if run([ergon, "check", "definitions"]) != 0:
         return 1
-    return run([ergon, "run", DEMO_DEFINITION, "--input", "vendor_name=Acme Tools", "--input", "country=FR",
+    code = run([ergon, "run", DEMO_DEFINITION, "--input", "vendor_name=Acme Tools", "--input", "country=FR",
                 "--input", "category=hardware"])
+    # what the demo leaves behind, and where to go next
+    print("\nLeft running: the Prefect server the run used (stop Ergon's own with `ergon server stop`):", flush=True)
+    run([ergon, "server", "status"])
+    print("\nNext:\n"
+          "  source .venv/bin/activate\n"
+          "  ergon runs list                      # the run above; `ergon runs show RUN_ID` for its visits\n"
+          "  ergon tasks list                     # a human task waiting for an answer, if the run paused\n"
+          "  ergon test                           # the shipped definitions' own tests (the dashboard: pip install '.[ui]', ergon ui)",
+          flush=True)
+    return code
 
 
 def test(args: list[str]) -> int:
