@@ -62,6 +62,14 @@ def _settled(run_id: str):
     return probe
 
 
+def _final(flow_run_id):
+    def probe():
+        found = flow_run(flow_run_id)
+        return found if found.state is not None and found.state.is_final() else None
+
+    return probe
+
+
 def _local_logs(run_id: str) -> list[str]:
     logs = os.path.join(os.environ["ERGON_HOME"], "logs")
     return [n for n in os.listdir(logs) if n.startswith(f"run-{run_id}")] if os.path.isdir(logs) else []
@@ -82,6 +90,9 @@ def test_a_background_start_of_a_deployed_definition_runs_on_a_worker_of_its_poo
         assert pending.prefect_flow_run_id == started.flow_run_id and pending.pid is None, \
             "the run waits for a worker, owned by no process here"
         run = wait_for("the worker to run it", _settled(started.run_id), timeout=180, diagnose=worker.tail)
+        # the flow run's end reaches Prefect just after Ergon's store records it: stop the worker after both
+        prefect_run = wait_for("Prefect to record the flow run's end", _final(started.flow_run_id), timeout=60,
+                               diagnose=worker.tail)
     finally:
         worker.stop()
     assert run.status == "completed", run.error
@@ -89,7 +100,6 @@ def test_a_background_start_of_a_deployed_definition_runs_on_a_worker_of_its_poo
     assert run.context["note"] == "from the dashboard", "a value that is not a flow parameter still reaches it"
     assert (run.deployment, run.work_pool) == (f"{greet}/{greet}", pool)
     assert run.ran_pid not in (None, os.getpid()) and run.prefect_flow_run_id == started.flow_run_id
-    prefect_run = flow_run(started.flow_run_id)
     assert prefect_run.name == run.id and prefect_run.state.is_completed() and prefect_run.deployment_id
     assert marks() == ["a-ada"]
     assert _local_logs(run.id) == [], "no process was started on the host that asked"
