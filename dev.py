@@ -5,7 +5,9 @@
   ``pyproject.toml`` changed), plus, when running as root on Debian, the OS packages the full
   test suite drives (chromium for the dashboard's browser tests, PostgreSQL for the cluster test).
 * ``demo``   sets up with Ergon's own dependencies only (no extras: the demo's definitions need
-  neither the dashboard, V8 nor PostgreSQL), checks every definition, runs the demo definition
+  neither the dashboard, V8 nor PostgreSQL), installed as a user installs it (a wheel built from
+  the checkout, not an editable install: setuptools warns at every editable install of this
+  layout; ``setup`` and ``test`` make it editable), checks every definition, runs the demo definition
   on the embedded default (local SQLite store, local Prefect server, offline model), and ends by
   saying what it left running (the Prefect server) and what to try next. A ``.venv`` set up for
   the tests already has all of it.
@@ -48,9 +50,10 @@ def _requirements_hash(extras: str) -> str:
     return hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest() + f" {extras}"
 
 
-def setup(extras: str = "test") -> None:
+def setup(extras: str = "test", *, editable: bool = True) -> None:
     """Create the virtualenv and install the project with ``extras`` (``test`` pulls every extra;
-    "" none), idempotent and fast when up to date; a ``.venv`` set up with ``test`` serves all."""
+    "" none), idempotent and fast when up to date; a ``.venv`` set up with ``test`` serves all.
+    ``editable=False`` installs the wheel built from the checkout (edits need a new install)."""
     if not PY.exists():
         if run([sys.executable, "-m", "venv", VENV]) != 0:
             sys.exit("could not create .venv (on Debian: apt-get install python3-venv)")
@@ -58,7 +61,7 @@ def setup(extras: str = "test") -> None:
         return
     if run([PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip"]) != 0:
         sys.exit("pip upgrade failed")
-    if run([PY, "-m", "pip", "install", "--quiet", "-e", f".[{extras}]" if extras else "."]) != 0:
+    if run([PY, "-m", "pip", "install", "--quiet", *(["-e"] if editable else []), f".[{extras}]" if extras else "."]) != 0:
         sys.exit("installing the project failed")
     STAMP.write_text(_requirements_hash(extras))
 
@@ -118,7 +121,7 @@ def start_postgres() -> tuple[str, callable] | tuple[None, None]:
 
 
 def demo() -> int:
-    setup(extras="")
+    setup(extras="", editable=False)
     ergon = BIN / "ergon"
     if run([ergon, "check", "definitions"]) != 0:
         return 1
