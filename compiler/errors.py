@@ -69,6 +69,8 @@ CODES: dict[str, str] = {
     "fanout-child": "a foreach/branch child is not a leaf body, or carries routing or a supervision setting "
                     "(`skippable`, `metadata.supervisor`): those act on the parent node",
     "foreach-limit": "a foreach limit is out of range",
+    "fanout-retry": "a fan-out's `retry` or `task_runs` would not do what it says: a `retry` on a fan-out whose "
+                    "items are task runs of their own, or `task_runs: node` with a `process` body",
     "set-context-envelope": "a `set_context` tool node does not pass `{updates: {...}}`",
     "skip-not-skippable": "`skip_node` is used on a node without `skippable: true`",
     "supervisor-policy": "`metadata.supervisor` or `metadata.max_visits` holds an unknown key, or a value of the wrong "

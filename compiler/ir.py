@@ -249,17 +249,30 @@ class CollectSpec(IRModel):
     include: list[EnvelopeField] = Field(default_factory=_default_envelope_fields, description="Envelope fields to keep.")
 
 
+#: How many items a foreach may run over, by its `task_runs`: a Prefect task run per item costs
+#: Prefect a record and several events each, so one task run for the whole node goes further.
+FOREACH_MAX_ITEMS: dict[str, int] = {"item": 10_000, "node": 100_000}
+#: How many items of a foreach may be in flight at once (`max_concurrency`).
+FOREACH_MAX_CONCURRENCY = 1000
+
+
 class ForeachNode(NodeBase):
     """Runs a leaf body once per item of a context array, at most `max_concurrency` at a time."""
 
     type: Literal["foreach"] = Field(description="Node type `foreach`.")
-    foreach: str = Field(description="Context path to an array (at most 1000 items).")
+    foreach: str = Field(description="Context path to an array (at most 10,000 items; 100,000 with `task_runs: node`).")
     as_: str = Field("item", alias="as", description="Name under which each item is visible to the child body.")
     item_id: str | None = Field(None, description="Template for a stable per-item id, e.g. `{{invoice.id}}`.")
     max_concurrency: int | None = Field(None, description="Cap on items in flight (1-1000). Unset = all at once.")
     node: "Node" = Field(description="The child body: `tool`, `interaction`, `agent` or `process`, without routing.")
     collect: str | CollectSpec | None = Field(None, description="Context field for the per-item outputs (string), or an envelope spec.")
     failure_policy: Literal["fail_fast", "collect_errors"] = Field("fail_fast", description="Stop at the first failed item, or keep going and collect errors.")
+    task_runs: Literal["item", "node"] = Field(
+        "item",
+        description="`item`: each item is a Prefect task run of its own. `node`: the whole foreach is one Prefect "
+        "task run and its items run inside it, each still recorded, checkpointed and retried by Ergon "
+        "(for large fan-outs: no per-item task-run records or events in Prefect).",
+    )
 
 
 class BranchArm(IRModel):

@@ -20,7 +20,12 @@ catch first-time authors. Those a compiler can see without running anything are 
 * ``bad-value`` — a fixed ``config.context_update`` value, or a literal one of ``set_context``'s
   ``input.updates``, that ``context.schema`` refuses (the run would refuse the write); a
   ``context.initial`` value it refuses (every start would be refused);
-* ``foreach-limit`` — a foreach runs at most 1000 items, at most 1000 at a time;
+* ``foreach-limit`` — a foreach runs at most 10,000 items (100,000 with ``task_runs: node``), at
+  most 1000 at a time;
+* ``fanout-retry`` — a ``retry`` on a fan-out whose items are task runs of their own (a branch, a
+  foreach with ``task_runs: item``): nothing would retry the node as a whole, each item is retried
+  by its body's ``retry``; ``task_runs: node`` with a ``process`` body (each sub-process is a flow
+  run of its own, so its items cannot run inside the node's one task run);
 * ``supervisor-policy`` — ``metadata.supervisor`` (and a process's ``metadata.max_visits``) hold
   only the keys the engine reads, each of its type and within its range
   (:class:`~compiler.ir.SupervisorPolicy`, :class:`~compiler.ir.RunLimits`); the bounds of a
@@ -44,6 +49,8 @@ from pydantic import BaseModel, ValidationError
 
 from compiler.errors import Finding, choices_hint, did_you_mean
 from compiler.ir import (
+    FOREACH_MAX_CONCURRENCY,
+    FOREACH_MAX_ITEMS,
     LEAF_TYPES,
     AgentNode,
     BranchNode,
@@ -73,8 +80,6 @@ _META_VALIDATOR = Draft7Validator(Draft7Validator.META_SCHEMA)
 
 #: Context serialized larger than this is refused at run time (seed rule 9).
 CONTEXT_CAP_BYTES = 64 * 1024
-#: A foreach runs at most this many items, and at most this many at a time.
-FOREACH_MAX = 1000
 #: JSON Schema's type names: a mapping whose `type` is one of these smells of a schema.
 SCHEMA_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
 #: Keys a schema fragment is made of (plus `type`); a value mapping with only these is a schema.
@@ -392,19 +397,44 @@ def _fanout(site: NodeSite) -> Iterator[Finding]:
             seen.setdefault(arm.id, i)
     if isinstance(node, ForeachNode):
         yield from _foreach_limits(site, node)
+    if isinstance(node, (ForeachNode, BranchNode)):
+        yield from _fanout_task_runs(site, node)
 
 
 def _foreach_limits(site: NodeSite, node: ForeachNode) -> Iterator[Finding]:
     cap = node.max_concurrency
-    if cap is not None and not 1 <= cap <= FOREACH_MAX:
-        yield Finding("foreach-limit", (*site.path, "max_concurrency"), f"max_concurrency {cap} is outside 1..{FOREACH_MAX}",
-                      hint="leave it unset to launch every item at once, or pick a cap between 1 and 1000")
+    if cap is not None and not 1 <= cap <= FOREACH_MAX_CONCURRENCY:
+        yield Finding("foreach-limit", (*site.path, "max_concurrency"),
+                      f"max_concurrency {cap} is outside 1..{FOREACH_MAX_CONCURRENCY}",
+                      hint=f"leave it unset to launch every item at once, or pick a cap between 1 and {FOREACH_MAX_CONCURRENCY}")
     prop = _schema_at(site.owner.context.schema_, node.foreach)
     max_items = prop.get("maxItems") if isinstance(prop, dict) else None
-    if isinstance(max_items, int) and not isinstance(max_items, bool) and max_items > FOREACH_MAX:
+    limit = FOREACH_MAX_ITEMS[node.task_runs]
+    if isinstance(max_items, int) and not isinstance(max_items, bool) and max_items > limit:
+        more = "" if node.task_runs == "node" else \
+            f", or add `task_runs: node` (items inside one task run: up to {FOREACH_MAX_ITEMS['node']:,})"
         yield Finding("foreach-limit", (*site.path, "foreach"),
-                      f"`{node.foreach}` may hold {max_items} items (maxItems); a foreach runs at most {FOREACH_MAX}",
-                      hint=f"set `maxItems: {FOREACH_MAX}` or less on the field, or split the collection")
+                      f"`{node.foreach}` may hold {max_items} items (maxItems); this foreach runs at most {limit:,}",
+                      hint=f"set `maxItems: {limit}` or less on the field, or split the collection{more}")
+
+
+def _fanout_task_runs(site: NodeSite, node: ForeachNode | BranchNode) -> Iterator[Finding]:
+    """A fan-out's retry and task runs: what would be accepted and not done is refused."""
+    per_node = isinstance(node, ForeachNode) and node.task_runs == "node"
+    if written(node, "retry") and not per_node:
+        what = "a branch's arms" if isinstance(node, BranchNode) else "this foreach's items"
+        yield Finding("fanout-retry", (*site.path, "retry"),
+                      f"`retry` on `{site.id}` would not be used: {what} are Prefect task runs of their own, "
+                      "retried by their body's `retry`",
+                      hint="move `retry` into the body (`node:`" + (" of each branch)" if isinstance(node, BranchNode)
+                                                                     else ") to retry each item, or set `task_runs: node` "
+                                                                     "to retry the node's one task run"),
+                      at_key=True)
+    if per_node and isinstance(node, ForeachNode) and node.node.type == "process":
+        yield Finding("fanout-retry", (*site.path, "task_runs"),
+                      "`task_runs: node` cannot hold a `process` body: each sub-process is a Prefect flow run of its own",
+                      hint="remove `task_runs: node` (each item is then a task run starting its sub-process), "
+                      "or call a tool, interaction or agent per item", at_key=True)
 
 
 def _schema_at(schema: Any, dotted: str) -> Any:

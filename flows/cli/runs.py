@@ -33,8 +33,16 @@ def _prepare_runtime() -> None:
 def _progress_listener(console: Console):
     icons = {"started": "[cyan]▶[/]", "completed": "[green]✓[/]", "failed": "[red]✗[/]", "skipped": "[dim]↷[/]",
              "cancelled": "[yellow]■[/]", "paused": "[yellow]⏸[/]"}
+    from flows.cli.progress import FanoutBars
+
+    bars = FanoutBars(console)
 
     def listen(event: str, node: str, detail: dict[str, Any]) -> None:
+        if event == "progress":
+            bars.update(node, detail)
+            return
+        if event != "started":
+            bars.end(node)
         if event == "paused":
             task = detail["task_id"]
             console.print(f"  {icons['paused']} {node} waits for a person: [bold]{detail.get('title', '')}[/]\n"

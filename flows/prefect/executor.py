@@ -21,8 +21,10 @@ from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
 
 from compiler.plan import PlanNode
+from flows.prefect import progress
 from flows.prefect.config import TASK_DEFAULTS
 from flows.prefect.tagging import limited_tags, node_tags, record_tags, split_tags
+from flows.runtime.attempts import retry_delays
 from flows.runtime.effects import TASK_RUN_ID
 from flows.runtime.retries import retried_names, retries
 
@@ -77,6 +79,8 @@ async def node_visit(visit: VisitCall) -> VisitReturn:
         raise
     finally:
         TASK_RUN_ID.reset(token)
+        if ctx:  # a fan-out run inside this task run: its progress artifact says where it ended
+            await progress.settle(ctx.task_run.id)
 
 
 class RetryCondition:
@@ -106,11 +110,6 @@ def retried_after(exc: BaseException) -> bool:
     return condition.allows(exc) if isinstance(condition, RetryCondition) else condition is None
 
 
-def _delays(policy: Any) -> list[float]:
-    """Exponential backoff, capped: delay, delay*b, delay*b², ... (one per retry)."""
-    return [min(policy.delay_seconds * policy.backoff**i, policy.max_delay_seconds) for i in range(policy.retries)]
-
-
 #: Configured Prefect tasks by (node id, Prefect tags, retry policy), shared by every run of the
 #: process: building a Prefect ``Task`` reads its function's source, ~1-3 ms per node.
 _TASKS: dict[tuple[str, tuple[str, ...], str], Any] = {}
@@ -128,7 +127,7 @@ def _configured_task(node: PlanNode, prefect_tags: list[str]) -> Any:
             name=node.id,
             tags=prefect_tags,
             retries=policy.retries,
-            retry_delay_seconds=_delays(policy) or 0,
+            retry_delay_seconds=retry_delays(policy) or 0,
             retry_jitter_factor=policy.jitter or None,
             timeout_seconds=policy.timeout_seconds,
             retry_condition_fn=RetryCondition(tuple(policy.retry_on)),

@@ -20,7 +20,9 @@ Everything goes through Prefect's own logging, nothing through hand-written HTTP
   progress printer, or none) and logs each event on ``ergon.nodes``: a node's start and end
   (duration, next node) at INFO, a fan-out's start with its item count, a failed attempt that
   Prefect retries and the retry at WARNING, a node that failed at ERROR, a run waiting for a
-  person at INFO (``waits for a person: <title> (task <id>)``). They land in the same place as
+  person at INFO (``waits for a person: <title> (task <id>)``). A fan-out item's ``progress``
+  event is no log line: :mod:`flows.prefect.progress` shows the counts as the progress
+  artifact of a ``task_runs: node`` fan-out's task run. They land in the same place as
   a ``get_run_logger()`` line — the flow run's logs, on the task run of the visit — but on an
   Ergon logger: one ``ergon`` rule covers them with the rest (``ergon.nodes`` at WARNING keeps
   only retries and failures), and they take :class:`RunLogHandler`'s cheaper path (below).
@@ -55,6 +57,7 @@ from typing import Any
 from prefect.context import FlowRunContext, TaskRunContext, get_settings_context
 from prefect.logging.handlers import APILogHandler
 
+from flows.prefect import progress
 from flows.runtime.effects import Listener
 
 #: The namespace of every Ergon logger.
@@ -157,6 +160,10 @@ def run_listener(inner: Listener) -> Listener:
         return inner
 
     def listen(event: str, node: str, detail: dict[str, Any]) -> None:
+        if event == "progress":  # one per fan-out item: Prefect shows it as a progress artifact
+            progress.publish(node, detail)
+            inner(event, node, detail)
+            return
         try:
             log_event(event, node, detail)
         except Exception:  # noqa: BLE001 - a log line never fails a run

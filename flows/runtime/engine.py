@@ -44,9 +44,10 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 from compiler.guards import evaluate
-from compiler.ir import BranchNode, CollectSpec, ForeachNode, RunLimits
+from compiler.ir import FOREACH_MAX_ITEMS, BranchNode, CollectSpec, ForeachNode, RunLimits
 from compiler.plan import Plan, PlanEdge, PlanNode
 from compiler.templates import render
+from flows.runtime.attempts import run_attempts
 from flows.runtime.bodies import leaf_effect
 from flows.runtime.context import apply_update, get_path
 from flows.runtime.effects import Effect, Listener, Services, no_listener
@@ -56,9 +57,29 @@ from flows.runtime.routing import ask_user_exit, next_node, run_artifact_keys
 from flows.runtime.supervision import MAX_ROUNDS, Command, ProcessEvent, Supervisor, Tally, Verdict, check, exits_of, ordinal
 from flows.secrets.redaction import redact
 
-MAX_FOREACH_ITEMS = 1000
 #: the key of a paused visit's output that holds the effect it computed before asking a person
 _HELD = "held_effect"
+
+
+class _FanoutProgress:
+    """A fan-out's items ended so far, told to the listener as a ``progress`` event after each
+    item (``done``, ``failed``, ``total``): the CLI draws it on a terminal, Prefect's backend keeps
+    the node's task run's progress artifact from it (:mod:`flows.prefect.progress`)."""
+
+    __slots__ = ("done", "failed", "listener", "node_id", "total")
+
+    def __init__(self, listener: Listener, node_id: str, total: int) -> None:
+        self.listener, self.node_id, self.total = listener, node_id, total
+        self.done = self.failed = 0
+
+    def ended(self, status: str) -> None:
+        self.done += 1
+        self.failed += status == "failed"
+        self.listener("progress", self.node_id, {"done": self.done, "failed": self.failed, "total": self.total})
+
+    def again(self, completed: int) -> None:
+        """The node's task run is tried again: only its completed items count as done."""
+        self.done, self.failed = completed, 0
 
 
 def fanout_body(node: PlanNode) -> ForeachNode | BranchNode:
@@ -490,8 +511,11 @@ class Engine:
         if not isinstance(items, list):
             raise NodeFailed(f"foreach `{node.id}`: `{body.foreach}` is {type(items).__name__}, not a list",
                              kind="definition")
-        if len(items) > MAX_FOREACH_ITEMS:
-            raise NodeFailed(f"foreach `{node.id}`: {len(items)} items, over the limit of {MAX_FOREACH_ITEMS}",
+        limit = FOREACH_MAX_ITEMS[body.task_runs]
+        if len(items) > limit:
+            more = "" if body.task_runs == "node" else \
+                f" (`task_runs: node` runs up to {FOREACH_MAX_ITEMS['node']:,})"
+            raise NodeFailed(f"foreach `{node.id}`: {len(items)} items, over the limit of {limit:,}{more}",
                              kind="world")
         name = body.as_
         child = node.children["node"]
@@ -520,36 +544,53 @@ class Engine:
         limit = (body.max_concurrency if isinstance(body, ForeachNode) else None) or len(items) or 1
         window = asyncio.Semaphore(limit)
         fail_fast = body.failure_policy == "fail_fast"
+        # `task_runs: node`: the node is one task run of the executor and each item's attempts
+        # run here, by its body's retry policy; else each item is a task run of its own
+        per_node = isinstance(body, ForeachNode) and body.task_runs == "node"
         stop = asyncio.Event()
         results: list[dict[str, Any] | None] = [None] * len(items)
+        progress = _FanoutProgress(self.listener, node.id, len(items))
 
         async def one(index: int, key: str, item: Any, scope: dict[str, Any], child: PlanNode) -> None:
             mark_parallel()  # this coroutine runs as its own asyncio task (gather): the mark stays local
             if key in done_before:
                 results[index] = {"status": "completed", "effect": Effect(output=done_before[key]), "reused": True}
+                progress.ended("completed")
                 return
+            if (results[index] or {}).get("status") == "completed":
+                return  # done by an earlier attempt of the node's task run
             async with window:
                 if stop.is_set():
                     results[index] = {"status": "cancelled", "error": "not started: an earlier item failed"}
                     return
                 try:
-                    effect = await self.executor.visit(
-                        child, f"{node.id}[{key}]",
-                        lambda attempt: self._item_attempt(node, child, scope, key, parent_vid, attempt),
-                    )
+                    def attempt_fn(attempt: int) -> Awaitable[Effect]:
+                        return self._item_attempt(node, child, scope, key, parent_vid, attempt)
+
+                    if per_node:
+                        effect = await run_attempts(child.retry, attempt_fn)
+                    else:
+                        effect = await self.executor.visit(child, f"{node.id}[{key}]", attempt_fn)
                     results[index] = {"status": "completed", "effect": effect}
                 except Exception as exc:  # noqa: BLE001 - recorded per item; policy decides
                     results[index] = {"status": "failed", "error": _error_text(exc), "kind": error_kind(exc)}
                     if fail_fast:
                         stop.set()
+                progress.ended(results[index]["status"])  # type: ignore[index]
 
-        try:
+        async def every_item(attempt: int = 1) -> Effect:
+            if attempt > 1:  # the node's task run again: its items that did not complete run again
+                stop.clear()
+                progress.again(sum(1 for r in results if (r or {}).get("status") == "completed"))
             await asyncio.gather(*(one(i, *it) for i, it in enumerate(items)))
             failures = [(items[i][0], r) for i, r in enumerate(results) if r and r["status"] == "failed"]
             if failures and fail_fast:
                 key, res = failures[0]
                 raise NodeFailed(f"{node.type} `{node.id}`: item `{key}` failed: {res['error']}", kind=res["kind"])
-            effect = self._collect(node, items, results)
+            return self._collect(node, items, results)
+
+        try:
+            effect = await (self.executor.visit(node, node.id, every_item) if per_node else every_item())
             effect = await self._user_choice(node, parent_vid, effect)
             return self._complete(node, parent_vid, effect, started)
         except BaseException as exc:

@@ -24,7 +24,6 @@ pauses. :class:`InProcessBackend` runs the same body with:
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -34,8 +33,8 @@ from flows import humans
 from flows.execution.body import execute_alone
 from flows.execution.request import RunRequest
 from flows.runtime.effects import AnswerWait, Pauses, RunResult
+from flows.runtime.attempts import run_attempts
 from flows.runtime.errors import NodeFailed
-from flows.runtime.retries import retried_names, retries
 from flows.store import tasks as task_store
 from flows.testing.spec import People, TaskAnswer
 
@@ -43,27 +42,11 @@ from flows.testing.spec import People, TaskAnswer
 DEFAULT_PERSON = "tester"
 
 
-def retried(exc: BaseException, retry_on: list[str]) -> bool:
-    """Whether a node whose policy lists ``retry_on`` is tried again after ``exc`` (the decision
-    Prefect's executor takes too, :mod:`flows.runtime.retries`)."""
-    return retries(exc, retried_names(retry_on))
-
-
 class AttemptLoop:
     """The engine's ``Executor`` for tests (see the module docstring)."""
 
     async def visit(self, node: PlanNode, run_name: str, attempt_fn: Callable[[int], Awaitable[Any]]) -> Any:
-        policy = node.retry
-        attempt = 1
-        while True:
-            try:
-                if policy.timeout_seconds:
-                    return await asyncio.wait_for(attempt_fn(attempt), policy.timeout_seconds)
-                return await attempt_fn(attempt)
-            except Exception as exc:
-                if attempt > policy.retries or not retried(exc, policy.retry_on):
-                    raise
-                attempt += 1
+        return await run_attempts(node.retry, attempt_fn, wait=False)
 
 
 class CasePaused(BaseException):  # noqa: N818 - a signal, as Prefect's own pause is
