@@ -41,6 +41,8 @@ class FanoutBars:
             self._bars[node] = self._live.add_task(node, total=detail["total"], completed=detail["done"], failed=note)
         else:
             self._live.update(bar, completed=detail["done"], failed=note)
+        if detail["done"] >= detail["total"]:
+            self._live.refresh()  # the last count is seen, not left to the next tick
 
     def end(self, node: str) -> None:
         """Fan-out ``node`` ended (or stopped): its bar goes; the display with the last one."""
