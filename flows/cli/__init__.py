@@ -218,7 +218,9 @@ def main() -> None:
     heap.mark_one_run_process()  # this process runs one command and ends (see flows.heap)
 
     try:
-        code = app(_enter_project(sys.argv[1:]), result_action="return_value")
+        from flows.cli.shadowing import refuse_in_shadowed_folder
+
+        code = app(refuse_in_shadowed_folder(_enter_project(sys.argv[1:])), result_action="return_value")
     except BrokenPipeError:
         # `ergon schema | head`: the reader of our output left — end quietly, as a shell tool does.
         # SIGPIPE itself stays ignored (Python's default): restoring it would let any write to a

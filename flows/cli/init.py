@@ -99,6 +99,12 @@ def init(
     root = Path(directory).expanduser()
     if root.exists() and not root.is_dir():
         return error(f"{directory} exists and is not a folder", code=1)
+    from flows.cli.shadowing import refusals
+
+    for sentence in (shadowed := refusals(str(root.resolve()))):  # a worker started here would import it, not Ergon
+        error(sentence, code=1)
+    if shadowed:
+        return 1
     files = template_files()
     files[PREFECT_FILE] = prefect_project(root.resolve().name)
     existing = [rel for rel in files if (root / rel).exists()]
