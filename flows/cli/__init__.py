@@ -3,13 +3,15 @@
 Commands return their exit code; :func:`main` turns it into the process exit status.
 
 Start-up time is part of the interface (`ergon check` runs in editors and in CI, on every save),
-so nothing is imported before it is needed: every command is registered *lazily*
-(:data:`COMMANDS`, cyclopts' ``app.command("module:attribute")``), and a command's module is
-imported only when that command runs or shows its own help — `ergon check` imports the compiler
-and not the store, Prefect or the deploy code; `ergon --help` imports no command module at all.
-Inside the modules, heavy imports (prefect, litellm, streamlit) happen in the commands that need
-them; the definition commands import the compiler with the garbage collector paused
-(:mod:`flows.heap`).
+so nothing is imported before it is needed. Importing this package imports no cyclopts: the app is
+made on first use (:func:`get_app`, also ``flows.cli.app``), and the two commands run most never
+make it — `ergon --help` (and `ergon` alone) is printed by :mod:`flows.cli.help_page`, the same
+page cyclopts would print, and `ergon check` given only paths and ``--json`` runs
+:mod:`flows.cli.checking` directly; both without cyclopts or rich. Every other command goes through
+cyclopts, registered *lazily* (:data:`COMMANDS`, cyclopts' ``app.command("module:attribute")``): a
+command's module is imported only when that command runs or shows its own help. Inside the
+modules, heavy imports (prefect, litellm, streamlit) happen in the commands that need them; the
+definition commands import the compiler with the garbage collector paused (:mod:`flows.heap`).
 
 No refusal and no fault of the machine prints a traceback (:func:`main`): an
 :class:`~flows.errors.ErgonError` a command did not catch itself, a full disk (``ENOSPC``, naming
@@ -21,8 +23,13 @@ left for what is a bug.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, Any
 
-from cyclopts import App
+if TYPE_CHECKING:
+    from cyclopts import App
+
+#: What `ergon` is, the first lines of `ergon --help`.
+DESCRIPTION = "Ergon: AI business processes as YAML, compiled into Prefect flows."
 
 
 def _version() -> str:
@@ -34,13 +41,6 @@ def _version() -> str:
     except PackageNotFoundError:  # the sources run without being installed
         return "unknown (not installed)"
 
-
-app = App(
-    name="ergon",
-    help="Ergon: AI business processes as YAML, compiled into Prefect flows.",
-    version=_version,
-    version_flags=["--version"],
-)
 
 #: Every command, in the order `ergon` lists them when a name is unknown: CLI name → (the
 #: function or sub-``App`` as ``module:attribute``, the help `ergon --help` lists for it). cyclopts
@@ -94,13 +94,68 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "revert": ("flows.cli.versions:revert",
                "Write a published version's exact text back into the draft file (no new version is made)."),
 }
-for _name, (_target, _help) in COMMANDS.items():
-    app.command(_target, name=_name, help=_help)
+_app: App | None = None
+
+
+def get_app() -> App:
+    """The cyclopts app of every command, made (and cyclopts imported) on first use."""
+    global _app
+    if _app is None:
+        from cyclopts import App
+
+        made = App(name="ergon", help=DESCRIPTION, version=_version, version_flags=["--version"])
+        for name, (target, text) in COMMANDS.items():
+            made.command(target, name=name, help=text)
+        _app = made
+    return _app
+
+
+def __getattr__(name: str) -> Any:
+    """``flows.cli.app`` is :func:`get_app`'s app (PEP 562): importing this package imports no cyclopts."""
+    if name == "app":
+        return get_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _help_page(argv: list[str]) -> int | None:
+    """Print `ergon --help` (or `ergon` alone) from :mod:`flows.cli.help_page` and return 0, or
+    return None when it is another command or a page that module leaves to cyclopts."""
+    if argv not in ([], ["--help"], ["-h"]):
+        return None
+    from flows.cli.help_page import page
+
+    text = page({name: text for name, (_target, text) in COMMANDS.items()}, DESCRIPTION)
+    if text is None:
+        return None
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    return 0
+
+
+def _check(argv: list[str]) -> int | None:
+    """Run `ergon check` without cyclopts when its arguments are only paths and ``--json``
+    (:mod:`flows.cli.checking`), or return None to let cyclopts parse the command line."""
+    if not argv or argv[0] != "check":
+        return None
+    from flows.cli.checking import check, simple_argv
+
+    simple = simple_argv(argv[1:])
+    return None if simple is None else check(*simple)
+
+
+class _NeverRaised(Exception):
+    """Stands for cyclopts' usage error while cyclopts is not imported (then none can be raised)."""
+
+
+def _usage_error() -> type[BaseException]:
+    """cyclopts' base error if cyclopts was imported, else an exception nothing raises."""
+    module = sys.modules.get("cyclopts")
+    return module.CycloptsError if module is not None else _NeverRaised
 
 
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI with the arguments ``argv`` and return the exit code (used by tests)."""
-    result = app(argv, result_action="return_value", exit_on_error=False, print_error=True)
+    result = get_app()(argv, result_action="return_value", exit_on_error=False, print_error=True)
     return result if isinstance(result, int) else 0
 
 
@@ -182,12 +237,13 @@ def _enter_project(argv: list[str]) -> list[str]:
     meant). A command name (and a group's subcommand), an option's name and a folder that is no
     project's change nothing."""
     import os
+
+    if not argv or argv[0] not in COMMANDS or argv[0] in _HERE_COMMANDS or os.environ.get("ERGON_DEFINITIONS"):
+        return argv
     from pathlib import Path
 
     from flows.settings import project_root
 
-    if not argv or argv[0] not in COMMANDS or argv[0] in _HERE_COMMANDS or os.environ.get("ERGON_DEFINITIONS"):
-        return argv
     here = Path.cwd()
     root = project_root(here)
     if root is None or root == here:
@@ -211,16 +267,19 @@ def _enter_project(argv: list[str]) -> list[str]:
 def main() -> None:
     import signal
 
-    from cyclopts import CycloptsError
-
     from flows import heap
 
     heap.mark_one_run_process()  # this process runs one command and ends (see flows.heap)
 
     try:
-        from flows.cli.shadowing import refuse_in_shadowed_folder
+        code = _help_page(sys.argv[1:])
+        if code is None:
+            from flows.cli.shadowing import refuse_in_shadowed_folder
 
-        code = app(refuse_in_shadowed_folder(_enter_project(sys.argv[1:])), result_action="return_value")
+            argv = refuse_in_shadowed_folder(_enter_project(sys.argv[1:]))
+            code = _check(argv)
+            if code is None:
+                code = get_app()(argv, result_action="return_value")
     except BrokenPipeError:
         # `ergon schema | head`: the reader of our output left — end quietly, as a shell tool does.
         # SIGPIPE itself stays ignored (Python's default): restoring it would let any write to a
@@ -229,7 +288,7 @@ def main() -> None:
         if not _stdout_broken():
             raise
         sys.exit(128 + signal.SIGPIPE)
-    except CycloptsError:
+    except _usage_error():
         sys.exit(2)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -3,29 +3,19 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from cyclopts import Parameter
 from rich.console import Console
 
+from flows.cli.checking import DEFAULT_DIR
+from flows.cli.checking import check as run_check
+from flows.cli.checking import context_dirs as _context_dirs
 from flows.cli.output import error
 from flows.heap import heavy_imports
 
-DEFAULT_DIR = "definitions"
-#: test files of `ergon test`, checked by `ergon check` against the definitions they test
-TEST_SUFFIXES = (".test.yaml", ".test.yml")
 console = Console(highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-def _context_dirs(paths: tuple[str, ...]) -> list[str]:
-    """When single files are checked, their folders (and `definitions/`) give them context."""
-    dirs = {str(Path(p).parent) for p in paths if Path(p).is_file()}
-    if Path(DEFAULT_DIR).is_dir():
-        dirs.add(DEFAULT_DIR)
-    return sorted(dirs)
 
 
 def check(*paths: str, json_: Annotated[bool, Parameter(name="--json")] = False) -> int:
@@ -38,50 +28,7 @@ def check(*paths: str, json_: Annotated[bool, Parameter(name="--json")] = False)
     json_
         Print the diagnostics as one JSON array.
     """
-    with heavy_imports():
-        from compiler import check_workspace, load_workspace
-
-    targets = paths or (DEFAULT_DIR,)
-    missing = [p for p in targets if not Path(p).exists()]
-    if missing:
-        return error(f"no such file or folder: {', '.join(missing)}")
-    # test files (`ergon test`) are checked against the definitions they test, not as definitions
-    definitions = tuple(p for p in targets if not p.endswith(TEST_SUFFIXES))
-    ws = load_workspace(definitions, context_dirs=_context_dirs(targets))
-    report = check_workspace(ws)
-    report.diagnostics.extend(_test_file_problems(targets, ws, report))
-    if json_:
-        print(json.dumps([d.as_dict() for d in report.diagnostics], indent=2))
-    else:
-        for d in report.diagnostics:
-            print(d.format())
-        sys.stdout.flush()  # diagnostics (stdout) before the summary (stderr) when both are piped
-        checked = len(ws.reported_units())
-        errors = len(report.errors)
-        summary = f"{checked} definition(s) checked, {errors} error(s)"
-        (err_console if errors else console).print(f"[red]{summary}[/]" if errors else f"[green]{summary}[/]")
-    return 1 if report.errors else 0
-
-
-def _test_files(targets: tuple[str, ...]) -> list[Path]:
-    from flows.testing.spec import collect_files
-
-    return collect_files([t for t in targets if Path(t).is_dir() or t.endswith(TEST_SUFFIXES)])
-
-
-def _test_file_problems(targets: tuple[str, ...], ws: Any, report: Any) -> list[Any]:
-    """The problems of the test files under ``targets`` (:mod:`flows.testing.checks`)."""
-    files = _test_files(targets)
-    if not files:  # most folders have none: import nothing for them
-        return []
-    from flows.testing.checks import check_test_file
-    from flows.testing.spec import load_test_file
-
-    found = []
-    for path in files:
-        _, problems = check_test_file(load_test_file(path), ws, lambda u: [d for d in report.errors if d.file == u.file])
-        found.extend(problems)
-    return found
+    return run_check(paths, json_)
 
 
 def schema(kind: Annotated[str | None, Parameter(name="--kind")] = None) -> int:
