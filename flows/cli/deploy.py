@@ -128,7 +128,8 @@ def build_entries(names: list[str], *, version: int | None, work_pool: str, supe
     catalog = Catalog.load()
     chosen = names or sorted(catalog.ws.named(*RUNNABLE_KINDS))
     if not chosen:
-        raise DeployError("no runnable definition to deploy in the definitions folder (ERGON_DEFINITIONS)")
+        raise DeployError("no runnable definition to deploy in the definitions folder: add one (`ergon init` writes an "
+                          "example of each kind), or point ERGON_DEFINITIONS at the folder that holds them")
     if version is not None:
         from flows.store import db
 
@@ -144,7 +145,8 @@ def build_entries(names: list[str], *, version: int | None, work_pool: str, supe
             errors.extend(exc.diagnostics)
             continue
         if supervised and compiled.plan.control != "state_machine":
-            raise DeployError(f"`{compiled.plan.name}` is a {compiled.plan.kind}: only processes run supervised")
+            raise DeployError(f"`{compiled.plan.name}` is a {compiled.plan.kind}: only processes run supervised; deploy it "
+                              "without --supervised")
         entries.append(deployment_entry(compiled, version=version, work_pool=work_pool, supervised=supervised,
                                         folder=str(Path.cwd())))
     if errors:
@@ -166,10 +168,11 @@ def write_prefect_yaml(path: Path, entries: list[dict[str, Any]]) -> None:
     if doc is None:
         doc = yaml.load(PROJECT_HEADER)
     if not isinstance(doc, dict):
-        raise DeployError(f"{path} is not a Prefect project file (a mapping with `deployments:`)")
+        raise DeployError(f"{path} is not a Prefect project file (a mapping with `deployments:`): fix it, or move it "
+                          "away and `ergon deploy` writes a new one")
     deployments = doc.get("deployments") or []
     if not isinstance(deployments, list):
-        raise DeployError(f"{path}: `deployments` must be a list")
+        raise DeployError(f"{path}: `deployments` must be a list: write `deployments: []` (or a list of entries)")
     index = {d.get("name"): i for i, d in enumerate(deployments) if isinstance(d, dict)}
     for entry in entries:
         if entry["name"] in index:

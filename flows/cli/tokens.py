@@ -1,12 +1,12 @@
 """`ergon tokens create|list|revoke`: personal API tokens (:mod:`flows.tokens`).
 
 A token proves who you are without your password: to the CLI (``--token`` or, better, since a
-command line shows in the process list, ``ERGON_TOKEN``) and in the token field of Prefect's
-resume form. ``create`` prints it once — the token alone on standard output, so that
-``TOKEN=$(ergon tokens create)`` works, and what it is on standard error — and the store keeps
-only its SHA-256. A token cannot create tokens: prove yourself with your password or as your OS
-user. ``list`` and ``revoke`` act on your own tokens; an admin may list (``--all``) and revoke
-anyone's.
+command line shows in the process list, ``ERGON_TOKEN``) — never to Prefect's resume form,
+which asks a one-time code instead (``ergon tasks code``). ``create`` prints it once — the token
+alone on standard output, so that ``TOKEN=$(ergon tokens create)`` works, and what it is on
+standard error — and the store keeps only its SHA-256. A token cannot create tokens: prove
+yourself with your password or as your OS user. ``list`` and ``revoke`` act on your own tokens;
+an admin may list (``--all``) and revoke anyone's.
 """
 
 from __future__ import annotations
@@ -79,7 +79,8 @@ def tokens_create(
     expiry = f"expires {_when(created.row.expires_at)}" if created.row.expires_at else "never expires"
     err.print(f"token [bold]{created.row.id}[/] for [bold]{escape(me.name)}[/]"
               + (f" ({escape(name)})" if name else "") + f", {expiry}. It is shown only now: keep it "
-              "like a password (ERGON_TOKEN, --token, or the token field of Prefect's resume form).")
+              "like a password (ERGON_TOKEN, --token); Prefect's resume form takes the one-time code of "
+              "`ergon tasks code TASK_ID` instead.")
     print(created.token)
     return 0
 

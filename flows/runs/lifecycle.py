@@ -188,7 +188,8 @@ def create(compiled: Compiled, inputs: dict[str, Any], *, catalog: Catalog | Non
     run_type = "supervised" if supervised or plan.run_type == "supervised" else "programmatic"
     if run_type == "supervised" and plan.control != "state_machine":
         raise StartRefused([Diagnostic("invalid-input", f"`{plan.name}` is a {plan.kind}: only processes run "
-                                       "supervised (a supervisor steers a state machine's steps)", plan.name, 1, 1)])
+                                       "supervised (a supervisor steers a state machine's steps): start it without --supervised",
+                                       plan.name, 1, 1)])
     if message is not None and run_type != "supervised":
         raise StartRefused([Diagnostic("invalid-input", "a message goes to a run's supervisor: start the run "
                                        "supervised (--supervised) to send one", plan.name, 1, 1)])
@@ -279,7 +280,8 @@ def snapshot_compiled(run: Run, catalog: Catalog) -> Compiled:
 def resumable(run: Run) -> None:
     """Raise :class:`ResumeRefused` unless ``run`` may resume."""
     if run.status not in ("failed", "crashed"):
-        raise ResumeRefused(f"run {run.id} is {run.status}; only failed or crashed runs resume")
+        waiting = f": it goes on when its task is answered (`ergon tasks list --run {run.id}`)" if run.status == "paused" else ""
+        raise ResumeRefused(f"run {run.id} is {run.status}; only failed or crashed runs resume{waiting}")
 
 
 def resume(run_id: str, *, catalog: Catalog | None = None, listener: Listener = no_listener,

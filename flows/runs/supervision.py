@@ -31,7 +31,8 @@ def post_message(run: Run, text: str, *, actor: str | None) -> None:
     if len(text) > MAX_MESSAGE_CHARS:
         raise MessageRefused(f"the message has {len(text):,} characters, over the {MAX_MESSAGE_CHARS:,} allowed")
     if run.run_type != "supervised":
-        raise MessageRefused(f"run {run.id} is not supervised: it has no supervisor to read a message")
+        raise MessageRefused(f"run {run.id} is not supervised: it has no supervisor to read a message (a run started "
+                             "with `ergon run NAME --supervised` has one)")
     if run.status in OVER:
         raise MessageRefused(f"run {run.id} is {run.status}: its supervisor reads no more messages")
     run_events.add_event(run.id, "message", "message", actor=actor, args={"text": text})
