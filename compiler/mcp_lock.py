@@ -179,7 +179,7 @@ def entry_findings(data: Any, taken: set[str] | frozenset[str] = frozenset(),
         timeout = entry.get("timeout")
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
             out.append(Finding("bad-value", (*at, "timeout"), "`timeout` is a number of seconds above 0",
-                               hint=f"the default is {DEFAULT_TIMEOUT:g}"))
+                               hint=f"write seconds, e.g. `timeout: {DEFAULT_TIMEOUT:g}` (the default)"))
         ident = entry.get("id", entry.get("name"))
         if not isinstance(ident, str) or not ident:
             out.append(Finding("missing-field", at, "an MCP server needs an `id`",
