@@ -93,6 +93,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "Show what changed between two versions: nodes, their fields, context fields, transitions."),
     "revert": ("flows.cli.versions:revert",
                "Write a published version's exact text back into the draft file (no new version is made)."),
+    "completion": ("flows.cli.completion:completion_app",
+                   "Shell completion for bash, zsh and fish: print the script, or install it."),
 }
 _app: App | None = None
 
@@ -226,8 +228,9 @@ def _said(exc: BaseException) -> str | None:
     return None
 
 
-#: Commands that work on the current folder itself, not on the project above it.
-_HERE_COMMANDS = frozenset({"init"})
+#: Commands that work on the current folder itself, not on the project above it (`completion`
+#: belongs to no project: its ``--output FILE`` means the file where the command was typed).
+_HERE_COMMANDS = frozenset({"init", "completion"})
 
 
 def _enter_project(argv: list[str]) -> list[str]:
