@@ -30,8 +30,10 @@ def imported(argv: list[str], env: dict[str, str]) -> tuple[str, set[str]]:
     return done.stdout, modules
 
 
-def in_a_terminal(argv: list[str], env: dict[str, str], columns: int) -> bytes:
-    """What `python -m flows.cli ARGV` writes to a pseudo-terminal ``columns`` wide."""
+def in_a_terminal(argv: list[str], env: dict[str, str], columns: int, *, stderr_too: bool = False,
+                  status: int = 0) -> bytes:
+    """What `python -m flows.cli ARGV` writes to a pseudo-terminal ``columns`` wide (standard
+    output; standard error too with ``stderr_too``, else it goes to a pipe); it must exit ``status``."""
     import fcntl
     import termios
 
@@ -41,7 +43,7 @@ def in_a_terminal(argv: list[str], env: dict[str, str], columns: int) -> bytes:
     attrs[1] &= ~termios.ONLCR  # no "\r\n" for "\n": the bytes as the program wrote them
     termios.tcsetattr(terminal, termios.TCSANOW, attrs)
     proc = subprocess.Popen([sys.executable, "-m", "flows.cli", *argv], cwd=ROOT, env=env, stdin=terminal,
-                            stdout=terminal, stderr=subprocess.PIPE, close_fds=True)
+                            stdout=terminal, stderr=terminal if stderr_too else subprocess.PIPE, close_fds=True)
     os.close(terminal)
     out = b""
     while True:
@@ -55,6 +57,6 @@ def in_a_terminal(argv: list[str], env: dict[str, str], columns: int) -> bytes:
         if not chunk:
             break
         out += chunk
-    assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
+    assert proc.wait(timeout=60) == status, proc.stderr.read() if proc.stderr else ""
     os.close(controller)
     return out

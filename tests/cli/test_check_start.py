@@ -55,3 +55,11 @@ def test_in_a_terminal_the_summary_is_coloured_as_rich_colours_it() -> None:
     theirs = in_a_terminal(["check", "--", GOOD], env, columns=100)
     assert ours == theirs
     assert b"\x1b[32m1 definition(s) checked, 0 error(s)\x1b[0m" in ours
+
+
+def test_in_a_terminal_errors_and_their_summary_are_as_rich_prints_them() -> None:
+    env = clean_env(TERM="xterm")
+    ours = in_a_terminal(["check", BAD], env, columns=100, stderr_too=True, status=1)
+    theirs = in_a_terminal(["check", "--", BAD], env, columns=100, stderr_too=True, status=1)
+    assert ours == theirs
+    assert b"\x1b[31m1 definition(s) checked, 1 error(s)\x1b[0m" in ours
