@@ -79,16 +79,18 @@ def _header(run: Any) -> None:
     st.title(f"{run.definition_name}{version}")
     st.caption(f"run `{run.id}`" + (" · refreshing while it runs" if LIVE else ""))
     now = datetime.now(UTC)
-    cols = st.columns(6)
-    cols[0].metric("Status", fmt.status(run.status))
-    cols[1].metric("Outcome", run.outcome or "—")
     spans = visit_store.top_level_spans([run.id])[run.id]
-    cols[2].metric("Duration", fmt.duration(fmt.run_seconds(
-        run.started_at, run.ended_at, spans, now=now if run.status in fmt.ACTIVE_RUN else None)) or "—",
-        help="Time it ran; the time a failed run lay stopped before its resume is not counted")
-    cols[3].metric("Cost", fmt.money(run.cost_usd) or "$0")
-    cols[4].metric("Tokens", f"{run.tokens:,}")
-    cols[5].metric("Trigger", run.trigger)
+    # Each figure as wide as its text, in a row that wraps: six equal columns cut "completed",
+    # an outcome's name or "3 min 12 s" short at 1280 px.
+    with st.container(horizontal=True, gap="large", key="run_metrics"):
+        st.metric("Status", fmt.status(run.status), width="content")
+        st.metric("Outcome", run.outcome or "—", width="content")
+        st.metric("Duration", fmt.duration(fmt.run_seconds(
+            run.started_at, run.ended_at, spans, now=now if run.status in fmt.ACTIVE_RUN else None)) or "—",
+            help="Time it ran; the time a failed run lay stopped before its resume is not counted", width="content")
+        st.metric("Cost", fmt.money(run.cost_usd) or "$0", width="content")
+        st.metric("Tokens", f"{run.tokens:,}", width="content")
+        st.metric("Trigger", run.trigger.replace("_", " "), width="content")
     st.caption(f"started by **{run.started_by or '—'}** · created {fmt.when(run.created_at)} UTC"
                + (f" · started {fmt.when(run.started_at)}" if run.started_at else "")
                + (f" · ended {fmt.when(run.ended_at)}" if run.ended_at else ""))
