@@ -11,7 +11,8 @@ nothing else, so it is tested without Streamlit.
 * **current**: the node a live run is at (running or waiting for a person); for an ended run,
   the node it ended on (the failed node, or the final node that is its outcome).
 
-:func:`first_inspected` picks the node the run page's inspector opens on.
+:func:`first_inspected` picks the node the run page's inspector opens on, and :func:`node_state`
+says in words where a node stands, for the inspector's node picker and its visits.
 """
 
 from __future__ import annotations
@@ -61,3 +62,25 @@ def first_inspected(highlight: RouteHighlight, run_status: str | None, last_chan
     if run_status == "completed" and last_changing:
         return last_changing
     return highlight.current or last_changing
+
+
+#: Run statuses after which nothing of the run moves any more.
+_ENDED = {"completed": "completed", "failed": "failed", "crashed": "crashed", "cancelled": "was cancelled"}
+
+
+def node_state(visit_status: str, run_status: str | None, asks_person: bool) -> str:
+    """Where a node's (latest) visit stands, as the run page says it: a visit's own status is
+    not the whole story. A run waiting for a person inside its process (a blocking pause) keeps
+    the asking visit ``running`` while the run is ``paused``; a suspended run marks it ``paused``;
+    either way the node waits for a person when it has an open task (``asks_person``). A run
+    that ended (it crashed, or was cancelled while waiting) leaves its open visit as it was,
+    but nothing runs or waits there any more."""
+    if visit_status in ("running", "paused"):
+        if run_status in _ENDED:
+            return f"stopped: the run {_ENDED[run_status]}"
+        if run_status == "paused" or visit_status == "paused":
+            return "paused (waiting for a person)" if asks_person else "paused"
+        if run_status == "cancelling":
+            return "running (cancel requested)"
+        return "running"
+    return visit_status.replace("_", " ")  # completed, failed, skipped, cancelled

@@ -32,7 +32,7 @@ from ui import workstreams as workstream_view
 from ui import format as fmt
 from ui.artifact_view import show as show_artifact
 from ui import graph
-from ui.route import first_inspected, route_highlight
+from ui.route import first_inspected, node_state, route_highlight
 
 REFRESH_SECONDS = 2
 WATCH_SECONDS = 60  # after an action, keep refreshing while the run's process picks it up
@@ -178,11 +178,12 @@ def _node_options(plan: Any, visits: list[dict]) -> list[str]:
     return list(plan.nodes) if plan is not None else list(dict.fromkeys(v["node_id"] for v in visits))
 
 
-def _visit_label(v: Any) -> str:
+def _visit_label(v: Any, run_status: str, asks_person: bool) -> str:
     item = f"[{v.item_key}]" if v.item_key else ""
-    took = f" · {v.duration_ms} ms" if v.duration_ms is not None else ""
+    took = f" · {v.duration_ms} ms" if v.duration_ms is not None and v.status not in ("running", "paused") else ""
     nxt = f" → {v.next_node}" if v.next_node else ""
-    return f"#{v.sequence} {v.node_id}{item} · {fmt.status(v.status)} · attempt {v.attempt}{took}{nxt}"
+    state = node_state(v.status, run_status, asks_person)
+    return f"#{v.sequence} {v.node_id}{item} · {state} · attempt {v.attempt}{took}{nxt}"
 
 
 def _explain(run: Any, plan: Any, node_id: str) -> str:
@@ -245,10 +246,15 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any, nodes: l
         if v["parent_visit_id"] is None:
             counts[v["node_id"]] = counts.get(v["node_id"], 0) + 1
     visited = highlight.visited if highlight is not None else {}
-    node_id = st.selectbox(
-        "Inspect node", nodes, key="inspect_node",
-        format_func=lambda n: f"{n} · {plan.nodes[n].type if plan else ''} · {counts.get(n, 0)} visit(s)"
-                              + (f" · {visited[n]}" if n in visited else ""))
+    run_tasks = task_store.tasks_for_run(run.id)
+    asking = {t.node_id for t in run_tasks if t.status in ("pending", "in_progress")}  # nodes waiting for a person
+
+    def label(n: str) -> str:
+        kind = f" · {plan.nodes[n].type.replace('_', ' ')}" if plan is not None else ""
+        state = f" · {node_state(visited[n], run.status, n in asking)}" if n in visited else " · not visited"
+        return f"{n}{kind} · {counts.get(n, 0)} visit(s){state}"
+
+    node_id = st.selectbox("Inspect node", nodes, key="inspect_node", format_func=label)
     node = plan.nodes.get(node_id) if plan is not None else None
     left, right = st.columns([2, 3])
     with left:
@@ -271,7 +277,7 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any, nodes: l
             explained = st.session_state.get("_explained")
             if explained and explained[:2] == (run.id, node.id):
                 st.markdown(explained[2])
-        for task in [t for t in task_store.tasks_for_run(run.id) if t.node_id == node_id]:
+        for task in [t for t in run_tasks if t.node_id == node_id]:
             st.markdown(f"**Task** {task.title} · {fmt.status(task.status)}"
                         + (f" · answered by {task.answered_by} via {task.answered_via}" if task.answered_by else ""))
             if task.answer:
@@ -297,7 +303,7 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any, nodes: l
         for i, v in enumerate(shown):
             # Only an open visit is drawn (its JSON, tables and conversation are what the
             # browser spends its time on); opening another re-runs the inspector with it.
-            box = st.expander(_visit_label(v), expanded=i == 0, key=f"visit:{v.id}", on_change="rerun")
+            box = st.expander(_visit_label(v, run.status, node_id in asking), expanded=i == 0, key=f"visit:{v.id}", on_change="rerun")
             if not box.open:
                 continue
             with box:
