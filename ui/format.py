@@ -1,5 +1,5 @@
 """Small text formats shared by the dashboard's pages: times, durations, money, status colours,
-and a run's duration without the time it lay failed before a resume."""
+a run's duration without the time it lay failed before a resume, and what a kind of node does."""
 
 from __future__ import annotations
 
@@ -100,3 +100,31 @@ def short(value: Any, limit: int = 80) -> str:
 def markdown_text(text: str) -> str:
     """``text`` shown through markdown as typed (``$900`` is not a formula, ``*`` not emphasis)."""
     return "".join("\\" + c if c in "\\`*_{}[]()#+-.!|<>~$" else c for c in text)
+
+
+#: What each kind of node does, in a reader's words (the run page's inspector says it when the
+#: definition describes a node no further).
+NODE_KINDS = {
+    "tool": "A step that runs a tool or sets fixed values.",
+    "interaction": "A step that asks a language model once.",
+    "agent": "A step where a language model works with tools until it has its answer.",
+    "condition": "A choice of the next step, by the run's data.",
+    "foreach": "A step done once for each item of a list.",
+    "branch": "Steps run side by side, then joined.",
+    "process": "Another process, run as a part of this one.",
+    "human_task": "A question to a person: the run waits for the answer.",
+    "final": "An end of the process: its name is the run's outcome.",
+}
+
+
+def node_kind(node_type: str) -> str:
+    return NODE_KINDS.get(node_type, f"A {node_type.replace('_', ' ')} step.")
+
+
+def assignee(value: str | None) -> str:
+    """Who a task is for, in words: ``group:legal`` is the legal group; nobody named is anyone."""
+    if not value:
+        return "anyone"
+    if value.startswith("group:"):
+        return f"the {value.removeprefix('group:')} group"
+    return value

@@ -5,6 +5,7 @@ and no developer's words — field names, ``None``, ids where a name exists — 
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -74,6 +75,7 @@ def answered_after_three_hours() -> str:
 def runs(migrated_template, tmp_path_factory):
     with dashboard_store(tmp_path_factory.mktemp("ui-readable"), migrated_template, {**ALL, **SUBMISSION_DEFS}) as folder:
         chain = seed.template_chain()
+        seed.artifacts(chain.run_id)
         ids = {"template": chain.run_id, "input": chain.input_id, "long": answered_after_three_hours(),
                "waiting": waiting_in_process("ACME"), "suspended": seed.paused_review("Globex")[0].id}
         with dashboard(folder) as url:
@@ -129,3 +131,27 @@ def test_a_node_waiting_for_a_person_is_paused_in_the_node_picker(runs, page, wh
     expect(picker).to_have_value("review · human task · 1 visit(s) · paused (waiting for a person)")
     expect(page.get_by_test_id("stExpander").filter(has_text="#2 review")).to_contain_text(
         "paused (waiting for a person)")
+
+
+def test_the_run_page_speaks_to_people_not_developers(runs, page):
+    url, ids = runs
+    open_run(page, url, ids["template"])  # its step write_digest has no description
+    main = page.get_by_test_id("stMain")
+    expect(main).to_contain_text("A step where a language model works with tools until it has its answer.")
+    expect(main).to_contain_text("Input submission: contract_in")
+    expect(main).to_contain_text("Output submission: contract_digest_out")
+    text = main.inner_text()
+    for raw in ("human_description", "None", "`", ids["input"]):
+        assert raw not in text, f"{raw!r} on the run page"
+    page.get_by_role("tab", name="Tasks").click()
+    expect(main).to_contain_text("No tasks for people: this run has not reached a step that asks a person.")
+    assert "human_task" not in main.inner_text()
+
+
+def test_the_artifacts_page_names_the_run_an_artifact_came_from(runs, page):
+    url, ids = runs
+    page.goto(f"{url}/artifacts")
+    main = page.get_by_test_id("stMain")
+    expect(main.get_by_role("link", name="From a contract_digest run · completed")).to_be_visible()
+    expect(page.get_by_role("combobox", name="Show")).to_have_value(re.compile(r"^trend v1 · from a contract_digest run of "))
+    assert ids["template"] not in main.inner_text(), "the run's id where its name says more"

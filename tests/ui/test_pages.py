@@ -122,7 +122,7 @@ def test_failed_run_page_shows_the_route_the_error_and_offers_resume(make_app, r
     assert {b.label for b in at.button} >= {"Resume", "Replay"} and "Cancel…" not in {b.label for b in at.button}
     assert at.selectbox(key="inspect_node").value == "explode", "the inspector opens where the run stopped"
     text = _texts(at)
-    assert "type `tool`" in text and "1 visit(s), newest first" in text
+    assert "tool step" in text and "1 visit(s), newest first" in text
     assert not at.code, "the node's definition is drawn only when asked for"
     at.session_state["yaml:explode"] = True  # opening its expander
     at.run()

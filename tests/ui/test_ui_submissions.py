@@ -28,6 +28,11 @@ def _links(at) -> list[str]:
     return [p.proto.label for p in at.get("page_link")]
 
 
+def _targets(at) -> dict[str, str]:
+    """Each page link's label → its query string (where it leads)."""
+    return {p.proto.label: p.proto.query_string for p in at.get("page_link")}
+
+
 def _button(at, label: str):
     matches = [b for b in at.button if b.label == label]
     assert matches, f"no button {label!r}; buttons: {[b.label for b in at.button]}"
@@ -187,11 +192,12 @@ def test_the_run_page_links_the_input_and_each_steps_output_submission(make_app,
     at.run()
     at.switch_page("pages/run.py").run()
     assert not at.exception, at.exception
-    assert f"Input submission {chain.input_id}" in _links(at)
+    # named by their forms, leading to the submissions
+    assert _targets(at)["Input submission: contract_in"] == f"submission={chain.input_id}"
     at.selectbox(key="inspect_node").set_value("extract_points").run()
-    assert any(label.startswith(f"Output submission {chain.points_id}") for label in _links(at))
+    assert _targets(at)["Output submission: contract_points"] == f"submission={chain.points_id}"
     at.selectbox(key="inspect_node").set_value("write_digest").run()
-    assert any(label.startswith(f"Output submission {chain.digest_id}") for label in _links(at))
+    assert _targets(at)["Output submission: contract_digest_out"] == f"submission={chain.digest_id}"
     at.session_state["run_tabs"] = "Visits"
     at.run()
     table = next(f.value for f in at.dataframe if "next" in f.value.columns)
@@ -250,7 +256,7 @@ def test_a_real_template_runs_values_trace_back_to_its_input_on_the_page(make_ap
     at = make_app(run=run.id)
     at.run()
     at.switch_page("pages/run.py").run()
-    assert f"Input submission {run.input_submission_id}" in _links(at)
+    assert _targets(at)["Input submission: contract_in"] == f"submission={run.input_submission_id}"
 
 
 @contextmanager

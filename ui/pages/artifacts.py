@@ -33,19 +33,21 @@ with browse:
             "definition": r["definition_name"], "run": nav.run_url(r["run_id"]), "run status": fmt.status(r["run_status"]),
             "created": fmt.when(r["created_at"]),
         } for r in rows], hide_index=True, key="art_table",
-            column_config={"run": st.column_config.LinkColumn("run", display_text=r"run\?run=(.*)")})
+            # the first 8 characters name a run well enough on screen (as on the Runs page)
+            column_config={"run": st.column_config.LinkColumn("run", display_text=r"run\?run=(.{8}).*")})
         if total > PAGE_SIZE:
             st.pagination(-(-total // PAGE_SIZE), key="art_page")
         chosen = st.selectbox("Show", [r["id"] for r in rows], key="art_pick",
-                              format_func=lambda i: next(f"{r['key']} v{r['version']} · {r['definition_name']} · run {r['run_id']}"
-                                                         for r in rows if r["id"] == i))
+                              format_func=lambda i: next(f"{r['key']} v{r['version']} · from a {r['definition_name']} run "
+                                                         f"of {fmt.when(r['run_created_at'])}" for r in rows if r["id"] == i))
         artifact = artifact_store.get_artifact(chosen)
         if artifact is not None:
             st.markdown(f"**{artifact.key}** · {artifact.type} · version {artifact.version}"
                         + (f" — {artifact.description}" if artifact.description else ""))
-            nav.run_link(artifact.run_id, f"From run {artifact.run_id}")
+            row = next(r for r in rows if r["id"] == chosen)
+            nav.run_link(artifact.run_id, f"From a {row['definition_name']} run · {fmt.status(row['run_status'])}")
             if artifact.visit_id and (visit := visit_store.get_visit(artifact.visit_id)) is not None:
-                st.caption(f"written by node `{visit.node_id}` (visit #{visit.sequence}) at {fmt.when(artifact.created_at)} UTC")
+                st.caption(f"written by step {visit.node_id} (visit #{visit.sequence}) at {fmt.when(artifact.created_at)} UTC")
             artifact_view.show(artifact.type, artifact.content, key=f"art:{artifact.id}")
     elif key_text.strip() or kind or definition:
         st.info("No artifact matches these filters: clear one to see more.", icon=":material/filter_alt_off:")

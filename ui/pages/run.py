@@ -100,9 +100,12 @@ def _header(run: Any) -> None:
         st.markdown(f"[Prefect flow run `{run.prefect_flow_run_id}`]({url}) — its task runs, logs and artifacts "
                     "in Prefect's UI")
     if run.parent_run_id:
-        nav.run_link(run.parent_run_id, f"Parent run {run.parent_run_id}")
+        parent = run_store.get_run(run.parent_run_id)
+        nav.run_link(run.parent_run_id, f"Parent run: {parent.definition_name} · {fmt.status(parent.status)}"
+                     if parent is not None else "Parent run")
     if run.input_submission_id:
-        nav.submission_link(run.input_submission_id, f"Input submission {run.input_submission_id}")
+        given = submission_store.get_submission(run.input_submission_id)
+        nav.submission_link(run.input_submission_id, "Input submission" + (f": {given.form_name}" if given else ""))
     for child in run_store.child_runs(run.id):
         nav.run_link(child.id, f"Sub-process run {child.definition_name} · {fmt.status(child.status)}")
 
@@ -261,9 +264,14 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any, nodes: l
         if node is not None:
             if node.title and node.title != node.id:
                 st.markdown(f"**{node.title}**")
-            st.markdown(node.human_description or "_No `human_description`._")
-            extra = [f"type `{node.type}`"] + ([f"lane `{node.lane}`"] if node.lane else []) \
-                + ([f"phase `{node.phase}`"] if node.phase else []) + ([f"writes `{', '.join(node.writes)}`"] if node.writes else [])
+            if node.human_description:
+                st.markdown(node.human_description)
+            else:  # the definition says nothing more: what this kind of node does, and where to learn more
+                st.markdown(fmt.node_kind(node.type) + " Its definition gives no description; "
+                            "**Explain** below outlines what it does.")
+            extra = [f"{node.type.replace('_', ' ')} step"] + ([f"lane {node.lane}"] if node.lane else []) \
+                + ([f"phase {node.phase}"] if node.phase else []) \
+                + ([f"sets {', '.join(fmt.markdown_text(w) for w in node.writes)}"] if node.writes else [])
             st.caption(" · ".join(extra))
             # drawn only when opened: a highlighted code block is the dearest element of the page
             definition = st.expander("Its definition (YAML)", key=f"yaml:{node.id}", on_change="rerun")
@@ -313,7 +321,8 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any, nodes: l
                 if v.error:
                     st.error(v.error)
                 if v.id in outputs:
-                    nav.submission_link(outputs[v.id], f"Output submission {outputs[v.id]}")
+                    made = submission_store.get_submission(outputs[v.id])
+                    nav.submission_link(outputs[v.id], "Output submission" + (f": {made.form_name}" if made else ""))
                 c1, c2 = st.columns(2)
                 with c1:
                     st.caption("input")
@@ -372,7 +381,7 @@ def _visits_table(run: Any, visits: list[dict]) -> None:
 def _artifacts(run: Any) -> None:
     rows = artifact_store.artifacts_for_run(run.id, latest_only=True)
     if not rows:
-        st.caption("No artifacts: a node makes one with the `write_artifact` tool (reports, tables, charts).")
+        st.caption("No artifacts: this run has made no report, table or chart.")
     for a in rows:
         with st.expander(f"{a.key} · {a.type} · v{a.version}" + (f" — {a.description}" if a.description else "")):
             show_artifact(a.type, a.content, key=f"art:{a.id}")
@@ -381,9 +390,9 @@ def _artifacts(run: Any) -> None:
 def _tasks(run: Any) -> None:
     tasks = task_store.tasks_for_run(run.id)
     if not tasks:
-        st.caption("No human tasks: this run has not reached a `human_task` node.")
+        st.caption("No tasks for people: this run has not reached a step that asks a person.")
     for t in tasks:
-        st.markdown(f"**{t.title}** · node `{t.node_id}` · {fmt.status(t.status)} · assigned to {t.assignee or 'anyone'}"
+        st.markdown(f"**{t.title}** · at step {t.node_id} · {fmt.status(t.status)} · for {fmt.assignee(t.assignee)}"
                     + (f" · answered by {t.answered_by} via {t.answered_via}" if t.answered_by else ""))
         nav.task_link(t.id, "Open in the task inbox")
 
