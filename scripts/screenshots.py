@@ -6,7 +6,8 @@ Prefect's local server there, runs real runs in the background (a failed run, a 
 review waiting for a person, a review answered after a long wait), records a template run's
 submissions (each value citing the values it was taken from), serves the dashboard the way
 ``ergon ui`` does and drives Debian's chromium (Playwright) through each page, signed in as an
-approver. Each page is saved as ``<page>-<width>.png``, full height.
+approver. Each page is saved as ``<page>-<width>.png``, full height (the window is made as tall as
+the page, which scrolls inside Streamlit's main area rather than the document).
 
 Usage: ``.venv/bin/python scripts/screenshots.py [--out screenshots]`` (``python3 dev.py screenshots``).
 """
@@ -72,7 +73,7 @@ def seed() -> dict[str, str]:
     done = visit_store.start_visit(long_run.id, "done", "final", now=later)
     visit_store.finish_visit(done.id, now=later + timedelta(milliseconds=3))
     run_store.set_run_status(long_run.id, "running")
-    run_store.set_run_status(long_run.id, "completed", outcome="done")
+    run_store.set_run_status(long_run.id, "completed", outcome="done", now=later + timedelta(milliseconds=3))
     chain = ui_seed.template_chain()  # a template run's submissions, each value citing its inputs
     return {"failed": failed, "foreach": foreach, "waiting": waiting, "paused": paused.id, "long": long_run.id,
             "task": task_store.tasks_for_run(waiting)[0].id, "digest": chain.digest_id,
@@ -143,6 +144,11 @@ def main() -> None:
     print(f"screenshots in {out}")
 
 
+#: The height the page's content needs (Streamlit's main area scrolls on its own).
+TALL = """() => Math.max(...[...document.querySelectorAll('[data-testid=stMain], [data-testid=stAppViewContainer]')]
+    .map(e => e.scrollHeight), document.documentElement.scrollHeight)"""
+
+
 def shoot(base: str, ids: dict[str, str], out: Path) -> None:
     from playwright.sync_api import expect, sync_playwright
 
@@ -151,6 +157,7 @@ def shoot(base: str, ids: dict[str, str], out: Path) -> None:
         ("run-failed", f"/run?run={ids['failed']}", "svg g.node"),
         ("run-foreach", f"/run?run={ids['foreach']}", "svg g.node"),
         ("run-paused", f"/run?run={ids['paused']}", "svg g.node"),
+        ("run-waiting", f"/run?run={ids['waiting']}", "svg g.node"),  # its process blocked in the pause
         ("run-long-wait", f"/run?run={ids['long']}", "svg g.node"),
         ("inbox", f"/inbox?task={ids['task']}", ".st-key-task_card"),
         ("run-template", f"/run?run={ids['template']}", "svg g.node"),
@@ -182,7 +189,13 @@ def shoot(base: str, ids: dict[str, str], out: Path) -> None:
                     page.get_by_role("tab", name="Timeline").click()
                     page.wait_for_timeout(1500)  # the chart draws
                 page.wait_for_timeout(800)  # charts and the graph finish drawing (not a measurement)
+                # The page scrolls inside Streamlit's main area, not the document, so a full-page
+                # screenshot would stop at the window: the window grows to the page's height.
+                tall = page.evaluate(TALL)
+                page.set_viewport_size({"width": width, "height": max(900, min(tall, 12_000))})
+                page.wait_for_timeout(500)
                 page.screenshot(path=str(out / f"{name}-{width}.png"), full_page=True)
+                page.set_viewport_size({"width": width, "height": 900})
             context.close()
         browser.close()
 
