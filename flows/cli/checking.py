@@ -6,6 +6,9 @@ command's cyclopts face is :func:`flows.cli.definitions.check`; :func:`flows.cli
 which saves importing cyclopts and rich (about 0.05 s on this 2-core machine). Anything else —
 ``--help``, an unknown option, ``--json=false`` — goes through cyclopts, which parses and refuses
 as always.
+
+A check of input seen before prints its stored result without importing the compiler
+(:mod:`flows.cli.check_cache`); ``--no-cache`` or ``ERGON_NO_CHECK_CACHE=1`` checks afresh.
 """
 
 from __future__ import annotations
@@ -22,13 +25,13 @@ DEFAULT_DIR = "definitions"
 TEST_SUFFIXES = (".test.yaml", ".test.yml")
 
 
-def simple_argv(args: list[str]) -> tuple[tuple[str, ...], bool] | None:
-    """(paths, json) for the arguments after `check` when they are only paths and ``--json``
-    (what cyclopts would bind them to), else None."""
-    paths = tuple(a for a in args if a != "--json")
+def simple_argv(args: list[str]) -> tuple[tuple[str, ...], bool, bool] | None:
+    """(paths, json, no_cache) for the arguments after `check` when they are only paths,
+    ``--json`` and ``--no-cache`` (what cyclopts would bind them to), else None."""
+    paths = tuple(a for a in args if a not in ("--json", "--no-cache"))
     if any(a.startswith("-") for a in paths):
         return None
-    return paths, len(paths) < len(args)
+    return paths, "--json" in args, "--no-cache" in args
 
 
 def context_dirs(paths: tuple[str, ...]) -> list[str]:
@@ -39,9 +42,23 @@ def context_dirs(paths: tuple[str, ...]) -> list[str]:
     return sorted(dirs)
 
 
-def check(paths: tuple[str, ...], json_: bool) -> int:
+def check(paths: tuple[str, ...], json_: bool, no_cache: bool = False) -> int:
     """Check the definitions under ``paths`` (default `definitions/`); print every diagnostic at
-    once (as a JSON array with ``json_``) and a summary line; exit status 1 when one is an error."""
+    once (as a JSON array with ``json_``) and a summary line; exit status 1 when one is an error.
+    Unless ``no_cache``, a result stored for the same input is printed instead (:mod:`flows.cli.check_cache`)."""
+    cache = None
+    if not no_cache:
+        from flows.cli.check_cache import for_check
+
+        cache = for_check(paths or (DEFAULT_DIR,), json_, DEFAULT_DIR)
+    if cache is None:
+        return _check(paths, json_)
+    replayed = cache.replay()
+    return replayed if replayed is not None else cache.record(lambda: _check(paths, json_))
+
+
+def _check(paths: tuple[str, ...], json_: bool) -> int:
+    """The check itself: load, check, print."""
     with heavy_imports():
         from compiler import check_workspace, load_workspace
 

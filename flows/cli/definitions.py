@@ -18,7 +18,11 @@ from flows.heap import heavy_imports
 console = Console(highlight=False, soft_wrap=True)
 
 
-def check(*paths: str, json_: Annotated[bool, Parameter(name="--json")] = False) -> int:
+def check(
+    *paths: str,
+    json_: Annotated[bool, Parameter(name="--json")] = False,
+    no_cache: Annotated[bool, Parameter(name="--no-cache", negative=())] = False,
+) -> int:
     """Check definitions and print every problem at once.
 
     Parameters
@@ -27,8 +31,11 @@ def check(*paths: str, json_: Annotated[bool, Parameter(name="--json")] = False)
         Files or folders to check (default: `definitions/`).
     json_
         Print the diagnostics as one JSON array.
+    no_cache
+        Check afresh: neither print a result stored for the same input nor store this one
+        (also `ERGON_NO_CHECK_CACHE=1`).
     """
-    return run_check(paths, json_)
+    return run_check(paths, json_, no_cache)
 
 
 def schema(kind: Annotated[str | None, Parameter(name="--kind")] = None) -> int:

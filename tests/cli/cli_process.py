@@ -15,10 +15,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    """This environment without what decides rich's colour and width, plus ``extra``."""
+    """This environment without what decides rich's colour and width, plus ``extra``; `ergon check`
+    checks afresh (no check cache: these tests are about what the check itself imports and prints)."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "TERM")}
-    return {**env, **extra}
+    return {**env, "ERGON_NO_CHECK_CACHE": "1", **extra}
 
 
 def imported(argv: list[str], env: dict[str, str]) -> tuple[str, set[str]]:
