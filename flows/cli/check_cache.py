@@ -21,10 +21,10 @@ An entry is keyed by a BLAKE2b hash of everything the check's result can depend 
 
 A lookup hashes with the standard library only. A check is stored only when its input was the
 same after it as before (a file saved during the check is not cached), it ended with 0 or 1 and
-no exception, and its output reports no JavaScript sandbox limit (which depends on the machine's
-load, not the input). Whatever goes wrong computing the key — an unreadable file, too many files
-(:data:`MAX_FILES`, :data:`MAX_BYTES`) — means a normal check; an entry that cannot be read or is
-malformed is a miss. Entries live in ``<state folder>/cache/check/`` (``.ergon/`` unless
+no exception, and the JavaScript sandbox neither hit a limit nor lost its process (which depends
+on the machine's load, not the input). Whatever goes wrong computing the key — an unreadable file,
+too many files (:data:`MAX_FILES`, :data:`MAX_BYTES`) — means a normal check; an entry that cannot
+be read or is malformed is a miss. Entries live in ``<state folder>/cache/check/`` (``.ergon/`` unless
 ``ERGON_HOME`` says otherwise), written atomically; the :data:`MAX_ENTRIES` most recently used are
 kept. Only the `ergon` command's process uses the cache (not a test calling the CLI in-process),
 and only in a project's root folder or with ``ERGON_HOME`` set, so no state folder is made in a
@@ -55,16 +55,19 @@ MAX_FILES = 5_000
 MAX_BYTES = 64 * 2**20
 #: ``ERGON_NO_CHECK_CACHE=1`` (or any value but ``0`` and empty) turns the cache off.
 OFF_VARIABLE = "ERGON_NO_CHECK_CACHE"
-#: Texts of the diagnostics of a JavaScript sandbox limit (:class:`compiler.js.engine.JsLimitError`):
-#: time and memory depend on the machine's load, so such a result is not stored.
-_LIMIT_TEXTS = ("than its time limit", "exhausted the sandbox's memory")
+#: Texts of what the JavaScript sandbox (:mod:`compiler.js.engine`) says when it hit a limit or its
+#: process did not answer in time: that depends on the machine's load, not the input, so such a
+#: result is not stored.
+_LIMIT_TEXTS = ("than its time limit", "exhausted the sandbox's memory", "JavaScript analysis failed",
+                "JavaScript sandbox did not start")
 #: Environment variables, besides the prefixes below, that change a check or how it is printed:
 #: the locale, and those rich (and :mod:`flows.cli.terminal`, which answers as rich) read.
 _VARIABLES = frozenset({"LANG", "LANGUAGE", "TERM", "COLORTERM", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR",
                         "TTY_COMPATIBLE", "TTY_INTERACTIVE", "JUPYTER_COLUMNS", "JUPYTER_LINES", "CLICOLOR",
                         "CLICOLOR_FORCE", "TERM_PROGRAM"})
 _PREFIXES = ("ERGON_", "PYTHON", "LC_")
-#: Folders whose files no check reads: the state folder, version control, caches, virtualenvs.
+#: Folders the walks leave out besides those named ``.*`` (the state folder, version control,
+#: virtualenvs): no check reads the bytecode caches.
 _SKIPPED = ("__pycache__",)
 
 
@@ -199,7 +202,7 @@ def _material(targets: tuple[str, ...], json_: bool, definitions: str, folder: P
     roots = _roots(targets, definitions)
     if roots is None:
         return None
-    hasher = _Hasher(skip=folder.resolve())
+    hasher = _Hasher(skip=folder.parent.parent.resolve())  # the state folder, wherever ERGON_HOME puts it
     files = {}
     for root in dict.fromkeys(roots):
         if os.path.isdir(root):
@@ -281,7 +284,8 @@ class Cache:
         finally:
             sys.stdout, sys.stderr = out, err
         text = "".join(t for _, t in chunks)
-        if status in (0, 1) and not any(limit in text for limit in _LIMIT_TEXTS) and self._unchanged():
+        if status in (0, 1) and not any(limit in text for limit in _LIMIT_TEXTS) and not _sandbox_lost() \
+                and self._unchanged():
             self._store(status, chunks)
         return status
 
@@ -326,6 +330,14 @@ class Cache:
                 os.unlink(path)
             except OSError:
                 pass
+
+
+def _sandbox_lost() -> bool:
+    """Whether the JavaScript sandbox's process was lost during the check (it overran its start
+    limit or died: the engine drops it) — a pass may have taken the failure as a template's."""
+    engine = sys.modules.get("compiler.js.engine")
+    worker = getattr(engine, "_worker", None)
+    return worker is not None and getattr(worker, "next_id", 0) > 0 and getattr(worker, "proc", None) is None
 
 
 class _Tee:
