@@ -57,25 +57,33 @@ from flows.runtime.routing import ask_user_exit, next_node, run_artifact_keys
 from flows.runtime.supervision import MAX_ROUNDS, Command, ProcessEvent, Supervisor, Tally, Verdict, check, exits_of, ordinal
 from flows.secrets.redaction import redact
 
+#: A fan-out's progress is told at most this often (seconds), and at its last item.
+PROGRESS_EVERY = 0.1
 #: the key of a paused visit's output that holds the effect it computed before asking a person
 _HELD = "held_effect"
 
 
 class _FanoutProgress:
-    """A fan-out's items ended so far, told to the listener as a ``progress`` event after each
-    item (``done``, ``failed``, ``total``): the CLI draws it on a terminal, Prefect's backend keeps
-    the node's task run's progress artifact from it (:mod:`flows.prefect.progress`)."""
+    """A fan-out's items ended so far, told to the listener as a ``progress`` event (``done``,
+    ``failed``, ``total``) at most every :data:`PROGRESS_EVERY` seconds and at the last item: the
+    CLI draws it on a terminal, Prefect's backend keeps the node's task run's progress artifact
+    from it (:mod:`flows.prefect.progress`). Telling every item cost 10 µs an item of a
+    10,000-item fan-out, more than a screen or Prefect's UI can show."""
 
-    __slots__ = ("done", "failed", "listener", "node_id", "total")
+    __slots__ = ("done", "failed", "listener", "node_id", "told_at", "total")
 
     def __init__(self, listener: Listener, node_id: str, total: int) -> None:
         self.listener, self.node_id, self.total = listener, node_id, total
         self.done = self.failed = 0
+        self.told_at = 0.0
 
     def ended(self, status: str) -> None:
         self.done += 1
         self.failed += status == "failed"
-        self.listener("progress", self.node_id, {"done": self.done, "failed": self.failed, "total": self.total})
+        now = time.monotonic()
+        if self.done >= self.total or now - self.told_at >= PROGRESS_EVERY:
+            self.told_at = now
+            self.listener("progress", self.node_id, {"done": self.done, "failed": self.failed, "total": self.total})
 
     def again(self, completed: int) -> None:
         """The node's task run is tried again: only its completed items count as done."""
@@ -630,6 +638,9 @@ class Engine:
         collect = fanout_body(node).collect
         target = collect if isinstance(collect, str) else collect.into if collect else None
         reaching = set(node.writes) - {target}
+        if target is None and not reaching:  # nothing to gather: count the failures (a large fan-out's common case)
+            failed = sum(1 for res in results if res is None or res["status"] != "completed")
+            return Effect(update={}, output={"items": len(items), "failed": failed})
         is_branch = node.type == "branch"
         envelopes = []
         update: dict[str, Any] = {}
