@@ -268,11 +268,17 @@ def _enter_project(argv: list[str]) -> list[str]:
 
 
 def main() -> None:
+    import os
     import signal
 
     from flows import heap
 
     heap.mark_one_run_process()  # this process runs one command and ends (see flows.heap)
+    # started with a standard stream closed (`ergon check >&-`), Python leaves it None: what the
+    # command would print there goes nowhere, as a shell tool's output does, instead of failing
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 - for the process's life
 
     try:
         code = _help_page(sys.argv[1:])
