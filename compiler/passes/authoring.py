@@ -156,7 +156,7 @@ def _bad_schema(schema: Any, path: tuple) -> Iterator[Finding]:
         if problem is not None:
             message, inner = problem
             yield Finding("bad-schema", (*path, *prefix, *inner), f"invalid JSON Schema: {message}",
-                          hint="schemas follow JSON Schema draft 2020-12 (https://json-schema.org)")
+                          hint="change the keyword the message names to what JSON Schema draft 2020-12 allows there (https://json-schema.org)")
             if not prefix:
                 return  # the schema's own shape is wrong: its properties are beside the point
 

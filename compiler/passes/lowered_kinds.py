@@ -142,16 +142,16 @@ def _template(unit, defn: TemplateDef, ws) -> Iterator[Finding]:
                           hint=choices_hint(step.environment, environments, what="defined environments"))
         if step.key in keys:
             yield Finding("bad-value", ("steps", i, "key"), f"step key `{step.key}` is already used by step {keys[step.key] + 1}",
-                          hint="step keys are unique within a template")
+                          hint=f"rename this step's `key` (e.g. `{step.key}_2`): step keys are unique within a template")
         else:
             keys[step.key] = i
         if step.output_key == "input":
             yield Finding("bad-value", ("steps", i, "output_key"), "`input` is the template's input and cannot be a step output",
-                          hint="choose another output_key")
+                          hint=f"write another name, e.g. `output_key: {step.key}`")
         elif step.output_key in outputs:
             yield Finding("bad-value", ("steps", i, "output_key"),
                           f"output_key `{step.output_key}` is already written by step `{defn.steps[outputs[step.output_key]].key}`",
-                          hint="each step writes its own output_key")
+                          hint=f"give this step an `output_key` of its own, e.g. `output_key: {step.key}`")
         else:
             outputs[step.output_key] = i
     for i, step in enumerate(defn.steps):
@@ -1018,7 +1018,7 @@ def _condition(cond: dict[str, Any], path: tuple, visible: set[str], outputs, as
                     re.compile(c.value)
                 except re.error as exc:
                     yield Finding("bad-value", where, f"invalid regular expression `{c.value}`: {exc}",
-                                  hint="patterns use Python `re` syntax (searched anywhere in the value)")
+                                  hint="fix the pattern at the position the error gives (Python `re` syntax, searched anywhere in the value; escape a literal `.`, `(`, `[` with `\\`)")
         elif c.op in ("$in", "$nin") and not isinstance(c.value, list) and not (isinstance(c.value, str) and c.value.startswith("${")):
             yield Finding("bad-value", where, f"`{c.op}` expects a list of values", hint=f"write `{c.op}: [a, b]`")
         if isinstance(c.value, str):
@@ -1034,13 +1034,13 @@ def _form(defn: FormDef) -> Iterator[Finding]:
     groups: set[str] = set()
     for g, group in enumerate(defn.groups):
         if group.name in groups:
-            yield Finding("bad-value", ("groups", g, "name"), f"group `{group.name}` is defined twice", hint="group names are unique within a form")
+            yield Finding("bad-value", ("groups", g, "name"), f"group `{group.name}` is defined twice", hint=f"rename one of the groups (e.g. `{group.name}_2`), or merge their fields into one")
         groups.add(group.name)
         fields: set[str] = set()
         for f, field in enumerate(group.fields):
             if field.name in fields:
                 yield Finding("bad-value", ("groups", g, "fields", f, "name"), f"field `{field.name}` is defined twice in group `{group.name}`",
-                              hint="field names are unique within a group")
+                              hint=f"rename one of the fields (e.g. `{field.name}_2`): field names are unique within a group")
             fields.add(field.name)
             if field.type == "select" and not field.options:
                 yield Finding("bad-value", ("groups", g, "fields", f), f"select field `{field.name}` has no options",
