@@ -68,8 +68,9 @@ def main() -> int:
             print(("FAIL " if report.problems else "ok   ") + report.describe()
                   + "".join(f"\n       {p}" for p in report.problems), flush=True)
         if not args.no_baseline:
-            whole = harness.run_case(-1, shares=[])
-            print(f"no kill: the whole run {whole.first_seconds:.1f} s (spawn to exit)"
+            whole, behind, late = _watched(harness)
+            print(f"no kill: the whole run {whole.first_seconds:.1f} s (spawn to exit); the store's completed "
+                  f"items trailed the ledger by up to {behind:,} items, {late:.2f} s"
                   + "".join(f"\n       {p}" for p in whole.problems), flush=True)
     finally:
         if ours:
@@ -82,6 +83,44 @@ def main() -> int:
           f"{sum(1 for r in reports for p in r.problems if 'ran again' in p)} cases")
     print(f"time {time.monotonic() - started:.0f} s (store, logs and ledgers: {home})")
     return 1 if failed else 0
+
+
+def _watched(harness):
+    """A run without a kill, its ledger and the store's completed items sampled every 20 ms:
+    (its report, the most items the ledger was ahead of the store, the longest from a moment the
+    ledger had some number of lines to the first moment the store had as many items completed —
+    about the longest an item's end waited to be committed, within the 20 ms of a sample)."""
+    import threading
+
+    from kill_nine_fanout import _lines
+
+    ledger = harness.workspace / "ledgers" / "case--1.txt"
+    samples: list[tuple[float, int, int]] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        run_id = None
+        while not done.is_set():
+            at, lines = time.monotonic(), _lines(ledger)
+            run_id = run_id or harness.run_of(ledger)
+            if run_id is not None:
+                samples.append((at, lines, len(harness.completed_items(run_id))))
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        report = harness.run_case(-1, shares=[])
+    finally:
+        done.set()
+        watcher.join()
+    behind = max((lines - completed for _, lines, completed in samples), default=0)
+    late = 0.0
+    for written, level, _ in samples:  # the ledger had `level` lines: when did the store have as many completed?
+        committed = next((t for t, _, completed in samples if completed >= level), None)
+        if committed is not None:
+            late = max(late, committed - written)
+    return report, behind, late
 
 
 if __name__ == "__main__":
