@@ -151,7 +151,10 @@ class Recorder(Protocol):
 
 
 class Executor(Protocol):
-    """Runs one visit attempt loop (:class:`flows.prefect.executor.PrefectExecutor`: a Prefect task run with retries)."""
+    """Runs one visit attempt loop (:class:`flows.prefect.executor.PrefectExecutor`: a Prefect task run with retries).
+
+    An executor may say ``waits_between_attempts = False`` (``ergon test``'s): the items of a
+    ``task_runs: node`` foreach, whose attempts the engine runs itself, then skip their delays too."""
 
     async def visit(self, node: PlanNode, run_name: str, attempt_fn: Callable[[int], Awaitable[Any]]) -> Any: ...
 
@@ -575,8 +578,9 @@ class Engine:
                     def attempt_fn(attempt: int) -> Awaitable[Effect]:
                         return self._item_attempt(node, child, scope, key, parent_vid, attempt)
 
-                    if per_node:
-                        effect = await run_attempts(child.retry, attempt_fn)
+                    if per_node:  # the executor's way with delays: ergon test's has none
+                        effect = await run_attempts(child.retry, attempt_fn,
+                                                    wait=getattr(self.executor, "waits_between_attempts", True))
                     else:
                         effect = await self.executor.visit(child, f"{node.id}[{key}]", attempt_fn)
                     results[index] = {"status": "completed", "effect": effect}

@@ -45,6 +45,9 @@ DEFAULT_PERSON = "tester"
 class AttemptLoop:
     """The engine's ``Executor`` for tests (see the module docstring)."""
 
+    #: the engine's own attempt loops (a `task_runs: node` foreach's items) skip the delays too
+    waits_between_attempts = False
+
     async def visit(self, node: PlanNode, run_name: str, attempt_fn: Callable[[int], Awaitable[Any]]) -> Any:
         return await run_attempts(node.retry, attempt_fn, wait=False)
 
