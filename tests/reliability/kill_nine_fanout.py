@@ -351,30 +351,27 @@ class Harness:
         if open_ := {s: n for s, n in still.items() if s in ("running", "pending")}:
             problems.append(f"visits left open: {open_}")
         problems.extend(stuck_runs())
-        problems.extend(stuck_flow_runs(since))
+        problems.extend(stuck_flow_runs(since, len(report.kills) + 1))
 
 
-def stuck_flow_runs(since: datetime) -> list[str]:
+def stuck_flow_runs(since: datetime, processes: int) -> list[str]:
     """Prefect flow runs of the definition made since ``since`` still ``Running``, ``Pending`` or
-    ``Paused``: with every process of the case gone, nothing executes them."""
+    ``Paused`` (with every process of the case gone, nothing executes them); and fewer than one
+    for each of the case's ``processes`` (``ergon run`` and each resume): the check found none of
+    them, so it checked nothing."""
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import (
-        FlowFilter,
-        FlowFilterName,
-        FlowRunFilter,
-        FlowRunFilterState,
-        FlowRunFilterStateType,
-    )
-    from prefect.client.schemas.objects import StateType
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+    from prefect.client.schemas.sorting import FlowRunSort
 
-    with get_client(sync_client=True) as client:
-        rows = client.read_flow_runs(
-            flow_filter=FlowFilter(name=FlowFilterName(any_=[NAME])),
-            flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(
-                any_=[StateType.RUNNING, StateType.PENDING, StateType.PAUSED]))),
-            limit=200)
-    return [f"Prefect flow run {r.id} ({r.name}) is still {r.state.type.value if r.state else '?'}" for r in rows
-            if r.created is not None and r.created >= since]
+    with get_client(sync_client=True) as client:  # newest first: the case's own are the first few
+        rows = client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=[NAME])),
+                                     sort=FlowRunSort.EXPECTED_START_TIME_DESC, limit=50)
+    rows = [r for r in rows if r.created is not None and r.created >= since]
+    problems = [f"Prefect flow run {r.id} ({r.name}) is still {r.state.type.value}" for r in rows
+                if r.state is not None and r.state.type.value in ("RUNNING", "PENDING", "PAUSED")]
+    if len(rows) < processes:
+        problems.append(f"Prefect has {len(rows)} flow runs of the case, fewer than its {processes} processes")
+    return problems
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
