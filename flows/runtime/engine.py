@@ -70,20 +70,27 @@ class _FanoutProgress:
     from it (:mod:`flows.prefect.progress`). Telling every item cost 10 µs an item of a
     10,000-item fan-out, more than a screen or Prefect's UI can show."""
 
-    __slots__ = ("done", "failed", "listener", "node_id", "told_at", "total")
+    __slots__ = ("done", "failed", "listener", "node_id", "told", "told_at", "total")
 
     def __init__(self, listener: Listener, node_id: str, total: int) -> None:
         self.listener, self.node_id, self.total = listener, node_id, total
         self.done = self.failed = 0
+        self.told: dict[str, int] | None = None
         self.told_at = 0.0
 
     def ended(self, status: str) -> None:
         self.done += 1
         self.failed += status == "failed"
-        now = time.monotonic()
-        if self.done >= self.total or now - self.told_at >= PROGRESS_EVERY:
-            self.told_at = now
-            self.listener("progress", self.node_id, {"done": self.done, "failed": self.failed, "total": self.total})
+        if self.done >= self.total or time.monotonic() - self.told_at >= PROGRESS_EVERY:
+            self.tell()
+
+    def tell(self) -> None:
+        """Tell the counts as they are now (once per change): also after the last item to end,
+        when a failure left the rest unstarted and the throttle held back the last counts."""
+        counts = {"done": self.done, "failed": self.failed, "total": self.total}
+        if counts != self.told:
+            self.told, self.told_at = counts, time.monotonic()
+            self.listener("progress", self.node_id, counts)
 
     def again(self, completed: int) -> None:
         """The node's task run is tried again: only its completed items count as done."""
@@ -595,6 +602,7 @@ class Engine:
                 stop.clear()
                 progress.again(sum(1 for r in results if (r or {}).get("status") == "completed"))
             await asyncio.gather(*(one(i, *it) for i, it in enumerate(items)))
+            progress.tell()
             failures = [(items[i][0], r) for i, r in enumerate(results) if r and r["status"] == "failed"]
             if failures and fail_fast:
                 key, res = failures[0]

@@ -112,10 +112,16 @@ def test_collect_errors_keeps_going_and_fail_fast_stops(run_def):
     assert kept["status"] == "completed", kept
     assert [r is None for r in kept["context"]["results"]] == [False, True, False, False]
 
+    from flows.store import runs as run_store
+
     items = [{"k": f"ff-{i}", "f": 5 if i == 1 else 0} for i in range(4)]
     stopped = run_def({"stop_early.yaml": _definition("stop_early", items, window=1)}, "stop_early")
     assert stopped["status"] == "failed"
     assert "item `ff-1` failed" in stopped["error"]
+    # the progress artifact ends with the counts as the fan-out stopped, the failure included
+    _, artifacts = _flow_run_records(run_store.get_run(stopped["run_id"]).prefect_flow_run_id)
+    [progress] = [a for a in artifacts if a.type == "progress"]
+    assert "2 of 4 items ended, 1 failed" in (progress.description or ""), progress.description
 
 
 def test_resume_reuses_the_completed_items(run_def):
