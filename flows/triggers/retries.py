@@ -21,6 +21,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from flows.runtime.attempts import retry_delays
 from flows.trigger_refs import TriggerRef
 
 
@@ -34,16 +35,11 @@ def around_run(plan: Any, request: Any, prefect_id: str | None,
 
 
 def backoff_delays(policy: Any) -> list[float]:
-    """One delay per retry: exponential, capped, with jitter."""
+    """One delay per retry: a node's delays (:func:`flows.runtime.attempts.retry_delays`), each
+    moved by up to ``jitter`` of itself either way."""
     if policy is None:
         return []
-    delays = []
-    for i in range(policy.retries):
-        delay = min(policy.delay_seconds * policy.backoff**i, policy.max_delay_seconds)
-        if policy.jitter:
-            delay *= 1 + random.uniform(-policy.jitter, policy.jitter)
-        delays.append(max(delay, 0.0))
-    return delays
+    return [max(delay * (1 + random.uniform(-policy.jitter, policy.jitter)), 0.0) for delay in retry_delays(policy)]
 
 
 async def run_scheduled(plan: Any, request: Any, prefect_id: str | None,
