@@ -31,10 +31,11 @@ def imported(argv: list[str], env: dict[str, str]) -> tuple[str, set[str]]:
     return done.stdout, modules
 
 
-def in_a_terminal(argv: list[str], env: dict[str, str], columns: int, *, stderr_too: bool = False,
-                  status: int = 0) -> bytes:
-    """What `python -m flows.cli ARGV` writes to a pseudo-terminal ``columns`` wide (standard
-    output; standard error too with ``stderr_too``, else it goes to a pipe); it must exit ``status``."""
+def terminal_output(cmd: list[str], *, cwd: Path, env: dict[str, str], columns: int,
+                    stderr_too: bool = True) -> tuple[bytes, int, bytes]:
+    """What ``cmd`` writes to a pseudo-terminal ``columns`` wide, as written ("\n" not turned
+    into "\r\n"), until it exits: (standard output — and error with ``stderr_too`` —, its exit
+    status, its standard error when that went to a pipe)."""
     import fcntl
     import termios
 
@@ -43,8 +44,8 @@ def in_a_terminal(argv: list[str], env: dict[str, str], columns: int, *, stderr_
     attrs = termios.tcgetattr(terminal)
     attrs[1] &= ~termios.ONLCR  # no "\r\n" for "\n": the bytes as the program wrote them
     termios.tcsetattr(terminal, termios.TCSANOW, attrs)
-    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", *argv], cwd=ROOT, env=env, stdin=terminal,
-                            stdout=terminal, stderr=terminal if stderr_too else subprocess.PIPE, close_fds=True)
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=terminal, stdout=terminal,
+                            stderr=terminal if stderr_too else subprocess.PIPE, close_fds=True)
     os.close(terminal)
     out = b""
     while True:
@@ -58,6 +59,16 @@ def in_a_terminal(argv: list[str], env: dict[str, str], columns: int, *, stderr_
         if not chunk:
             break
         out += chunk
-    assert proc.wait(timeout=60) == status, proc.stderr.read() if proc.stderr else ""
+    status = proc.wait(timeout=60)
     os.close(controller)
+    return out, status, proc.stderr.read() if proc.stderr else b""
+
+
+def in_a_terminal(argv: list[str], env: dict[str, str], columns: int, *, stderr_too: bool = False,
+                  status: int = 0) -> bytes:
+    """What `python -m flows.cli ARGV` writes to a pseudo-terminal ``columns`` wide (standard
+    output; standard error too with ``stderr_too``, else it goes to a pipe); it must exit ``status``."""
+    out, code, err = terminal_output([sys.executable, "-m", "flows.cli", *argv], cwd=ROOT, env=env, columns=columns,
+                                     stderr_too=stderr_too)
+    assert code == status, err
     return out

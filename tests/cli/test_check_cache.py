@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import pty
-import select
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from cli_process import ROOT
+from cli_process import ROOT, terminal_output
 
 ERGON = ROOT / ".venv" / "bin" / "ergon"
 PROCESS = "definitions/hello_process.yaml"
@@ -247,30 +245,11 @@ def _in_a_terminal(project: Path, *args: str) -> tuple[bytes, int, bool]:
     """What `ergon check ARGS` writes to a pseudo-terminal 100 columns wide (standard output and
     error both), its exit status, and whether it ran the checker (its import times, written to the
     terminal too, are taken out of the bytes)."""
-    import fcntl
-    import struct
-    import termios
-
-    controller, terminal = pty.openpty()
-    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
-    proc = subprocess.Popen([str(ERGON), "check", *args], cwd=project, env=_env(TERM="xterm"),
-                            stdin=terminal, stdout=terminal, stderr=terminal, close_fds=True)
-    os.close(terminal)
-    out = b""
-    while select.select([controller], [], [], 60)[0]:
-        try:
-            chunk = os.read(controller, 65536)
-        except OSError:  # the terminal's last writer is gone
-            break
-        if not chunk:
-            break
-        out += chunk
-    proc.wait(timeout=60)
-    os.close(controller)
+    out, status, _ = terminal_output([str(ERGON), "check", *args], cwd=project, env=_env(TERM="xterm"), columns=100)
     lines = out.splitlines(keepends=True)
     imports = [line for line in lines if line.startswith(b"import time:")]
     checked = any(line.rstrip().endswith(b"| compiler") for line in imports)
-    return b"".join(line for line in lines if not line.startswith(b"import time:")), proc.returncode, checked
+    return b"".join(line for line in lines if not line.startswith(b"import time:")), status, checked
 
 
 def test_a_terminals_colours_are_replayed_to_a_terminal_and_not_to_a_pipe(project: Path) -> None:

@@ -4,18 +4,14 @@ once on a pseudo-terminal of 80 columns, once with its output piped."""
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import os
-import pty
 import re
-import struct
 import subprocess
 import sys
-import termios
 from pathlib import Path
 
 import pytest
+from cli_process import terminal_output
 
 pytestmark = pytest.mark.prefect
 
@@ -42,30 +38,6 @@ nodes:
 """
 
 
-def _on_a_terminal(argv: list[str], env: dict[str, str], cwd: Path) -> str:
-    """What ``argv`` writes to an 80-column pseudo-terminal, until it exits."""
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: the terminal is its stdin, stdout and stderr
-        os.chdir(cwd)
-        os.execve(argv[0], argv, env)
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 80, 0, 0))
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError as exc:  # the child closed the terminal
-            if exc.errno != errno.EIO:
-                raise
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    _, status = os.waitpid(pid, 0)
-    text = b"".join(chunks).decode("utf-8", "replace")
-    assert os.waitstatus_to_exitcode(status) == 0, text
-    return text
-
-
 @pytest.mark.parametrize("task_runs", ["item", "node"])
 def test_a_fanout_shows_its_items_on_a_terminal_and_nothing_when_piped(prefect_api, store, definitions, tmp_path,
                                                                         task_runs):
@@ -73,7 +45,9 @@ def test_a_fanout_shows_its_items_on_a_terminal_and_nothing_when_piped(prefect_a
     (definitions / f"{name}.yaml").write_text(FAN.format(name=name, task_runs=task_runs))
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"} | {"TERM": "xterm-256color"}
 
-    shown = _on_a_terminal([ERGON, "run", name], env, tmp_path)
+    out, status, _ = terminal_output([ERGON, "run", name], cwd=tmp_path, env=env, columns=80)
+    shown = out.decode("utf-8", "replace")
+    assert status == 0, shown
     assert f"/{ITEMS}" in shown, "no count of items while the fan-out ran"
     counts = [int(n) for n in re.findall(rf"(\d+)/{ITEMS}\b", shown)]
     assert counts == sorted(counts) and counts[-1] == ITEMS, counts
