@@ -20,6 +20,8 @@ from __future__ import annotations
 import atexit
 import os
 import tempfile
+from collections.abc import Callable
+from pathlib import Path
 
 
 def prefect_for_benchmark(*, store: bool = True) -> str:
@@ -56,3 +58,23 @@ def _pin_process(cores: set[int]) -> None:
             os.sched_setaffinity(int(tid), cores)
         except OSError:  # a thread that just ended
             pass
+
+
+def harness_home(prefix: str) -> tuple[Path, Callable[[], object]]:
+    """A kill harness's own fresh Ergon home (``ERGON_HOME``: its store, migrated here, and the
+    logs it reads after the fact) and a Prefect API — the one ``PREFECT_API_URL`` names, else a
+    local server started in that home; returns the home and what stops the server it started
+    (nothing, when it started none). Not pinned: the harness measures no ratio."""
+    home = Path(tempfile.mkdtemp(prefix=prefix))
+    os.environ["ERGON_HOME"] = str(home)
+    os.environ.pop("ERGON_DATABASE_URL", None)
+    from flows.prefect.config import configure_prefect_env
+
+    configure_prefect_env()
+    from flows.prefect import server
+    from flows.store import db
+
+    ours = not os.environ.get("PREFECT_API_URL")
+    server.ensure_api_url()
+    db.init_db()
+    return home, (server.stop if ours else lambda: None)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -30,18 +29,9 @@ def main() -> int:
     parser.add_argument("--first", type=int, default=0)
     parser.add_argument("--quiet", action="store_true", help="print failing cases only")
     args = parser.parse_args()
-    home = Path(tempfile.mkdtemp(prefix="ergon-kill-nine-"))
-    os.environ["ERGON_HOME"] = str(home)
-    os.environ.pop("ERGON_DATABASE_URL", None)
-    from flows.prefect.config import configure_prefect_env
+    from benchmarks.home import harness_home
 
-    configure_prefect_env()
-    from flows.prefect import server
-    from flows.store import db
-
-    ours = not os.environ.get("PREFECT_API_URL")
-    server.ensure_api_url()
-    db.init_db()
+    home, stop_server = harness_home("ergon-kill-nine-")
     from kill_nine import Harness, _vm_hwm, run_cases
 
     workspace = home / "definitions"
@@ -52,8 +42,7 @@ def main() -> int:
         tally = run_cases(harness, args.first, args.cases,
                           echo=lambda line: None if args.quiet and line.startswith("ok") else print(line, flush=True))
     finally:
-        if ours:
-            server.stop()
+        stop_server()
     took = time.monotonic() - started
     kills = sum(len(r.kills) for r in tally.reports)
     print(f"\nkill -9: cases {args.first}..{args.first + args.cases - 1}")

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -40,18 +39,9 @@ def main() -> int:
                         help="each item pauses up to this long around its ledger line (default 0)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the run without a kill")
     args = parser.parse_args()
-    home = Path(tempfile.mkdtemp(prefix="ergon-kill-fanout-"))
-    os.environ["ERGON_HOME"] = str(home)
-    os.environ.pop("ERGON_DATABASE_URL", None)
-    from flows.prefect.config import configure_prefect_env
+    from benchmarks.home import harness_home
 
-    configure_prefect_env()
-    from flows.prefect import server
-    from flows.store import db
-
-    ours = not os.environ.get("PREFECT_API_URL")
-    server.ensure_api_url()
-    db.init_db()
+    home, stop_server = harness_home("ergon-kill-fanout-")
     from kill_nine_fanout import Harness
 
     workspace = home / "definitions"
@@ -74,8 +64,7 @@ def main() -> int:
                   f"items trailed the ledger by up to {behind:,} items, {late:.2f} s"
                   + "".join(f"\n       {p}" for p in whole.problems), flush=True)
     finally:
-        if ours:
-            server.stop()
+        stop_server()
     failed = [r for r in reports if r.problems]
     kills = [k for r in reports for k in r.kills]
     print(f"\ncases {len(reports)}, kills {len(kills)}, failed cases {len(failed)}; items repeated "
