@@ -114,10 +114,10 @@ async def _await_answer(fields: list[dict[str, Any]], model_name: str, prompt: s
                                                poll_interval=ANSWER_POLL_SECONDS, key=key)
     except FlowPauseTimeout:
         return None
-    except PrefectHTTPStatusError as exc:
-        if not _form_saved_before(exc):
+    except (PrefectHTTPStatusError, Pause) as exc:
+        if not _reply_lost(exc, key):
             raise
-        # the run is Paused and its form stored: the wait goes on exactly as Prefect's own would
+        # the run is Paused (and its form stored): the wait goes on exactly as Prefect's own would
         await _form_stored(model, key, suspended=False)
         run_input = await _resumed_input(model, key, wait)
         if run_input is None:
@@ -125,33 +125,50 @@ async def _await_answer(fields: list[dict[str, Any]], model_name: str, prompt: s
     return await _received(run_input, fields if proof else None)
 
 
-def _form_saved_before(exc: PrefectHTTPStatusError) -> bool:
-    """Whether Prefect refused the pause's form because the server already holds it.
+def _reply_lost(exc: PrefectHTTPStatusError | Pause, key: str) -> bool:
+    """Whether Prefect's pause (or suspension) keyed ``key`` failed only because a reply was lost
+    after the server had done what was asked — the server killed at that moment, a proxy
+    dropping the connection. Prefect's client sends the request again once the server is back,
+    and the server refuses the second copy:
 
-    A pause (or suspension) saves its form — the ``…-schema`` flow-run input — once the run is
-    Paused. When the server stores it and its reply is lost (the server killed at that moment),
-    Prefect's client sends the request again once the server is back, and the server refuses
-    the second copy with 409: the pause stands and its form is there."""
+    * the Paused (or Suspended) state itself: Prefect's transitions are idempotent, so the copy
+      is rejected ("already made this state transition") with the run's current state, which
+      Prefect's ``propose_state`` raises as ``Pause`` — the state is this pause's own;
+    * the form (the ``…-schema`` flow-run input saved once the run is Paused): 409.
+
+    Either way the pause stands; what it had still to do is :func:`_form_stored`'s."""
+    if isinstance(exc, Pause):
+        state = exc.state
+        return bool(state is not None and state.is_paused() and state.state_details.pause_key == key)
     return exc.response.status_code == 409 and exc.request.url.path.endswith("/input")
 
 
 async def _form_stored(model: type[RunInput], key: str, *, suspended: bool) -> Any:
-    """Finish what Prefect's pause did not after its form was refused as already stored: the
-    form's description (saved after the form) and the run's current state, returned."""
+    """Finish what Prefect's pause did not after a lost reply (:func:`_reply_lost`): the form and
+    its description, each saved unless the server holds it already, and the run's current state,
+    returned."""
     from prefect.client.orchestration import get_client
     from prefect.input.actions import acreate_flow_run_input
     from prefect.states import Paused, Suspended
 
     ctx = FlowRunContext.get()
     assert ctx is not None and ctx.flow_run is not None, "a pause waits inside a flow run"
-    description = model._description if isinstance(model._description, str) else None
-    if description:  # the keys are named after the state: ``paused-…`` or ``suspended-…``
-        keyset = keyset_from_paused_state((Suspended if suspended else Paused)(pause_key=key))
-        try:
-            await acreate_flow_run_input(key=keyset["description"], value=description, flow_run_id=ctx.flow_run.id)
-        except PrefectHTTPStatusError as exc:
-            if exc.response.status_code != 409:
-                raise
+    # the keys are named after the state: ``paused-…`` or ``suspended-…``
+    keyset = keyset_from_paused_state((Suspended if suspended else Paused)(pause_key=key))
+    try:
+        await model.asave(keyset, flow_run_id=ctx.flow_run.id)  # the form, then its description
+    except PrefectHTTPStatusError as exc:
+        if exc.response.status_code != 409:
+            raise
+        # the form was there already; its description, saved after it, may not be
+        description = model._description if isinstance(model._description, str) else None
+        if description:
+            try:
+                await acreate_flow_run_input(key=keyset["description"], value=description,
+                                             flow_run_id=ctx.flow_run.id)
+            except PrefectHTTPStatusError as exc2:
+                if exc2.response.status_code != 409:
+                    raise
     async with get_client() as client:
         return (await client.read_flow_run(ctx.flow_run.id)).state
 
@@ -202,10 +219,10 @@ async def _suspend_for_answer(fields: list[dict[str, Any]], model_name: str, pro
     request = getattr(ctx, "flow_run_suspension_request", None)
     try:
         run_input: Any = await asuspend_flow_run(wait_for_input=model, flow_run_id=ctx.flow_run.id, key=key)
-    except PrefectHTTPStatusError as exc:
-        if not _form_saved_before(exc):
+    except (PrefectHTTPStatusError, Pause) as exc:
+        if not _reply_lost(exc, key):
             raise
-        # the run is Suspended and its form stored (see _await_answer): suspend as Prefect would
+        # the run is Suspended (and its form stored, see _await_answer): suspend as Prefect would
         state = await _form_stored(model, key, suspended=True)
         if request is not None:
             request.mark_requested(state)

@@ -1,10 +1,15 @@
-"""A pause whose form reached Prefect's server, but whose reply was lost, still waits for its answer.
+"""A pause whose request reached Prefect's server, but whose reply was lost, still waits for its answer.
 
-A run pausing for a person saves the form (the pause's ``…-schema`` flow-run input) once its flow
-run is Paused. When the server stores it and its reply never arrives (the server killed right
-then, a proxy dropping the connection), Prefect's client sends the request again, and the server
-refuses the second copy: 409, "a flow run input with this key already exists". The run must not
-fail on that — the pause stands and its form is there.
+A run pausing for a person asks Prefect for the Paused state, then saves the form (the pause's
+``…-schema`` flow-run input). When the server does either and its reply never arrives (the server
+killed right then, a proxy dropping the connection), Prefect's client sends the request again
+once the server answers, and the server refuses the second copy:
+
+* the state: "This run has already made this state transition" (Prefect's transitions are
+  idempotent), which Prefect's own pause raises as ``Pause``;
+* the form: 409, "a flow run input with this key already exists".
+
+The run must not fail on either — the pause stands, its form is saved, and the answer resumes it.
 
 Here a real TCP proxy in front of a real server forwards that one request and drops its reply.
 """
@@ -21,7 +26,6 @@ import pytest
 pytestmark = pytest.mark.prefect
 
 FIELDS = [{"name": "decision", "type": "select", "required": True, "options": ["approve", "reject"]}]
-KEY = "review-form-saved-twice"
 
 
 class ReplyDroppingProxy:
@@ -68,7 +72,8 @@ class ReplyDroppingProxy:
                 writer.close()
 
 
-def test_a_pause_whose_form_reply_was_lost_takes_the_answer(prefect_api):
+@pytest.mark.parametrize("lost", ["state", "form"])
+def test_a_pause_whose_reply_was_lost_takes_the_answer(prefect_api, lost):
     from prefect import flow
     from prefect.client.orchestration import get_client
     from prefect.flow_runs import aresume_flow_run
@@ -77,12 +82,13 @@ def test_a_pause_whose_form_reply_was_lost_takes_the_answer(prefect_api):
 
     from flows.prefect.pause import _await_answer
 
+    key = f"review-{lost}-reply-lost"
     started: list[str] = []
 
     @flow(persist_result=False)
     async def waits_for_a_person() -> dict | None:
         started.append(str(flow_run.id))
-        return await _await_answer(FIELDS, "review_answer", "Approve?", KEY, wait=60)
+        return await _await_answer(FIELDS, "review_answer", "Approve?", key, wait=60)
 
     async def answer_when_paused() -> None:
         async with get_client() as client:
@@ -102,14 +108,17 @@ def test_a_pause_whose_form_reply_was_lost_takes_the_answer(prefect_api):
         return await waiting
 
     port = int(prefect_api.rsplit(":", 1)[1].split("/")[0])
-    # the form's own request (the Paused state it follows names the same key in its keyset)
-    proxy = ReplyDroppingProxy(port, re.compile(rb'"key":\s*"paused-' + KEY.encode() + rb'-schema"'))
+    marker = {  # the request for the Paused state names its key; the form's own request its input's
+        "state": rb'"pause_key":\s*"' + key.encode() + rb'"',
+        "form": rb'"key":\s*"paused-' + key.encode() + rb'-schema"',
+    }[lost]
+    proxy = ReplyDroppingProxy(port, re.compile(marker))
     with temporary_settings(updates={PREFECT_API_URL: f"http://127.0.0.1:{proxy.start()}/api"}):
         answer = asyncio.run(both())
-    assert proxy.dropped == 1, "the form's reply was never dropped: the test did not exercise the lost reply"
+    assert proxy.dropped == 1, f"the {lost}'s reply was never dropped: the test did not exercise the lost reply"
     assert answer == {"decision": "approve"}
 
     from prefect.input.actions import read_flow_run_input
 
-    description = read_flow_run_input(key=f"paused-{KEY}-description", flow_run_id=started[0])
+    description = read_flow_run_input(key=f"paused-{key}-description", flow_run_id=started[0])
     assert description == "Approve?", "the form's description, saved after the form, is kept for Prefect's UI"
