@@ -38,8 +38,6 @@ def _jittered(delay: float, jitter: float) -> float:
 async def run_attempts(policy: RetryPolicy, attempt_fn: Callable[[int], Awaitable[T]], *, wait: bool = True) -> T:
     """``attempt_fn(1)``, then again with the next attempt number while the policy retries the
     error; the last error is raised. ``wait=False`` skips the delays between attempts."""
-    names = retried_names(policy.retry_on)
-    delays = retry_delays(policy)
     attempt = 1
     while True:
         try:
@@ -47,8 +45,10 @@ async def run_attempts(policy: RetryPolicy, attempt_fn: Callable[[int], Awaitabl
                 return await asyncio.wait_for(attempt_fn(attempt), policy.timeout_seconds)
             return await attempt_fn(attempt)
         except Exception as exc:
-            if attempt > policy.retries or not retries(exc, names):
+            # worked out only on a failure: most attempts succeed, and a large fan-out makes many
+            if attempt > policy.retries or not retries(exc, retried_names(policy.retry_on)):
                 raise
-            if wait and delays[attempt - 1] > 0:
-                await asyncio.sleep(_jittered(delays[attempt - 1], policy.jitter))
+            delay = retry_delays(policy)[attempt - 1]
+            if wait and delay > 0:
+                await asyncio.sleep(_jittered(delay, policy.jitter))
             attempt += 1

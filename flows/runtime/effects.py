@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, Protocol
 
 from compiler.plan import Plan
@@ -66,7 +66,8 @@ class RunResult:
     error_kind: ErrorKind | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # its fields as they are: ``asdict`` would copy the whole context, deeply, at every run's end
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 WaitMode = Literal["pause", "subflow", "suspend"]

@@ -795,8 +795,14 @@ def _failed_input(exc: BaseException) -> Any:
     return _jsonable(getattr(exc, "visit_input", None))
 
 
+#: values that are JSON as they are, without a look inside
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
 def _jsonable(value: Any) -> Any:
     """Outputs go to JSON columns: keep JSON types, stringify the rest."""
+    if type(value) in _JSON_SCALARS or (type(value) in (dict, list) and not value):
+        return value  # most items of a large fan-out: no need to encode them to know
     try:
         json.dumps(value)
         return value

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import threading
-import uuid
 
 #: ids per read of the OS's randomness
 POOL_IDS = 256
@@ -43,6 +42,9 @@ def new_id() -> str:
     with _lock:
         if _taken >= len(_pool):
             _pool, _taken = os.urandom(16 * POOL_IDS), 0
-        raw = _pool[_taken:_taken + 16]
+        raw = bytearray(_pool[_taken:_taken + 16])
         _taken += 16
-    return uuid.UUID(bytes=raw, version=4).hex  # sets the version and variant bits, as uuid4() does
+    # the version and variant bits, as uuid4() sets them (without building a UUID: a third of the cost)
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    return raw.hex()

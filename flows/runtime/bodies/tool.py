@@ -18,6 +18,9 @@ from compiler.plan import PlanNode
 from compiler.templates import render_value
 from flows.runtime.effects import Effect, Services
 from flows.runtime.errors import InputRejected, NodeFailed, with_visit_input
+from flows.tools.context import CURRENT, ToolContext
+from flows.tools.errors import ToolArgumentError, UnknownTool
+from flows.tools.invoke import invoke
 
 
 def _project(result: Any, node: PlanNode) -> dict[str, Any]:
@@ -34,10 +37,6 @@ async def call_tool(name: str, args: dict[str, Any], services: Services | None =
                     visit_id: str | None = None) -> Any:
     """Call a tool the way agents do (:func:`flows.tools.invoke.invoke`: validated arguments,
     recorded call), with this visit as the tool context."""
-    from flows.tools.context import CURRENT, ToolContext
-    from flows.tools.errors import ToolArgumentError, UnknownTool
-    from flows.tools.invoke import invoke
-
     token = CURRENT.set(ToolContext(run_id=services.run_id if services else None, visit_id=visit_id,
                                     node_id=node.id if node else None,
                                     started_by=services.started_by if services else None, record_calls=False,
