@@ -78,3 +78,77 @@ def test_ask_user_pauses_and_returns_the_answer_to_the_agent(prefect_api, store,
         assert json.loads(tool_message["content"]) == {"answered_by": "olga", "answer": "Europe, please"}
     finally:
         server.stop()
+
+
+#: a foreach whose items run inside the node's one task run (``task_runs: node``), each an agent
+#: that asks the organisers: two tasks open at once, answered in either order
+EACH_ASKS = """
+format_version: 1
+process: asking_each
+initial: each
+context:
+  schema:
+    type: object
+    properties:
+      teams: {{type: array, items: {{type: string}}}}
+      region: {{type: string}}
+      regions: {{type: array}}
+  initial: {{teams: [north, south]}}
+nodes:
+  each:
+    type: foreach
+    foreach: teams
+    as: team
+    item_id: "{{{{ team }}}}"
+    max_concurrency: 2
+    task_runs: node
+    node:
+      type: agent
+      environment: fake
+      prompt: "Pick the region for team {{{{ team }}}}; ask the organisers."
+      tools: [ask_user]
+      ask_user: group:organisers
+      writes: [region]
+    collect: regions
+    writes: [regions]
+    transitions: [{{to: done}}]
+  done: {{type: final}}
+"""
+
+
+def test_agents_of_one_task_run_each_ask_a_person(prefect_api, store, definitions, tokens):
+    from test_parallel_tasks import wait_for_open_tasks
+
+    from flows.store import visits as visit_store
+
+    server = FakeOpenAI().start()
+    try:
+        (definitions / "asking_each.yaml").write_text(EACH_ASKS.format())
+        (definitions / "env.yaml").write_text(ENV.format(url=server.url))
+        # both items ask first (the window holds both), then each gets its answer
+        server.script("asker", *({"tool_calls": [{"name": "ask_user", "arguments": {"question": "Which region?"}}]},) * 2,
+                      {"json": {"region": "EU"}}, {"json": {"region": "US"}})
+        env = {**os.environ, "ERGON_DATABASE_URL": store, "ERGON_DEFINITIONS": str(definitions),
+               "FAKE_OPENAI_KEY": "sk-test", "ERGON_TOKEN": tokens["starter"]}
+        assert cli(["users", "add", "olga", "--group", "organisers", "--token", tokens.admin], env).returncode == 0
+        proc = subprocess.Popen(ERGON + ["run", "asking_each", "--json"], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            first, second = wait_for_open_tasks(2)
+            assert first.prefect_flow_run_id != second.prefect_flow_run_id, "each question waits in its own subflow"
+            for task, said in ((second, "Americas"), (first, "Europe")):
+                ok = cli(["tasks", "answer", task.id, "--set", f"answer={said}", "--token", tokens["olga"]], env)
+                assert ok.returncode == 0, ok.stdout + ok.stderr
+            result = finish(proc)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert result["status"] == "completed", result
+        assert sorted(r["region"] for r in result["context"]["regions"]) == ["EU", "US"]
+        items = {v.item_key: v.status for v in visit_store.visits_for_run(result["run_id"]) if v.parent_visit_id}
+        assert items == {"north": "completed", "south": "completed"}
+        answers = sorted(json.loads(m["content"])["answer"] for call in server.for_model("asker")
+                         for m in call.body["messages"] if m["role"] == "tool")
+        assert answers == ["Americas", "Europe"], "each agent got its own person's answer"
+    finally:
+        server.stop()
