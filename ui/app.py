@@ -19,7 +19,7 @@ _ROOT = str(Path(__file__).resolve().parents[1])
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
-from ui import auth, boot  # noqa: E402
+from ui import auth, boot, warmup  # noqa: E402
 
 PAGES = [
     st.Page("pages/runs.py", title="Runs", icon=":material/list:", default=True),
@@ -43,3 +43,4 @@ if auth.viewing_requires_login() and auth.user_name() is None:
     st.info("Sign in (in the sidebar) to see this dashboard.", icon=":material/lock:")
 else:
     page.run()
+warmup.first_page_drawn()  # the other pages' imports may start now (ui/warmup.py)

@@ -1,14 +1,15 @@
-"""The first page's imports, done in the background while the dashboard server starts.
+"""The pages' imports, done in the background while the dashboard server starts.
 
 A freshly started server has imported Streamlit and the sign-in routes only. The first page a
 browser asks for would import the rest before it can draw anything: the engine's run functions
 (``flows.runs``, which brings the compiler, SQLAlchemy and pydantic models; about 0.75 s on this
-2-core machine on 2026-12-06), pandas and its Styler for the runs table (about 0.45 s), pyarrow
-for Streamlit's tables, and the graph renderer for a run's page. :func:`start` imports them in a
-daemon thread as the server starts listening, so they are done while the browser is still
-fetching and starting Streamlit's JavaScript (a second and more). They begin once Streamlit's
-runtime has started, so the health check answers as soon as without them, and the first page
-finds them loaded. Importing is thread-safe: a page that needs a module still being imported
+2-core machine on 2026-12-06), and for the other pages pandas and its Styler (about 0.45 s),
+pyarrow for Streamlit's tables, and the graph renderer for a run's page. :func:`start` imports
+them in a daemon thread in two steps: what the Runs page (the first page) needs as soon as
+Streamlit's runtime has started (so the health check answers as soon as without them, and they
+are done while the browser is still fetching and starting Streamlit's JavaScript, a second and
+more), the rest once the first page's script run has finished, so that the two do not share
+the interpreter. Importing is thread-safe: a page that needs a module still being imported
 waits for it, it never sees half of it.
 """
 
@@ -19,14 +20,27 @@ import logging
 import threading
 import time
 
-#: What the pages import beyond Streamlit, the heaviest first (the Runs page needs them first).
-MODULES = (
+#: What the first page (Runs) imports beyond Streamlit, the heaviest first: imported as soon as
+#: the server has started.
+FIRST = (
     "flows.runs",
-    "flows.store.runs", "flows.store.visits", "flows.store.tasks", "flows.store.artifacts",
-    "flows.store.submissions", "flows.store.export", "flows.prefect.server",
+    "flows.store.runs", "flows.store.visits", "flows.store.tasks", "flows.prefect.server",
+    "PIL.Image",  # Streamlit reads the page icon with it, even an SVG one
+)
+#: What the other pages import (pandas, its Styler and pyarrow for their tables, the graph
+#: renderer for a run's page): imported once the first page's script run has finished, so that
+#: it does not share the interpreter with that run (on two cores the first Runs page's script run
+#: took about twice as long while pandas and pyarrow were being imported beside it).
+LATER = (
+    "flows.store.artifacts", "flows.store.submissions", "flows.store.export",
     "pandas", "pandas.io.formats.style", "pyarrow",
     "compiler.render", "flows.catalog", "yaml",
 )
+MODULES = FIRST + LATER
+#: How long the later imports wait for a first page at most (a server nobody opens yet).
+LATER_AFTER = 20.0
+
+_first_page = threading.Event()
 
 log = logging.getLogger("ergon.ui")
 
@@ -49,17 +63,30 @@ def _server_started(timeout: float = 60.0) -> None:
         log.debug("could not read Streamlit's runtime state", exc_info=True)
 
 
-def _import_all() -> None:
-    _server_started()
-    for name in MODULES:
+def _import(names: tuple[str, ...]) -> None:
+    for name in names:
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - a page that needs it reports the failure where it shows
             log.debug("warm-up import of %s failed", name, exc_info=True)
 
 
+def _import_all() -> None:
+    _server_started()
+    _import(FIRST)
+    _first_page.wait(LATER_AFTER)
+    _import(LATER)
+
+
+def first_page_drawn() -> None:
+    """The first page's script run has finished (called by ``ui/app.py`` after each page): the
+    imports of :data:`LATER` may start."""
+    _first_page.set()
+
+
 def start() -> threading.Thread:
-    """Import :data:`MODULES` in a daemon thread once the server has started; returns the thread."""
+    """Import :data:`FIRST` in a daemon thread once the server has started, then :data:`LATER`
+    once a first page has been drawn (or after :data:`LATER_AFTER` seconds); returns the thread."""
     thread = threading.Thread(target=_import_all, name="ergon-ui-warmup", daemon=True)
     thread.start()
     return thread

@@ -110,7 +110,7 @@ def test_approver_answers_in_the_inbox_and_the_run_completes(server, page):
 
     nav(page, "Runs").click()
     expect(page.get_by_role("heading", name="Runs")).to_be_visible()
-    page.locator("[data-testid=stDataFrame] canvas").first.wait_for()
+    page.locator(".ergon-runs tbody tr").first.wait_for()
     shot(page, "runs")
 
     sign_in(page)
@@ -208,9 +208,9 @@ def test_run_page_graph_shows_the_executed_route(server, page):
     shot(page, "definitions")
 
 
-def _selected_rows(grid) -> list[str]:
-    """The texts of the grid rows the browser shows as selected (glide's accessible table)."""
-    return grid.evaluate("""g => [...g.querySelectorAll('[role=row][aria-selected=true]')].map(r => r.innerText)""")
+def _selected_rows(table) -> list[str]:
+    """The ids of the runs the table shows as selected."""
+    return table.evaluate("""t => [...t.querySelectorAll('tbody tr[aria-selected=true]')].map(r => r.dataset.run)""")
 
 
 def test_runs_list_keeps_the_selected_run_when_a_new_run_arrives(server, page):
@@ -221,19 +221,51 @@ def test_runs_list_keeps_the_selected_run_when_a_new_run_arrives(server, page):
     caption = page.get_by_text(re.compile(r"of [\d,]+ run\(s\), newest first"))
     expect(caption).to_be_visible()
     total = int(re.search(r"of ([\d,]+) run", caption.inner_text()).group(1).replace(",", ""))
-    grid = page.get_by_test_id("stDataFrame").first
-    grid.locator("canvas").first.wait_for()
-    box = grid.bounding_box()
-    page.mouse.click(box["x"] + 18, box["y"] + 35 * 2 + 17)  # the second row's selection box (newest first)
+    table = page.locator(".ergon-runs")
+    expect(table.locator("tbody tr").first).to_have_attribute("data-run", made[2])  # newest first
+    table.locator(f"tbody tr[data-run='{made[1]}'] td").nth(1).click()  # a click on the row, not its link
     link = page.get_by_role("link", name=re.compile(r"^Open run "))
     expect(link).to_contain_text(made[1])
-    _wait(lambda: [made[1] in row for row in _selected_rows(grid)] == [True], "the grid to show the row picked", 30)
+    assert _selected_rows(table) == [made[1]]
 
     run_store.create_run("bulk", inputs={"i": 3}, started_by="loader")  # arrives at the top
     expect(page.get_by_text(f"of {total + 1:,} run(s), newest first")).to_be_visible()  # Live re-drew the table
     expect(link).to_contain_text(made[1])
-    # the selection moved down with its run (the grid re-draws it a moment after the rows)
-    _wait(lambda: [made[1] in row for row in _selected_rows(grid)] == [True], "the selection on the picked run", 30)
+    # the selection moved down with its run
+    _wait(lambda: _selected_rows(table) == [made[1]] and table.locator("tbody tr").nth(2).get_attribute("data-run") == made[1],
+          "the selection on the picked run, a row lower", 30)
+    table.locator(f"tbody tr[data-run='{made[1]}'] td").nth(1).click()  # a second click clears it
+    expect(link).to_have_count(0)
+    assert _selected_rows(table) == []
+
+
+def test_runs_list_sorts_by_a_column_and_opens_a_run_in_one_click(server, page):
+    from flows.store import runs as run_store
+
+    made = [run_store.create_run("bulk", inputs={"i": i}, started_by=f"sorter{i}").id for i in range(3)]
+    page.goto(server)
+    table = page.locator(".ergon-runs")
+    expect(table.locator("tbody tr").first).to_have_attribute("data-run", made[2])
+    header = table.get_by_role("columnheader", name="started by")
+    header.click()
+    expect(header).to_have_attribute("aria-sort", "ascending")
+    starters = table.locator("tbody tr td:nth-child(7)").all_inner_texts()
+    assert starters == sorted(starters, key=str.lower), starters
+    header.click()
+    expect(header).to_have_attribute("aria-sort", "descending")
+    starters = table.locator("tbody tr td:nth-child(7)").all_inner_texts()
+    assert starters == sorted(starters, key=str.lower, reverse=True), starters
+    header.click()
+    expect(header).to_have_attribute("aria-sort", "none")  # back to newest first
+    expect(table.locator("tbody tr").first).to_have_attribute("data-run", made[2])
+
+    # the run column is a link to the run's page: one click opens it, in the same tab
+    run_link = table.get_by_role("link", name=made[0][:8], exact=True)
+    assert run_link.get_attribute("href") == f"run?run={made[0]}"
+    run_link.click()
+    page.wait_for_url(re.compile(rf"/run\?run={made[0]}$"))
+    expect(page.get_by_test_id("stMetricValue").first).to_be_visible()
+    expect(page.get_by_text(made[0]).first).to_be_visible()
 
 
 def _session_cookie(context) -> dict | None:
@@ -363,7 +395,7 @@ def test_pages_load_nothing_from_outside_this_server(server, page):
     expect(page.get_by_role("button", name="Sign in")).to_be_visible()
     page.goto(server)
     sign_in(page)
-    for path, ready in (("/", "[data-testid=stDataFrame]"), (f"/run?run={run.id}", "svg g.node"),
+    for path, ready in (("/", ".ergon-runs tbody tr"), (f"/run?run={run.id}", "svg g.node"),
                         (f"/inbox?task={task.id}", ".st-key-task_card"), ("/submissions", "h1"), ("/artifacts", "h1"),
                         ("/definitions", "svg g.node"), ("/schedules", "h1")):
         page.goto(server + path)

@@ -65,44 +65,54 @@ def _wait_ended(run_id: str, timeout: float = 120) -> str:
 
 
 # --------------------------------------------------------------------------------- runs page
+def _runs(at) -> list[dict]:
+    """The rows the Runs page's table draws (``ui/runs_table.py``: its data, as sent to the browser)."""
+    tables = [e for e in at.get("bidi_component") if e.proto.component_name == "ergon_runs_table"]
+    assert len(tables) == 1, "the page draws one runs table"
+    return json.loads(tables[0].proto.bytes)["rows"]
+
+
 def test_runs_page_lists_filters_and_paginates(make_app, runs):
     for i in range(57):  # bulk rows to page through
         run_store.create_run("bulk", inputs={"i": i}, started_by="loader")
     at = make_app()
     at.run()
     assert not at.exception
-    table = at.dataframe[0].value
+    table = _runs(at)
     assert len(table) == 50, "one page of 50, newest first"
     assert "1–50 of 60 run(s)" in _texts(at)
-    assert table["definition"].iloc[0] == "bulk"
-    assert set(table["version"]) == {"draft"} and "None" not in set(table["version"]), "unpublished runs say so"
-    assert "$0" in set(table["cost"]) and "" not in set(table["cost"])
+    assert table[0]["definition"] == "bulk"
+    versions = {r["version"] for r in table}
+    assert versions == {"draft"} and "None" not in versions, "unpublished runs say so"
+    costs = {r["cost"] for r in table}
+    assert "$0" in costs and "" not in costs
+    assert all(r["href"] == f"run?run={r['id']}" for r in table), "each row links to its run page"
 
     at.session_state["runs_page"] = 2
     at.run()
-    page2 = at.dataframe[0].value
+    page2 = _runs(at)
     assert "51–60 of 60 run(s)" in _texts(at)
-    assert set(page2["definition"]) == {"bulk", "boom", "doubler", "review"}, "the oldest runs are on page 2"
+    assert {r["definition"] for r in page2} == {"bulk", "boom", "doubler", "review"}, "the oldest runs are on page 2"
 
     child = run_store.create_run("bulk_step", started_by="loader", parent_run_id=runs["failed"])
     at.session_state["runs_page"] = 1
     at.run()
-    marked = at.dataframe[0].value
-    row = marked[marked["run"] == f"run?run={child.id}"].iloc[0]
+    row = next(r for r in _runs(at) if r["id"] == child.id)
     assert row["definition"] == "↳ bulk_step" and row["trigger"] == "sub-process", "a sub-process run is marked"
 
     at.multiselect(key="runs_status").set_value(["failed"]).run()
-    only = at.dataframe[0].value
-    assert list(only["definition"]) == ["boom"] and "failed" in only["status"].iloc[0]
-    assert only["run"].iloc[0] == f"run?run={runs['failed']}", "each row links to its run page"
+    only = _runs(at)
+    assert [r["definition"] for r in only] == ["boom"] and only[0]["status"] == "failed"
+    assert only[0]["id"] == runs["failed"] and only[0]["duration_n"] is not None
 
     at.multiselect(key="runs_status").set_value([]).run()
     at.text_input(key="runs_text").input("doubl").run()
-    assert list(at.dataframe[0].value["definition"]) == ["doubler"]
+    assert [r["definition"] for r in _runs(at)] == ["doubler"]
     at.text_input(key="runs_text").input("").run()
     at.selectbox(key="runs_definition").set_value("review").run()
-    review = at.dataframe[0].value
-    assert list(review["definition"]) == ["review"] and "paused" in review["status"].iloc[0]
+    review = _runs(at)
+    assert [r["definition"] for r in review] == ["review"] and review[0]["status"] == "paused"
+    assert not at.get("dataframe"), "no data grid on the Runs page"
 
 
 # --------------------------------------------------------------------------------- run page

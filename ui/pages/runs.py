@@ -3,10 +3,11 @@
 Filters (status, definition, date range, text) go to :func:`flows.store.runs.list_runs` (``light=True``),
 which counts and fetches one page with SQL, so the page costs the same over 100 or 100,000
 runs. The table is a fragment that re-draws itself every few seconds while "Live" is on, so
-running rows move on without a reload. The run column links to each run's page; selecting a
-row offers a link too. The selection belongs to a run, not to a row position: when a live
-refresh brings a new run in at the top, the selection moves down with its run
-(:func:`ui.tables.keep_selection`).
+running rows move on without a reload. The table is plain HTML (``ui/runs_table.py``, not
+``st.dataframe``: the first page then loads no data grid): the run column links to each run's
+page (one click), a column's header sorts the rows shown, and a click on a row selects its run
+and offers a link to it below. The selection belongs to a run, not to a row position: when a
+live refresh brings a new run in at the top, the selection moves down with its run.
 """
 
 from __future__ import annotations
@@ -15,17 +16,14 @@ from datetime import UTC, datetime, time, timedelta
 
 import streamlit as st
 
-import pandas as pd
-
 from flows.store import runs as run_store
 from flows.store import visits as visit_store
 from flows.store.models import RUN_STATUSES
 from ui import format as fmt
 from ui import nav
-from ui.tables import keep_selection
+from ui.runs_table import runs_table
 
 REFRESH_SECONDS = 3
-COLUMNS = ["run", "definition", "version", "status", "outcome", "trigger", "started by", "started", "duration", "cost"]
 PAGE_SIZES = (25, 50, 100, 200)
 
 st.title("Runs")
@@ -59,20 +57,22 @@ def _table() -> None:
                                       limit=size, offset=(page - 1) * size, light=True)
     now = datetime.now(UTC)
     spans = visit_store.top_level_spans(r["id"] for r in rows)
-    data = pd.DataFrame([{
-        "run": nav.run_url(r["id"]),
+    table = [{
+        "id": r["id"], "href": nav.run_url(r["id"]),
         # a sub-process run is marked as such, under the name of what it runs
         "definition": ("↳ " if r["parent_run_id"] else "") + r["definition_name"],
         "version": "draft" if r["definition_version"] is None else f"v{r['definition_version']}",
         "status": fmt.status(r["status"]),
         "outcome": r["outcome"] or "",
         "trigger": "sub-process" if r["parent_run_id"] else r["trigger"],
-        "started by": r["started_by"] or "",
+        "started_by": r["started_by"] or "",
         "started": fmt.when(r["started_at"] or r["created_at"]),
-        "duration": fmt.duration(fmt.run_seconds(r["started_at"], r["ended_at"], spans.get(r["id"], []),
-                                                 now=None if r["status"] not in fmt.ACTIVE_RUN else now)),
+        "duration_n": (seconds := fmt.run_seconds(r["started_at"], r["ended_at"], spans.get(r["id"], []),
+                                                  now=None if r["status"] not in fmt.ACTIVE_RUN else now)),
+        "duration": fmt.duration(seconds),
+        "cost_n": r["cost_usd"] or 0.0,
         "cost": fmt.cost(r["cost_usd"]),
-    } for r in rows], columns=COLUMNS)
+    } for r in rows]
     pages = max(1, -(-total // size))
     first = (page - 1) * size + 1 if rows else 0
     st.caption(f"{first}–{first + len(rows) - 1 if rows else 0} of {total:,} run(s), newest first"
@@ -83,27 +83,12 @@ def _table() -> None:
                 "No runs yet. Start one from **Definitions** (each process has a start form), with "
                 "`ergon run NAME`, or let a schedule start one (`ergon serve`).", icon=":material/info:")
         return
-    ids = [r["id"] for r in rows]
-    chosen, at = keep_selection(st.session_state.get("_runs_shown", []), ids, st.session_state.get("runs_table"),
-                                st.session_state.get("_runs_chosen"), st.session_state.get("_runs_drawn_at"))
-    st.session_state["runs_table"] = {"selection": {"rows": [] if at is None else [at], "columns": []}}
-    st.session_state.update(_runs_shown=ids, _runs_chosen=chosen, _runs_drawn_at=at)
-    st.dataframe(
-        data.style.map(fmt.status_css, subset=["status"]), hide_index=True, key="runs_table", on_select="rerun",
-        selection_mode="single-row", height="content", width="stretch",
-        column_config={
-            # the first 8 characters name a run well enough on screen; the link holds the whole id
-            "run": st.column_config.LinkColumn("run", display_text=r"run\?run=(.{8}).*", width="small",
-                                               help="Open the run's page"),
-            "version": st.column_config.TextColumn("version", width="small"),
-            "trigger": st.column_config.TextColumn("trigger", width="small"),
-            "cost": st.column_config.TextColumn("cost", width="small"),
-            "started": st.column_config.TextColumn("started (UTC)", width="medium"),
-        },
-    )
-    if at is not None:
-        r = rows[at]
-        nav.run_link(r["id"], f"Open run {r['id']} ({r['definition_name']}, {r['status']})")
+    chosen, opened = runs_table(table, key="runs_table")
+    if opened:
+        st.switch_page(nav.RUN, query_params={"run": opened})
+    chosen_row = next((r for r in rows if r["id"] == chosen), None)
+    if chosen_row is not None:
+        nav.run_link(chosen, f"Open run {chosen} ({chosen_row['definition_name']}, {chosen_row['status']})")
     if pages > 1:
         st.pagination(pages, default=min(page, pages), key="runs_page", max_visible_pages=9)
 
