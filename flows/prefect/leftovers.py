@@ -29,52 +29,70 @@ PREFECT_STATE = {"completed": "COMPLETED", "failed": "FAILED", "cancelled": "CAN
 _OPEN = ("PENDING", "RUNNING", "PAUSED")
 
 
-def _open_flow_runs(prefect_client: Any, limit: int, **where: Any) -> list[Any]:
-    """The flow runs matching ``where`` (fields of Prefect's ``FlowRunFilter``) still Pending,
-    Running or Paused."""
+#: flow runs read per request (Prefect's API serves at most 200)
+PAGE = 200
+
+
+def _open_flow_runs(prefect_client: Any, **where: Any) -> list[Any]:
+    """Every flow run matching ``where`` (fields of Prefect's ``FlowRunFilter``) still Pending,
+    Running or Paused, read a page at a time."""
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
     from prefect.client.schemas.objects import StateType
 
     state = FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType(s) for s in _OPEN]))
-    return prefect_client.read_flow_runs(flow_run_filter=FlowRunFilter(state=state, **where), limit=limit)
+    found: list[Any] = []
+    while True:
+        page = prefect_client.read_flow_runs(flow_run_filter=FlowRunFilter(state=state, **where), limit=PAGE,
+                                             offset=len(found))
+        found += page
+        if len(page) < PAGE:
+            return found
 
 
-def unrecorded_flow_runs(run_id: str, before: Any = None) -> list[str]:
-    """The flow runs of an Ergon run that may be left ``Pending``, ``Running`` or ``Paused``
-    without the run knowing them: a run's top-level flow runs are made with the run's id as their
-    name (:func:`flows.prefect.build.call_flow`), and a process killed after Prefect made one but
-    before the flow body recorded its id leaves one the store cannot name. Only those created
-    before ``before`` (an aware datetime: when the run was found stopped) are returned, so a
-    resume that started since is never among them."""
+def unrecorded_flow_runs(ended: dict[str, Any]) -> dict[str, list[str]]:
+    """The flow runs of Ergon runs that may be left ``Pending``, ``Running`` or ``Paused`` without
+    the runs knowing them, per run id: a run's top-level flow runs are made with the run's id as
+    their name (:func:`flows.prefect.build.call_flow`), and a process killed after Prefect made
+    one but before the flow body recorded its id leaves one the store cannot name. ``ended``
+    maps each run id to when the run was found stopped (an aware datetime, or None): only flow
+    runs created before it count, so a resume that started since is never among them. One query
+    for all the runs."""
+    if not ended:
+        return {}
+    from prefect.client.schemas.filters import FlowRunFilterName
+
     with client() as prefect_client:
-        from prefect.client.schemas.filters import FlowRunFilterName
-
-        rows = _open_flow_runs(prefect_client, 50, name=FlowRunFilterName(any_=[run_id]))
-    if before is not None:
-        before = before if before.tzinfo else before.replace(tzinfo=timezone.utc)
-        rows = [r for r in rows if r.created is not None and r.created < before]
-    return [str(r.id) for r in rows]
+        rows = _open_flow_runs(prefect_client, name=FlowRunFilterName(any_=list(ended)))
+    found: dict[str, list[str]] = {}
+    for row in rows:
+        before = ended.get(row.name)
+        if before is not None:
+            before = before if before.tzinfo else before.replace(tzinfo=timezone.utc)
+            if row.created is None or row.created >= before:
+                continue
+        found.setdefault(row.name, []).append(str(row.id))
+    return found
 
 
 def end_flow_runs(flow_run_ids: list[str], status: str, message: str) -> list[str]:
     """Give the flow runs still open among ``flow_run_ids`` the Prefect state of the store's
-    run ``status`` (:data:`PREFECT_STATE`); returns the ones that changed."""
+    run ``status`` (:data:`PREFECT_STATE`); returns the ones that changed. The open ones are
+    read a page at a time, then each gets its state."""
     state = PREFECT_STATE[status]
     changed: list[str] = []
     if not flow_run_ids:
         return changed
-    with client() as prefect_client:
-        from prefect.client.schemas.objects import State, StateType
-        from prefect.exceptions import ObjectNotFound
+    from prefect.client.schemas.filters import FlowRunFilterId
+    from prefect.client.schemas.objects import State, StateType
 
-        for flow_run_id in flow_run_ids:
-            try:
-                flow_run = prefect_client.read_flow_run(UUID(flow_run_id))
-            except ObjectNotFound:
-                continue
-            if flow_run.state is not None and flow_run.state.type.value in _OPEN:
-                prefect_client.set_flow_run_state(flow_run_id, State(type=StateType(state), message=message), force=True)
-                changed.append(flow_run_id)
+    ids = list(dict.fromkeys(flow_run_ids))
+    with client() as prefect_client:
+        for start in range(0, len(ids), PAGE):
+            wanted = FlowRunFilterId(any_=[UUID(i) for i in ids[start:start + PAGE]])
+            for flow_run in _open_flow_runs(prefect_client, id=wanted):
+                prefect_client.set_flow_run_state(flow_run.id, State(type=StateType(state), message=message),
+                                                  force=True)
+                changed.append(str(flow_run.id))
     return changed
 
 
@@ -90,7 +108,7 @@ def open_subflow_runs(flow_run_ids: list[str]) -> list[str]:
         from prefect.client.schemas.filters import FlowRunFilterParentFlowRunId
 
         while parents:
-            rows = _open_flow_runs(prefect_client, 200,
+            rows = _open_flow_runs(prefect_client,
                                    parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[UUID(p) for p in parents]))
             parents = [str(r.id) for r in rows if str(r.id) not in found]
             found += parents

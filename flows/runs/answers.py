@@ -125,25 +125,29 @@ def run_ended(run_id: str, status: str, error: str | None) -> None:
         close_open_tasks(run_id, f"the run ended {status}" + (f": {error}" if error else ""))
 
 
-def run_stopped(run: Run, *, prefect: bool = True) -> None:
+def run_stopped(run: Run, *, prefect: bool = True) -> list[str]:
     """``run``'s process stopped (it is ``crashed``): no Prefect flow run waits for its tasks any
     more. Those Prefect flow runs become ``Crashed`` — with the run's own, and any flow run of it
     the process was killed too soon to record (found by name) — best effort, and only with
-    ``prefect`` (else :func:`tell_prefect_stopped` later): the answer path never uses them again
-    either way; a stopped sub-process run's tasks close (see the module docstring)."""
+    ``prefect`` (else :func:`tell_prefect_stopped` later, given what this returns: the flow runs
+    its tasks waited in): the answer path never uses them again either way; a stopped
+    sub-process run's tasks close (see the module docstring)."""
     flow_runs = task_store.release_open_tasks(run.id)
     if prefect:
-        tell_prefect_stopped(run, flow_runs)
+        tell_prefect_stopped([(run, flow_runs)])
     if run.parent_run_id:
         close_open_tasks(run.id, f"its process stopped ({run.error}); resuming run {run.parent_run_id} asks again")
+    return flow_runs
 
 
-def tell_prefect_stopped(run: Run, flow_runs: list[str] | None = None) -> None:
-    """Move the Prefect flow runs a stopped run's process left open to ``Crashed`` (its own, the
-    subflows its tasks waited in — ``flow_runs`` — and those it had no time to record)."""
-    flow_runs = list(flow_runs or [])
-    if run.prefect_flow_run_id:
-        flow_runs.append(run.prefect_flow_run_id)
+def tell_prefect_stopped(stopped: list[tuple[Run, list[str]]]) -> None:
+    """Move the Prefect flow runs that stopped runs' processes left open to ``Crashed``: for each
+    (run, the flow runs its tasks waited in), those, the run's own, and those it had no time to
+    record. However many runs stopped, Prefect is asked once whether it answers and once for
+    the unrecorded flow runs; then each open flow run is read with the others and given its state
+    (a machine that went down with hundreds of runs is settled in seconds, not minutes)."""
+    if not stopped:
+        return
     try:
         from flows.prefect.api import reachable
         from flows.prefect.leftovers import mark_crashed, unrecorded_flow_runs
@@ -152,17 +156,26 @@ def tell_prefect_stopped(run: Run, flow_runs: list[str] | None = None) -> None:
             # Never by starting Ergon's local server, nor by waiting out the client's retries: the
             # run's own process records its crash on its way out, also when the API is gone
             # (flows.prefect.watchdog). The run's next flow run supersedes these when it resumes.
-            log.info("run %s: Prefect's API does not answer; its flow runs are left as they are", run.id)
+            log.info("Prefect's API does not answer: the flow runs of %s are left as they are", _named(stopped))
             return
-
-        if run.parent_run_id is None:  # and the flow runs it had no time to record
-            flow_runs += unrecorded_flow_runs(run.id, before=run.ended_at)
-        if flow_runs:
-            mark_crashed(list(dict.fromkeys(flow_runs)), message=f"Ergon: {run.error or 'its process stopped'}")
+        unrecorded = unrecorded_flow_runs({run.id: run.ended_at for run, _ in stopped if run.parent_run_id is None})
+        by_message: dict[str, list[str]] = {}
+        for run, flow_runs in stopped:
+            own = [run.prefect_flow_run_id] if run.prefect_flow_run_id else []
+            by_message.setdefault(f"Ergon: {run.error or 'its process stopped'}", []).extend(
+                [*flow_runs, *own, *unrecorded.get(run.id, [])])
+        for message, ids in by_message.items():
+            if ids:
+                mark_crashed(list(dict.fromkeys(ids)), message=message)
     except Exception as exc:  # noqa: BLE001 - Prefect's view is secondary; the store decides who gets answers
         # Prefect's refusal, explained in one line (an ErgonError), needs no traceback; anything else may be a bug
-        log.warning("could not mark the Prefect flow runs of run %s crashed: %s", run.id, exc,
+        log.warning("could not mark the Prefect flow runs of %s crashed: %s", _named(stopped), exc,
                     exc_info=not isinstance(exc, ErgonError))
+
+
+def _named(stopped: list[tuple[Run, list[str]]]) -> str:
+    ids = [run.id for run, _ in stopped]
+    return f"run {ids[0]}" if len(ids) == 1 else f"{len(ids)} runs ({', '.join(ids[:3])}, …)"
 
 
 def _taken_on_reentry(task: HumanTask) -> bool:
@@ -215,7 +228,7 @@ def answer(task_id: str, user: str | User | humans.Actor, raw_answer: Any, via: 
         result = humans.answer(task_id, who, raw_answer, via=via)
     finally:
         if state.stopped_now and state.run is not None:
-            tell_prefect_stopped(run_store.require_run(state.run.id))
+            tell_prefect_stopped([(run_store.require_run(state.run.id), [])])
     errors = list(result.hook_errors)
     if state.state == "resumable" and state.run is not None:
         try:

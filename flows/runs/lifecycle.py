@@ -73,7 +73,7 @@ def detect_crashed() -> list[Run]:
     :data:`~flows.settings.TAKE_UP_TIMEOUT_SECONDS` without taking it up — its worker or process
     died meanwhile — it is crashed too (:func:`flows.prefect.launch.lost_runs`), so it resumes."""
     from flows.prefect.server import configured, ensure_api_url, healthy, status
-    from flows.runs.answers import run_stopped
+    from flows.runs.answers import run_stopped, tell_prefect_stopped
     from flows.settings import HEARTBEAT_TIMEOUT_SECONDS
 
     crashed = list(run_store.mark_stale_runs_crashed(heartbeat_timeout=HEARTBEAT_TIMEOUT_SECONDS))
@@ -87,9 +87,10 @@ def detect_crashed() -> list[Run]:
         ensure_api_url()
     if reach_prefect and queued:
         crashed += _lost_before_take_up(queued)
-    for run in crashed:
-        run_stopped(run, prefect=reach_prefect)
+    # the store's part run by run, Prefect's for all of them at once
+    stopped = [(run, run_stopped(run, prefect=False)) for run in crashed]
     if reach_prefect:
+        tell_prefect_stopped(stopped)
         _settle(unsettled)
     return crashed
 

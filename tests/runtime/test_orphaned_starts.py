@@ -103,15 +103,9 @@ def test_a_run_whose_process_is_a_zombie_is_found(store, definitions):
         child.wait()
 
 
-def test_a_flow_run_whose_process_died_before_the_run_knew_it_is_crashed_too(prefect_api, store, definitions):
-    """A process killed after Prefect made the run's flow run (and set it Running) but before the
-    flow body wrote its id into the run leaves a flow run the store cannot name: crash detection
-    finds it by its name (the run's id) and marks it Crashed, so nothing in Prefect says it runs."""
-    from prefect.client.orchestration import get_client
-
-    (definitions / "two_steps.yaml").write_text(TWO)
-    env = {**os.environ, "ERGON_DATABASE_URL": store, "ERGON_DEFINITIONS": str(definitions), "COLUMNS": "200"}
-    script = textwrap.dedent("""
+#: a run whose process dies as its flow body begins: Prefect made its flow run and set it
+#: Running, and the flow body never wrote the flow run's id into the run
+DIES_AS_THE_FLOW_BEGINS = textwrap.dedent("""
         import os
         from flows import runs
         from flows.catalog import Catalog
@@ -126,17 +120,33 @@ def test_a_flow_run_whose_process_died_before_the_run_knew_it_is_crashed_too(pre
         print(run.id, flush=True)
         runs.start(runs.compile_definition("two_steps", catalog=catalog), {}, catalog=catalog, run_id=run.id)
     """)
-    made = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
-    run_id = made.stdout.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("killed", [1, 3])
+def test_a_flow_run_whose_process_died_before_the_run_knew_it_is_crashed_too(prefect_api, store, definitions, killed):
+    """A process killed after Prefect made the run's flow run (and set it Running) but before the
+    flow body wrote its id into the run leaves a flow run the store cannot name: crash detection
+    finds it by its name (the run's id) and marks it Crashed, so nothing in Prefect says it runs.
+    Several such runs found by one command are each settled (Prefect is asked for all at once)."""
+    from prefect.client.orchestration import get_client
+
     from flows.store import runs as run_store
 
-    assert run_store.get_run(run_id).prefect_flow_run_id is None, "the flow body never recorded its flow run"
+    (definitions / "two_steps.yaml").write_text(TWO)
+    env = {**os.environ, "ERGON_DATABASE_URL": store, "ERGON_DEFINITIONS": str(definitions), "COLUMNS": "200"}
+    run_ids = []
+    for _ in range(killed):
+        made = subprocess.run([sys.executable, "-c", DIES_AS_THE_FLOW_BEGINS], env=env, capture_output=True, text=True,
+                              timeout=120)
+        run_ids.append(made.stdout.strip().splitlines()[-1])
+        assert run_store.get_run(run_ids[-1]).prefect_flow_run_id is None, "the flow body never recorded its flow run"
     listed = subprocess.run([*ERGON, "runs", "list", "--json"], env=env, capture_output=True, text=True, timeout=120)
-    [row] = [r for r in json.loads(listed.stdout)["runs"] if r["run_id"] == run_id]
-    assert row["status"] == "crashed"
+    statuses = {r["run_id"]: r["status"] for r in json.loads(listed.stdout)["runs"] if r["run_id"] in run_ids}
+    assert statuses == dict.fromkeys(run_ids, "crashed")
     with get_client(sync_client=True) as client:
-        flow_runs = [fr for fr in client.read_flow_runs(limit=200) if run_id in (fr.name or "")]
-    assert [fr.state.type.value for fr in flow_runs] == ["CRASHED"], [(fr.name, fr.state) for fr in flow_runs]
+        flow_runs = [fr for fr in client.read_flow_runs(limit=200) if fr.name in run_ids]
+    assert sorted((fr.name, fr.state.type.value) for fr in flow_runs) == sorted((r, "CRASHED") for r in run_ids), \
+        [(fr.name, fr.state) for fr in flow_runs]
 
 
 def test_a_flow_run_whose_process_died_as_prefect_made_it_is_crashed_too(prefect_api, store, definitions):
