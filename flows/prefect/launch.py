@@ -46,15 +46,15 @@ class NotDeployed:
 def deployment_for(definition: str, version: int | None, content_version: str) -> Deployed | NotDeployed:
     """The deployment of ``definition`` that runs ``version`` (None: the folder's draft) with the
     content ``content_version`` (the compiled Plan's version), or why there is none."""
-    from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound
 
+    from flows.prefect.api import client
     from flows.prefect.deployments import entrypoint
 
     name = full_deployment_name(definition)
-    with get_client(sync_client=True) as client:
+    with client() as prefect_client:  # an API that does not answer is a PrefectApiError, said in one line
         try:
-            deployment = client.read_deployment_by_name(name)
+            deployment = prefect_client.read_deployment_by_name(name)
         except ObjectNotFound:
             return NotDeployed(f"`{definition}` has no deployment")
     wanted = entrypoint(definition, version)

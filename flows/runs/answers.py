@@ -235,6 +235,11 @@ def answer(task_id: str, user: str | User | humans.Actor, raw_answer: Any, via: 
             resume_detached(state.run, who.name)
         except ResumeRefused as exc:  # resumed by someone else meanwhile: that run finds the answer
             log.info("run %s: %s", state.run.id, exc)
+        except ErgonError as exc:  # Prefect's API down or refusing: the answer waits in the store
+            errors.append(f"{exc}; run {state.run.id} takes this answer when it resumes "
+                          f"(`ergon runs resume {state.run.id}` once Prefect answers)")
+            return Answered(result.task, "checkpoint", f"run {state.run.id} had stopped ({state.run.error}); "
+                                                       "it was not resumed", errors)
         log_file = logs_dir() / f"run-{state.run.id}.resume.log"
         return Answered(result.task, "checkpoint", f"run {state.run.id} had stopped ({state.run.error}); it resumes "
                                                    f"from its checkpoint with this answer (log: {log_file})", errors)

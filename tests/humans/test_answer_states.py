@@ -81,7 +81,8 @@ def test_a_stopped_sub_process_closes_its_tasks(people):
     assert task_store.get_task(task.id).status == "cancelled"
 
 
-def test_an_invalid_answer_to_a_stopped_run_resumes_nothing(people, monkeypatch):
+def test_an_invalid_answer_to_a_stopped_run_resumes_nothing(people, monkeypatch, prefect_api):
+    # Prefect's API is asked whether the run's definition has a deployment to resume through
     started = []
     monkeypatch.setattr("flows.runs.detached.spawn_ergon", lambda args, **kw: started.append(args))
     run, task = _waiting_run(visit_status="running")
@@ -90,3 +91,23 @@ def test_an_invalid_answer_to_a_stopped_run_resumes_nothing(people, monkeypatch)
     assert started == [] and task_store.get_task(task.id).status == "pending"
     result = answers.answer(task.id, "ann", {"decision": "approve"})
     assert result.delivered == "checkpoint" and started == [["runs", "resume", run.id]]
+
+
+def test_an_answer_to_a_stopped_run_waits_when_prefect_does_not_answer(people, monkeypatch):
+    """The user's Prefect API is down: the answer is recorded, nothing is started, and the answerer
+    is told in one line that the run was not resumed and how to resume it."""
+    import socket
+
+    started = []
+    monkeypatch.setattr("flows.runs.detached.spawn_ergon", lambda args, **kw: started.append(args))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens there
+    monkeypatch.setenv("PREFECT_API_URL", f"http://127.0.0.1:{port}/api")
+    run, task = _waiting_run(visit_status="running")
+    result = answers.answer(task.id, "ann", {"decision": "approve"})
+    assert task_store.get_task(task.id).status == "completed" and started == []
+    assert result.delivered == "checkpoint" and "was not resumed" in result.message
+    [error] = result.errors
+    assert "cannot reach Prefect's API" in error and f"ergon runs resume {run.id}" in error, error
+    assert run_store.get_run(run.id).status == "crashed", "it resumes from its checkpoint when asked"
