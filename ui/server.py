@@ -5,7 +5,8 @@
 server ``streamlit run`` uses for a plain script), so the sign-in form and the dashboard share
 one origin, one port and one process: the cookie the form sets is the one every page's
 WebSocket sends back. As it starts, it imports what the first page needs in the background
-(``ui/warmup.py``).
+(``ui/warmup.py``), and the page it serves asks for the first page's element code at once
+(``ui/preload.py``).
 
 A dashboard setting the dashboard cannot use (``ERGON_UI_SESSION_HOURS``, see ``ui/session.py``)
 stops the server here, as it starts, with one sentence naming it: ``ergon ui`` checks the same
@@ -24,7 +25,9 @@ _ROOT = str(Path(__file__).resolve().parents[1])
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
-from ui import warmup  # noqa: E402
+from starlette.middleware import Middleware  # noqa: E402
+
+from ui import preload, warmup  # noqa: E402
 from ui.session import setting_error  # noqa: E402
 from ui.web import routes  # noqa: E402
 
@@ -33,4 +36,5 @@ if (_problem := setting_error()) is not None:
 
 warmup.start()  # the first page's imports, once the server is up (ui/warmup.py)
 
-app = st.App(Path(__file__).with_name("app.py"), routes=routes())
+# the first page's element code is asked for with the page (ui/preload.py)
+app = st.App(Path(__file__).with_name("app.py"), routes=routes(), middleware=[Middleware(preload.Preload)])

@@ -25,7 +25,8 @@ import time
 FIRST = (
     "flows.runs",
     "flows.store.runs", "flows.store.visits", "flows.store.tasks", "flows.prefect.server",
-    "PIL.Image",  # Streamlit reads the page icon with it, even an SVG one
+    # Streamlit reads the page icon with these, even an SVG one: 0.1-0.3 s of the first script run
+    "numpy", "PIL.Image",
 )
 #: What the other pages import (pandas, its Styler and pyarrow for their tables, the graph
 #: renderer for a run's page): imported once the first page's script run has finished, so that
@@ -71,9 +72,21 @@ def _import(names: tuple[str, ...]) -> None:
             log.debug("warm-up import of %s failed", name, exc_info=True)
 
 
+def _prepare_store() -> None:
+    """The store's schema check, done once per process and database (``flows.store.db.init_db``;
+    the first page's ``boot()`` finds it done)."""
+    try:
+        from flows.store import db
+
+        db.init_db()
+    except Exception:  # noqa: BLE001 - the first page runs it again and reports the failure there
+        log.debug("warm-up schema check failed", exc_info=True)
+
+
 def _import_all() -> None:
     _server_started()
     _import(FIRST)
+    _prepare_store()
     _first_page.wait(LATER_AFTER)
     _import(LATER)
 
@@ -85,7 +98,8 @@ def first_page_drawn() -> None:
 
 
 def start() -> threading.Thread:
-    """Import :data:`FIRST` in a daemon thread once the server has started, then :data:`LATER`
+    """Import :data:`FIRST` in a daemon thread once the server has started and check the store's
+    schema, then import :data:`LATER`
     once a first page has been drawn (or after :data:`LATER_AFTER` seconds); returns the thread."""
     thread = threading.Thread(target=_import_all, name="ergon-ui-warmup", daemon=True)
     thread.start()

@@ -385,6 +385,26 @@ def test_conversation_shows_prompts_as_sent_and_responses_as_json(server, page):
     shot(page, "run-conversation")
 
 
+def test_the_page_asks_for_its_elements_code_with_itself(server):
+    """Every path of the dashboard serves Streamlit's page with the first page's element code
+    preloaded (ui/preload.py); the files it names are served, and other responses are untouched."""
+    import urllib.request
+
+    from ui import preload
+
+    for path in ("/", "/run?run=nothing", "/inbox"):
+        with urllib.request.urlopen(server + path, timeout=30) as resp:
+            html = resp.read().decode()
+            assert int(resp.headers["Content-Length"]) == len(html.encode())
+        assert html.count('rel="modulepreload"') > len(preload.files()), path
+        assert html.index("BidiComponent.") < html.index("</head>")
+    for name in preload.files()[:3]:
+        with urllib.request.urlopen(f"{server}/{name}", timeout=30) as resp:
+            assert resp.status == 200 and b"modulepreload" not in resp.read()
+    with urllib.request.urlopen(f"{server}/_ergon/sign-in", timeout=30) as resp:
+        assert b"modulepreload" not in resp.read(), "the sign-in form is ours: nothing is added to it"
+
+
 def test_pages_load_nothing_from_outside_this_server(server, page):
     """Every asset is shipped: the dashboard works offline and tells no outside host who looks."""
     outside: list[str] = []

@@ -143,3 +143,19 @@ def test_start_form_labels_read_as_words():
     assert field_label("due_date") == "Due date" and field_label("x", "Amount (EUR)") == "Amount (EUR)"
     assert _read_lines("5\n\n6\nseven", "integer") == ([5, 6], [4])
     assert _read_lines("yes\nno", "boolean") == ([True, False], [])
+
+
+def test_the_first_pages_element_code_is_found_in_streamlits_bundle():
+    from pathlib import Path
+
+    import streamlit
+
+    from ui import preload
+
+    files = preload.files()
+    static = Path(streamlit.__file__).parent / "static"
+    for element in preload.ELEMENTS:  # each element's own file, and what it imports
+        assert any(Path(f).name.startswith(f"{element}.") for f in files), element
+    assert all((static / f).is_file() for f in files)
+    assert len(files) == len(set(files))
+    assert b'rel="modulepreload" crossorigin href="./static/js/BidiComponent.' in preload.tags()
