@@ -166,6 +166,13 @@ def parse_skill(text: str, file: str, *, system: bool = False) -> ParsedSkill:
     return ParsedSkill(skill, doc, findings)
 
 
+def _name_like(text: str) -> str:
+    """A skill name close to ``text`` (for a hint): lower-case, other characters as ``_``."""
+    name = re.sub(r"[^a-z0-9_]+", "_", text.lower()).strip("_")
+    name = name.lstrip("0123456789_") or "skill"
+    return name[:64]
+
+
 def _front_matter(data: dict[str, Any], stem: str) -> Iterable[Finding]:
     for key in data:
         if key not in KEYS:
@@ -174,37 +181,44 @@ def _front_matter(data: dict[str, Any], stem: str) -> Iterable[Finding]:
     for key, required in KEYS.items():
         if required and key not in data:
             yield Finding("missing-field", (), f"a skill needs `{key}` in its front matter",
-                          hint="`description` is what the agent sees of the skill before it learns it")
+                          hint="add `description: <when the agent should learn this skill>` between the `---` "
+                          "lines: it is what the agent sees of the skill before it learns it")
     name = data.get("name")
     if name is not None:
         if not isinstance(name, str):
-            yield Finding("wrong-type", ("name",), "`name` is a string")
+            yield Finding("wrong-type", ("name",), "`name` is a string",
+                          hint=f"write `name: {_name_like(str(name))}`, or leave `name` out (the file's name is used)")
         elif not NAME.match(name):
             yield Finding("bad-value", ("name",), f"`{name}` is not a skill name: lower-case letters, digits and `_`, "
-                          "starting with a letter (it becomes the tool `learn_<name>`)")
+                          "starting with a letter (it becomes the tool `learn_<name>`)",
+                          hint=f"write `name: {_name_like(name)}`")
         elif name != stem:
             yield Finding("bad-value", ("name",), f"the skill is named `{name}` but its file is `{stem}{SKILL_SUFFIX}`",
                           hint=f"rename the file to `{name}{SKILL_SUFFIX}`, or leave `name` out")
     elif not NAME.match(stem):
         yield Finding("bad-value", (), f"`{stem}` is not a skill name: lower-case letters, digits and `_`, starting "
                       "with a letter (the file's name is the skill's, which becomes the tool `learn_<name>`)",
-                      hint="rename the file")
+                      hint=f"rename the file to `{_name_like(stem)}{SKILL_SUFFIX}`")
     for key in ("description", "title"):
         value = data.get(key)
         if value is not None and (not isinstance(value, str) or not value.strip()):
-            yield Finding("wrong-type", (key,), f"`{key}` is a non-empty string")
+            yield Finding("wrong-type", (key,), f"`{key}` is a non-empty string",
+                          hint=f"write `{key}: <one line of text>`")
     if "dynamic" in data and not isinstance(data["dynamic"], bool):
-        yield Finding("wrong-type", ("dynamic",), "`dynamic` is `true` or `false`")
+        yield Finding("wrong-type", ("dynamic",), "`dynamic` is `true` or `false`",
+                      hint="write `dynamic: true` (the instructions are a template) or leave it out")
     for key in ("tools", "related_tools"):
         value = data.get(key)
         if value is None:
             continue
         if not isinstance(value, list):
-            yield Finding("wrong-type", (key,), f"`{key}` is a list of tool names")
+            yield Finding("wrong-type", (key,), f"`{key}` is a list of tool names",
+                          hint=f"write `{key}: [{value if isinstance(value, str) and value else 'tool_name'}]`")
             continue
         for i, item in enumerate(value):
             if not isinstance(item, str) or not item:
-                yield Finding("wrong-type", (key, i), f"`{key}` entries are tool names (strings)")
+                yield Finding("wrong-type", (key, i), f"`{key}` entries are tool names (strings)",
+                              hint="write each tool's name as it is registered, e.g. `search_documents`")
             elif item.startswith(LEARN_PREFIX):
                 yield Finding("bad-value", (key, i), f"`{item}` is a skill; a skill lists tools, not other skills",
                               hint="name the skill on the agent (`tools: [+learn_...]`), or list its tools here")
@@ -235,7 +249,8 @@ def catalogue_findings(data: dict[str, Any], tools: Iterable[str]) -> Iterable[F
                 continue  # reported by the front matter's own check
             if name in PROCESS_CONTROL_TOOLS:
                 yield Finding("control-tool", (key, i), f"`{name}` is a process-control tool; agents never get it",
-                              hint="agents return their output as structured data instead of calling control tools")
+                              hint=f"remove `{name}` from `{key}`: agents return their output as structured data "
+                              "instead of calling control tools")
             elif name not in known:
                 yield Finding("unknown-tool", (key, i), f"no tool is named `{name}`",
                               hint=(did_you_mean(name, known) or "tools come from the built-ins, `tools/*.py`, "

@@ -129,7 +129,8 @@ def _template(unit, defn: TemplateDef, ws) -> Iterator[Finding]:
             name = spec.lstrip("+-")
             if name in PROCESS_CONTROL_TOOLS:
                 yield Finding("control-tool", ("steps", i, "tools_allowed", j), f"`{name}` is a process-control tool; agents never get it",
-                              hint="agents return their output as structured data instead of calling control tools")
+                              hint=f"remove `{spec}` from `tools_allowed`: agents return their output as structured "
+                              "data instead of calling control tools")
             elif name.startswith(LEARN_PREFIX):
                 pass  # a skill: the skills pass resolves it
             elif name not in ws.tools and (refused := unavailable_tool(name, ("steps", i, "tools_allowed", j))) is not None:

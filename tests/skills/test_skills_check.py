@@ -63,13 +63,15 @@ dynamic: maybe
 """
     assert diagnostics({"skills/triage.md": text}) == [
         ("skills/triage.md", 2, 1, "missing-field", "a skill needs `description` in its front matter",
-         "`description` is what the agent sees of the skill before it learns it"),
+         "add `description: <when the agent should learn this skill>` between the `---` lines: it is what the agent "
+         "sees of the skill before it learns it"),
         ("skills/triage.md", 2, 7, "bad-value", "`Triage` is not a skill name: lower-case letters, digits and `_`, "
-         "starting with a letter (it becomes the tool `learn_<name>`)", None),
+         "starting with a letter (it becomes the tool `learn_<name>`)", "write `name: triage`"),
         ("skills/triage.md", 3, 1, "unknown-key", "`descripton` is not a key of a skill's front matter",
          "did you mean `description`?"),
-        ("skills/triage.md", 4, 8, "wrong-type", "`tools` is a list of tool names", None),
-        ("skills/triage.md", 5, 10, "wrong-type", "`dynamic` is `true` or `false`", None),
+        ("skills/triage.md", 4, 8, "wrong-type", "`tools` is a list of tool names", "write `tools: [think]`"),
+        ("skills/triage.md", 5, 10, "wrong-type", "`dynamic` is `true` or `false`",
+         "write `dynamic: true` (the instructions are a template) or leave it out"),
         ("skills/triage.md", 6, 1, "missing-field",  # at the closing `---`: nothing follows it
          "a skill has instructions: the text after its front matter is empty",
          "write what the agent must know to use the skill's tools after the closing `---`"),
@@ -90,7 +92,8 @@ def test_unknown_and_control_tools_of_a_skill_with_did_you_mean():
     assert diagnostics({"skills/s.md": text}) == [
         ("skills/s.md", 3, 9, "unknown-tool", "no tool is named `serch_documents`", "did you mean `search_documents`?"),
         ("skills/s.md", 3, 26, "control-tool", "`set_context` is a process-control tool; agents never get it",
-         "agents return their output as structured data instead of calling control tools"),
+         "remove `set_context` from `tools`: agents return their output as structured data instead of calling "
+         "control tools"),
         ("skills/s.md", 4, 17, "unknown-tool", "no tool is named `fetch_documnt`", "did you mean `fetch_document`?"),
     ]
     # a project tool of that name is a tool like any other
@@ -260,3 +263,10 @@ def test_a_template_step_names_skills_in_its_tools_allowed():
         (9, 28, "unknown-tool", "did you mean `learn_triage`?"),
         (9, 41, "not-configured", found[1][5])]
     assert found[1][4].startswith("step `sort` may learn skill `send_email`, which unlocks `send_email`")
+
+
+def test_a_file_whose_name_is_no_skill_name_is_told_the_name_to_use():
+    [found] = diagnostics({"skills/Order-Triage.md": "---\ndescription: d\n---\nx\n"})
+    assert found[3:] == ("bad-value", "`Order-Triage` is not a skill name: lower-case letters, digits and `_`, starting "
+                         "with a letter (the file's name is the skill's, which becomes the tool `learn_<name>`)",
+                         "rename the file to `order_triage.md`")
