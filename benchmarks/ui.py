@@ -13,8 +13,9 @@ each case, and the ratio to the baseline.
 With ``--browser`` it also serves the dashboard over the large store the way ``ergon ui`` does
 and drives Debian's chromium (Playwright) through it: each case loads a page in a fresh tab and
 waits until it has *settled* — Streamlit's script has finished (the app's
-``data-test-script-state`` is ``notRunning``) and the case's own element is drawn (the runs
-grid, the run's graph) — which is what a person waits for. The inspector case switches the
+``data-test-script-state`` is ``notRunning``), no element is still a skeleton waiting for its
+code, and the case's own element is drawn (the runs table's rows, the run's graph) — which is
+what a person waits for. The inspector case switches the
 inspected node of the 2,000-visit run's page and waits for the other node's visits. Each case
 has a warm-up load first.
 
@@ -22,12 +23,13 @@ With ``--first-load`` it measures only what a person meets first, over a store o
 runs: each repetition starts the dashboard afresh (``ergon ui``'s command), opens the Runs page in
 a new chromium once the health check answers — nothing warm on either side — then a run's page by
 its address (which reloads the app) and the sidebar's Task inbox, Definitions and Runs. Aims: the
-first page settled under 1.5 s, each later page under 0.5 s. On 2026-12-06, on this 2-core
-machine under other work, over 10,000 runs (medians of 5): start 0.93 s, first page 3.49 s (4.32 s
-before the server imported the pages' modules in the background, ``ui/warmup.py``), a run's page
-by address 1.97 s, the sidebar's pages 0.40–0.58 s — the first two aims not met; most of what is
-left is the browser starting Streamlit's JavaScript and drawing the runs grid
-(``benchmarks/RESULTS.md``).
+first page settled under 1.5 s, each later page under 0.5 s. On 2026-12-07, on this 2-core
+machine under other work (load 4–11), over 10,000 runs, 9 starts alternating with the code of the
+day before (medians): first page 3.03 s against 3.97 s (the Runs table plain HTML instead of
+``st.dataframe``, the first page's element code preloaded, ``ui/preload.py``), a run's page by
+address 2.95 s against 2.25 s (it now loads the grid's code itself), the sidebar's pages
+0.49–0.73 s — the aims not met; about a second of what is left is the browser starting
+Streamlit's JavaScript (``benchmarks/RESULTS.md``).
 
 Usage: ``python benchmarks/ui.py [--repeat N] [--runs 100000] [--visits 2000] [--browser | --first-load]``.
 """
