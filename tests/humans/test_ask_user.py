@@ -49,6 +49,16 @@ models:
 """
 
 
+def _run_with_organisers(name: str, store: str, definitions: Path, tokens) -> tuple[dict, subprocess.Popen]:
+    """`ergon run NAME --json` started by `starter`, with olga of the organisers able to answer."""
+    env = {**os.environ, "ERGON_DATABASE_URL": store, "ERGON_DEFINITIONS": str(definitions),
+           "FAKE_OPENAI_KEY": "sk-test", "ERGON_TOKEN": tokens["starter"]}
+    assert cli(["users", "add", "olga", "--group", "organisers", "--token", tokens.admin], env).returncode == 0
+    proc = subprocess.Popen(ERGON + ["run", name, "--json"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    return env, proc
+
+
 def test_ask_user_pauses_and_returns_the_answer_to_the_agent(prefect_api, store, definitions, tokens):
     server = FakeOpenAI().start()
     try:
@@ -56,11 +66,7 @@ def test_ask_user_pauses_and_returns_the_answer_to_the_agent(prefect_api, store,
         (definitions / "env.yaml").write_text(ENV.format(url=server.url))
         server.script("asker", {"tool_calls": [{"name": "ask_user", "arguments": {"question": "Which region?"}}]},
                       {"json": {"region": "EU"}})
-        env = {**os.environ, "ERGON_DATABASE_URL": store, "ERGON_DEFINITIONS": str(definitions),
-               "FAKE_OPENAI_KEY": "sk-test", "ERGON_TOKEN": tokens["starter"]}
-        assert cli(["users", "add", "olga", "--group", "organisers", "--token", tokens.admin], env).returncode == 0
-        proc = subprocess.Popen(ERGON + ["run", "asking", "--json"], env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        env, proc = _run_with_organisers("asking", store, definitions, tokens)
         try:
             task = wait_for_task("asking")
             assert task.title == "Which region?" and task.assignee == "group:organisers"
@@ -128,11 +134,7 @@ def test_agents_of_one_task_run_each_ask_a_person(prefect_api, store, definition
         # both items ask first (the window holds both), then each gets its answer
         server.script("asker", *({"tool_calls": [{"name": "ask_user", "arguments": {"question": "Which region?"}}]},) * 2,
                       {"json": {"region": "EU"}}, {"json": {"region": "US"}})
-        env = {**os.environ, "ERGON_DATABASE_URL": store, "ERGON_DEFINITIONS": str(definitions),
-               "FAKE_OPENAI_KEY": "sk-test", "ERGON_TOKEN": tokens["starter"]}
-        assert cli(["users", "add", "olga", "--group", "organisers", "--token", tokens.admin], env).returncode == 0
-        proc = subprocess.Popen(ERGON + ["run", "asking_each", "--json"], env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        env, proc = _run_with_organisers("asking_each", store, definitions, tokens)
         try:
             first, second = wait_for_open_tasks(2)
             assert first.prefect_flow_run_id != second.prefect_flow_run_id, "each question waits in its own subflow"
