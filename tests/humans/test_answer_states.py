@@ -3,6 +3,8 @@ live process or suspended, a run whose process died while it waited, and runs th
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
 import sys
 
@@ -93,6 +95,22 @@ def test_an_invalid_answer_to_a_stopped_run_resumes_nothing(people, monkeypatch,
     assert result.delivered == "checkpoint" and started == [["runs", "resume", run.id]]
 
 
+@contextlib.contextmanager
+def _prefect_api_at(url: str):
+    """This process pointed at ``url``, then back at the session's API. Ergon exports the API it
+    uses into Prefect's settings (:func:`flows.prefect.server.ensure_api`), which outlive an
+    environment variable put back by ``monkeypatch``: the later tests would meet the dead API."""
+    from flows.prefect import server
+
+    session = os.environ["PREFECT_API_URL"]
+    os.environ["PREFECT_API_URL"] = url
+    try:
+        yield
+    finally:
+        os.environ["PREFECT_API_URL"] = session
+        server.ensure_api()  # the session's API again, in Prefect's settings too
+
+
 def test_an_answer_to_a_stopped_run_waits_when_prefect_does_not_answer(people, monkeypatch):
     """The user's Prefect API is down: the answer is recorded, nothing is started, and the answerer
     is told in one line that the run was not resumed and how to resume it."""
@@ -103,9 +121,9 @@ def test_an_answer_to_a_stopped_run_waits_when_prefect_does_not_answer(people, m
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # nothing listens there
-    monkeypatch.setenv("PREFECT_API_URL", f"http://127.0.0.1:{port}/api")
     run, task = _waiting_run(visit_status="running")
-    result = answers.answer(task.id, "ann", {"decision": "approve"})
+    with _prefect_api_at(f"http://127.0.0.1:{port}/api"):
+        result = answers.answer(task.id, "ann", {"decision": "approve"})
     assert task_store.get_task(task.id).status == "completed" and started == []
     assert result.delivered == "checkpoint" and "was not resumed" in result.message
     [error] = result.errors
