@@ -143,8 +143,7 @@ def _write_pending(conn: driver.DriverConnection) -> None:
         _pending.clear()
         _ending.clear()
     if rows and _on_driver(conn):  # a HotTransaction takes driver statements only
-        for row, _ in rows.values():
-            _insert_visit(conn, row)
+        driver.insert(_VISITS, _VISIT_NAMES, conn.dialect).run_many(conn, [row for row, _ in rows.values()])
     elif rows:
         by_columns: dict[tuple[str, ...], list[dict[str, Any]]] = {}  # one multi-row insert per shape
         for row, _ in rows.values():
