@@ -49,29 +49,27 @@ class DriverStatement:
     def run(self, conn: DriverConnection, values: Mapping[str, Any]) -> sa.Row[Any] | tuple[Any, ...] | int | None:
         """Execute in ``conn``'s transaction: the first row when the statement returns rows,
         else the number of rows it changed."""
-        parameters = [process(values.get(name)) if process else values.get(name) for name, process in self.params]
-        driver_error = conn.dialect.loaded_dbapi.Error
-        cursor = conn.connection.driver_connection.cursor()
-        try:
-            cursor.execute(self.text, parameters)
-            if cursor.description is not None:
-                return cursor.fetchone()
-            return cursor.rowcount
-        except driver_error as exc:
-            raise sa.exc.DBAPIError.instance(self.text, None, exc, driver_error, dialect=conn.dialect) from exc
-        finally:
-            cursor.close()
-
+        return self._execute(conn, self._parameters(values), many=False)
 
     def run_many(self, conn: DriverConnection, rows: Sequence[Mapping[str, Any]]) -> None:
         """Execute once per row in ``conn``'s transaction, in one driver call (``executemany``):
         a flush of a large fan-out's deferred visits writes thousands of rows at once."""
-        parameters = [[process(values.get(name)) if process else values.get(name) for name, process in self.params]
-                      for values in rows]
+        self._execute(conn, [self._parameters(values) for values in rows], many=True)
+
+    def _parameters(self, values: Mapping[str, Any]) -> list[Any]:
+        return [process(values.get(name)) if process else values.get(name) for name, process in self.params]
+
+    def _execute(self, conn: DriverConnection, parameters: Any, *, many: bool) -> Any:
         driver_error = conn.dialect.loaded_dbapi.Error
         cursor = conn.connection.driver_connection.cursor()
         try:
-            cursor.executemany(self.text, parameters)
+            if many:
+                cursor.executemany(self.text, parameters)
+                return None
+            cursor.execute(self.text, parameters)
+            if cursor.description is not None:
+                return cursor.fetchone()
+            return cursor.rowcount
         except driver_error as exc:
             raise sa.exc.DBAPIError.instance(self.text, None, exc, driver_error, dialect=conn.dialect) from exc
         finally:
