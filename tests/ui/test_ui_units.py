@@ -159,3 +159,41 @@ def test_the_first_pages_element_code_is_found_in_streamlits_bundle():
     assert all((static / f).is_file() for f in files)
     assert len(files) == len(set(files))
     assert b'rel="modulepreload" crossorigin href="./static/js/BidiComponent.' in preload.tags()
+
+
+def test_the_dashboard_server_answers_without_waiting_for_acknowledgements():
+    """A connection Streamlit's server accepts has Nagle's algorithm off once ``ui.serve`` has set
+    up the binding: otherwise each small response (headers and body, two writes) waits for the
+    browser's delayed acknowledgement, ~40 ms a file. Checked on a connection accepted by an
+    asyncio server, as uvicorn accepts them, on the socket Streamlit's own function binds."""
+    import asyncio
+    import socket
+
+    from streamlit.web.server.starlette import starlette_server
+
+    from ui.serve import without_nagle
+
+    original = starlette_server._bind_socket
+    try:
+        without_nagle()
+        without_nagle()  # twice is once
+        sock = starlette_server._bind_socket("127.0.0.1", 0, 8)
+    finally:
+        starlette_server._bind_socket = original
+
+    async def accepted_nodelay() -> int:
+        accepted: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        class Probe(asyncio.Protocol):
+            def connection_made(self, transport):  # type: ignore[override]
+                accepted.set_result(transport.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+                transport.close()
+
+        server = await asyncio.get_running_loop().create_server(Probe, sock=sock)
+        async with server:
+            _, writer = await asyncio.open_connection(*sock.getsockname()[:2])
+            value = await asyncio.wait_for(accepted, 10)
+            writer.close()
+        return value
+
+    assert asyncio.run(accepted_nodelay()) == 1
