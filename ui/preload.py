@@ -10,11 +10,20 @@ the browser fetches them while it starts Streamlit's JavaScript and the server r
 Which files: Streamlit's main bundle names each element's file and the files it needs (Vite's
 ``__vite__mapDeps`` list); :func:`files` reads them from it for :data:`ELEMENTS`. A Streamlit
 whose bundle reads otherwise gets no tags, and the page loads as it would without them.
+
+The page also tells Streamlit's JavaScript where the server is (:func:`base_script`). Left to
+itself, a page opened by its address (``/run?run=…``, a link in a notification, a reload) first
+asks ``/run/_stcore/health`` — ``run`` might be where the server is mounted — gets a 404, waits
+its minimum retry delay and asks ``/_stcore/health``: 0.18 s of every such load (2026-12-07). The
+server knows which path it served: the dashboard's pages are one segment deep, so the page's
+address without its last segment (``/`` itself for the first page) is where the server is, as
+the browser sees it — behind a proxy that adds a prefix too.
 """
 
 from __future__ import annotations
 
 import functools
+import gzip
 import json
 import re
 from pathlib import Path
@@ -57,21 +66,48 @@ def files() -> tuple[str, ...]:
         return ()
 
 
+def base_script(path: str) -> bytes:
+    """A script that sets Streamlit's ``BACKEND_BASE_URL`` (read from ``window.__streamlit`` when
+    its JavaScript starts) to the page's address without its page (the last segment when the
+    server saw ``/<page>``, nothing when it saw ``/``), unless the page already sets one; empty
+    for any other path, where Streamlit finds the server by itself."""
+    if path in ("", "/"):
+        drop = 0
+    elif re.fullmatch(r"/[^/]+/?", path):
+        drop = 1
+    else:
+        return b""
+    return ("<script>(function(){var p=location.pathname.replace(/\\/+$/,'').split('/');"
+            f"p.splice(p.length-{drop},{drop});"
+            "window.__streamlit=Object.assign({BACKEND_BASE_URL:location.origin+p.join('/')+'/'},"
+            "window.__streamlit||{});})();</script>").encode()
+
+
+def _gunzip(data: bytes) -> bytes | None:
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError):
+        return None
+
+
 def tags() -> bytes:
     return "".join(f'<link rel="modulepreload" crossorigin href="./{name}">' for name in files()).encode()
 
 
 class Preload:
-    """ASGI middleware: the tags of :func:`tags` before ``</head>`` of the HTML page Streamlit
-    serves (its one page, under any of the dashboard's paths); everything else passes as it is."""
+    """ASGI middleware: the script of :func:`base_script` and the tags of :func:`tags` before
+    ``</head>`` of the HTML page Streamlit serves (its one page, under any of the dashboard's
+    paths); everything else passes as it is."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("method") != "GET" or not files():
+        if scope["type"] != "http" or scope.get("method") != "GET":
             await self.app(scope, receive, send)
             return
+        path, root = scope.get("path", ""), scope.get("root_path", "")
+        added = base_script(path[len(root):] if root and path.startswith(root) else path) + tags()
         start: Message | None = None
         body: list[bytes] = []
 
@@ -89,9 +125,17 @@ class Preload:
             if message.get("more_body"):
                 return
             page = b"".join(body)
-            if b'src="./static/js/index.' in page:  # Streamlit's page, not one of ours (the sign-in form)
-                page = page.replace(b"</head>", tags() + b"</head>", 1)
-            kept = [(k, v) for k, v in start.get("headers") or [] if k.lower() != b"content-length"]
+            headers = start.get("headers") or []
+            # Streamlit compresses the page for a browser (it asks with Accept-Encoding: gzip); the
+            # page goes out rewritten and uncompressed (a few KB, sent once per load)
+            gzipped = any(k.lower() == b"content-encoding" and v.strip().lower() == b"gzip" for k, v in headers)
+            plain = _gunzip(page) if gzipped else page
+            if plain is not None and b'src="./static/js/index.' in plain:  # Streamlit's page, not ours (sign-in)
+                page = plain.replace(b"</head>", added + b"</head>", 1)
+                drop = {b"content-length", b"content-encoding"}
+            else:
+                drop = {b"content-length"}
+            kept = [(k, v) for k, v in headers if k.lower() not in drop]
             await send({**start, "headers": [*kept, (b"content-length", str(len(page)).encode())]})
             await send({"type": "http.response.body", "body": page})
 

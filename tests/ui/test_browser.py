@@ -387,22 +387,64 @@ def test_conversation_shows_prompts_as_sent_and_responses_as_json(server, page):
 
 def test_the_page_asks_for_its_elements_code_with_itself(server):
     """Every path of the dashboard serves Streamlit's page with the first page's element code
-    preloaded (ui/preload.py); the files it names are served, and other responses are untouched."""
+    preloaded and the server's address set (ui/preload.py), asked for as a browser asks (which
+    Streamlit answers compressed); the files it names are served, and other responses are untouched."""
+    import gzip
     import urllib.request
 
     from ui import preload
 
     for path in ("/", "/run?run=nothing", "/inbox"):
-        with urllib.request.urlopen(server + path, timeout=30) as resp:
-            html = resp.read().decode()
-            assert int(resp.headers["Content-Length"]) == len(html.encode())
+        request = urllib.request.Request(server + path, headers={"Accept-Encoding": "gzip, deflate, br"})
+        with urllib.request.urlopen(request, timeout=30) as resp:
+            raw = resp.read()
+            assert int(resp.headers["Content-Length"]) == len(raw)
+            html = (gzip.decompress(raw) if resp.headers.get("Content-Encoding") == "gzip" else raw).decode()
         assert html.count('rel="modulepreload"') > len(preload.files()), path
         assert html.index("BidiComponent.") < html.index("</head>")
+        assert html.index("BACKEND_BASE_URL") < html.index("</head>"), path
     for name in preload.files()[:3]:
         with urllib.request.urlopen(f"{server}/{name}", timeout=30) as resp:
             assert resp.status == 200 and b"modulepreload" not in resp.read()
     with urllib.request.urlopen(f"{server}/_ergon/sign-in", timeout=30) as resp:
         assert b"modulepreload" not in resp.read(), "the sign-in form is ours: nothing is added to it"
+
+
+def test_streamlit_files_come_from_memory_as_streamlit_serves_them(server):
+    """Streamlit's own files are answered from memory (ui/static_files.py) with the bytes of the
+    file and Streamlit's headers; anything else reaches Streamlit as before."""
+    import urllib.error
+    import urllib.request
+
+    import streamlit
+
+    folder = Path(streamlit.__file__).parent / "static"
+    name = next(p.name for p in sorted((folder / "static" / "js").glob("index.*.js")))
+    for path in (f"/static/js/{name}", "/static/css/" + next((folder / "static" / "css").glob("*.css")).name):
+        with urllib.request.urlopen(urllib.request.Request(server + path, method="HEAD"), timeout=30) as resp:
+            streamlits = resp.headers  # a HEAD is Streamlit's to answer
+        with urllib.request.urlopen(server + path, timeout=30) as resp:
+            assert resp.read() == (folder / path.lstrip("/")).read_bytes(), path
+            for header in ("Content-Type", "Cache-Control"):
+                assert resp.headers[header] == streamlits[header], (path, header)
+            assert "immutable" in resp.headers["Cache-Control"]
+    with urllib.request.urlopen(server + "/static/js/no-such-file.js", timeout=30) as resp:
+        assert resp.headers["Content-Type"].startswith("text/html"), "Streamlit's own answer: its page"
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(server + "/static/js/%2e%2e%2findex.html", timeout=30)
+    assert refused.value.code in (400, 404)
+
+
+def test_a_page_opened_by_its_address_asks_the_server_where_it_is(server, page):
+    """A page loaded by its address (a link in a notification, a reload) finds the server at once:
+    Streamlit's JavaScript would first ask under the page's own path (``/inbox/_stcore/health``),
+    get a 404 and retry after a delay (ui/preload.py)."""
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url) if "/_stcore/" in r.url else None)
+    page.goto(f"{server}/inbox")
+    expect(page.get_by_role("heading", name="Task inbox")).to_be_visible()
+    assert asked and all(url.startswith(f"{server}/_stcore/") for url in asked), asked
+    assert page.evaluate("window.__streamlit.BACKEND_BASE_URL") == server + "/"
 
 
 def test_pages_load_nothing_from_outside_this_server(server, page):
