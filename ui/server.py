@@ -27,7 +27,7 @@ if _ROOT not in sys.path:
 
 from starlette.middleware import Middleware  # noqa: E402
 
-from ui import preload, warmup  # noqa: E402
+from ui import preload, static_files, warmup  # noqa: E402
 from ui.session import setting_error  # noqa: E402
 from ui.web import routes  # noqa: E402
 
@@ -36,5 +36,7 @@ if (_problem := setting_error()) is not None:
 
 warmup.start()  # the first page's imports, once the server is up (ui/warmup.py)
 
-# the first page's element code is asked for with the page (ui/preload.py)
-app = st.App(Path(__file__).with_name("app.py"), routes=routes(), middleware=[Middleware(preload.Preload)])
+# Streamlit's JavaScript is served from memory (ui/static_files.py); the first page's element
+# code is asked for with the page (ui/preload.py)
+app = st.App(Path(__file__).with_name("app.py"), routes=routes(),
+             middleware=[Middleware(static_files.StaticFiles), Middleware(preload.Preload)])
