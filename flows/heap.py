@@ -23,6 +23,8 @@ Those processes are
 In a process that lives on — tests, a script calling :func:`flows.runs.start`, the dashboard's
 server — the collector is only paused: freezing there would keep, for good, whatever garbage was
 uncollected at that moment and whatever of the caller's objects later become garbage in a cycle.
+(The dashboard's server freezes once, itself, after collecting, when its warm-up has imported
+what its pages need: ``ui/warmup.py``.)
 
 ``garbage=True`` is for imports that leave cyclic garbage behind (litellm's leaves ~165,000
 objects): in a one-run process they are collected before the freeze, so they are not kept.
