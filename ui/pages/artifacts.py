@@ -47,7 +47,7 @@ with browse:
             row = next(r for r in rows if r["id"] == chosen)
             nav.run_link(artifact.run_id, f"From a {row['definition_name']} run · {fmt.status(row['run_status'])}")
             if artifact.visit_id and (visit := visit_store.get_visit(artifact.visit_id)) is not None:
-                st.caption(f"written by step {visit.node_id} (visit #{visit.sequence}) at {fmt.when(artifact.created_at)} UTC")
+                st.caption(f"written by step {visit.node_id} (visit #{visit.sequence}) at {fmt.when_md(artifact.created_at)} UTC")
             artifact_view.show(artifact.type, artifact.content, key=f"art:{artifact.id}")
     elif key_text.strip() or kind or definition:
         st.info("No artifact matches these filters: clear one to see more.", icon=":material/filter_alt_off:")

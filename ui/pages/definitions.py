@@ -86,7 +86,7 @@ with st.expander(f"Published versions ({len(versions)})"):
     recent, count = run_store.list_runs(definition=name, limit=5, light=True)
     st.caption(f"{count} run(s) of {name}" + (", latest:" if recent else ""))
     for r in recent:
-        nav.run_link(r["id"], f"{fmt.status(r['status'])} · {fmt.when(r['created_at'])} · {r['id']}")
+        nav.run_link(r["id"], f"{fmt.status(r['status'])} · {fmt.when_md(r['created_at'])} · {r['id']}")
 
 if unit.kind not in RUNNABLE_KINDS:
     st.caption(f"A {unit.kind} is used by other definitions; it does not run on its own.")

@@ -129,7 +129,7 @@ with st.container(border=True, key="task_card"):
         bits.append(f"taken by **{task.claimed_by}**")
     if task.four_eyes:
         bits.append("four-eyes (the run's starter may not answer)")
-    bits.append(f"created {fmt.when(task.created_at)} UTC")
+    bits.append(f"created {fmt.when_md(task.created_at)} UTC")
     st.markdown(" · ".join(bits))
     if task.description:
         st.markdown(task.description)
@@ -190,7 +190,7 @@ if task.status in ("pending", "in_progress"):
                 st.rerun()
 else:
     if task.status == "completed":
-        st.markdown(f"Answered by **{task.answered_by}** via {task.answered_via} at {fmt.when(task.answered_at)} UTC")
+        st.markdown(f"Answered by **{task.answered_by}** via {task.answered_via} at {fmt.when_md(task.answered_at)} UTC")
         taskcard.show_value(task.answer or {})
 
 with st.expander("The run's whole context"):

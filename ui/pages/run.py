@@ -53,7 +53,7 @@ if run_id is None:
         st.rerun()
     st.caption("Or pick one of the latest runs:")
     for r in run_store.list_runs(limit=15, light=True)[0]:
-        nav.run_link(r["id"], f"{r['definition_name']} · {fmt.status(r['status'])} · {fmt.when(r['created_at'])} · {r['id']}")
+        nav.run_link(r["id"], f"{r['definition_name']} · {fmt.status(r['status'])} · {fmt.when_md(r['created_at'])} · {r['id']}")
     st.stop()
 
 first = run_store.get_run(run_id)
@@ -91,9 +91,9 @@ def _header(run: Any) -> None:
         st.metric("Cost", fmt.money(run.cost_usd) or "$0", width="content")
         st.metric("Tokens", f"{run.tokens:,}", width="content")
         st.metric("Trigger", run.trigger.replace("_", " "), width="content")
-    st.caption(f"started by **{run.started_by or '—'}** · created {fmt.when(run.created_at)} UTC"
-               + (f" · started {fmt.when(run.started_at)}" if run.started_at else "")
-               + (f" · ended {fmt.when(run.ended_at)}" if run.ended_at else ""))
+    st.caption(f"started by **{run.started_by or '—'}** · created {fmt.when_md(run.created_at)} UTC"
+               + (f" · started {fmt.when_md(run.started_at)}" if run.started_at else "")
+               + (f" · ended {fmt.when_md(run.ended_at)}" if run.ended_at else ""))
     if run.error:
         st.error(run.error)
     if run.prefect_flow_run_id and (url := nav.prefect_url("flow-run", run.prefect_flow_run_id)):
@@ -316,7 +316,7 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any, nodes: l
                 continue
             with box:
                 task_run = nav.prefect_url("task-run", v.prefect_task_run_id) if v.prefect_task_run_id else None
-                st.caption(f"started {fmt.when(v.started_at)} · ended {fmt.when(v.ended_at) or '—'}"
+                st.caption(f"started {fmt.when_md(v.started_at)} · ended {fmt.when_md(v.ended_at) or '—'}"
                            + (f" · [Prefect task run]({task_run})" if task_run else ""))
                 if v.error:
                     st.error(v.error)
@@ -415,7 +415,7 @@ def _trail(run: Any, commands: list[Any]) -> None:
     if run.run_type != "supervised":
         return
     for m in run_events.events_for_run(run.id, kind="message"):
-        st.markdown(f"**{m.actor or 'someone'}** · {fmt.when(m.at)}"
+        st.markdown(f"**{m.actor or 'someone'}** · {fmt.when_md(m.at)}"
                     + (" · read" if m.delivered_at else " · not read yet"))
         st.code(str((m.args or {}).get("text", "")), language=None, wrap_lines=True)
     calls = [c for c in visit_store.llm_calls_for_run(run.id) if c.visit_id is None]
@@ -526,6 +526,8 @@ def _body() -> None:
     if tasks.open:
         with tasks:
             _tasks(run)
+
+
 
 
 st.fragment(_body, run_every=REFRESH_SECONDS if LIVE else None)()

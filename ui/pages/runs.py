@@ -76,7 +76,7 @@ def _table() -> None:
     pages = max(1, -(-total // size))
     first = (page - 1) * size + 1 if rows else 0
     st.caption(f"{first}–{first + len(rows) - 1 if rows else 0} of {total:,} run(s), newest first"
-               + (f" · refreshed {fmt.when(now)} UTC" if live else ""))
+               + (f" · refreshed {fmt.when_md(now)} UTC" if live else ""))
     if not rows:
         filtered = bool(statuses or definition or since or text.strip())
         st.info("No run matches these filters: clear one to see more." if filtered else

@@ -105,7 +105,7 @@ def _badge(value: CellValue, transformation: dict[str, Any] | None) -> None:
     """The version's source as a badge, then who made it and when, on one line."""
     label, colour = sv.source_badge(value.source_type, transformation)
     who = value.created_by or ("a template step" if value.source_type == "transformation" else "—")
-    st.caption(f":{colour}-badge[{sv.markdown_text(label)}] {sv.markdown_text(who)} · {fmt.when(value.created_at)}")
+    st.caption(f":{colour}-badge[{sv.markdown_text(label)}] {sv.markdown_text(who)} · {fmt.when_md(value.created_at)}")
 
 
 def _field_row(view: records.View, group: Any, fld: Any, entry: int, made: dict[str, Any], opened: str | None) -> None:
@@ -343,7 +343,7 @@ except NotFound as exc:
 sub = view.submission
 st.header(sub.name or view.form.name)
 st.caption(" · ".join([f"form `{view.form.name}`", f"origin **{sub.origin}**", f"created by **{sub.created_by or (f'step {sub.step_key}' if sub.step_key else '—')}**",
-                       f"created {fmt.when(sub.created_at)} UTC", f"updated {fmt.when(sub.updated_at)} UTC",
+                       f"created {fmt.when_md(sub.created_at)} UTC", f"updated {fmt.when_md(sub.updated_at)} UTC",
                        f"submission `{sub.id}`"]))
 if view.form.description:
     st.markdown(sv.markdown_text(view.form.description))
