@@ -18,6 +18,16 @@ from flows.store import visits as visit_store
 pytestmark = pytest.mark.prefect
 
 
+def _diff_rows(at) -> list[tuple[str, ...]]:
+    """The rows (op, path, old, new) of the context change the run page shows (an HTML table)."""
+    import html
+    import re
+
+    [table] = [h.value for h in at.html if 'class="ergon-diff"' in h.value]
+    cells = [html.unescape(c) for c in re.findall(r"<td><code>(.*?)</code></td>", table, re.S)]
+    return [tuple(cells[i:i + 4]) for i in range(0, len(cells), 4)]
+
+
 def _texts(at) -> str:
     parts = [e.value for kind in ("markdown", "caption", "error", "warning", "info", "success") for e in getattr(at, kind)]
     return "\n".join(str(p) for p in parts)
@@ -173,8 +183,8 @@ def test_foreach_run_page_shows_items_diffs_and_tool_calls(make_app, runs):
     items = next(v for v in frames.values() if "item" in v.columns and "attempt" in v.columns and len(v) == 4)
     assert sorted(items["item"]) == ["n1", "n2", "n3", "n4"]
     assert sum("failed" in s for s in items["status"]) == 1, "item n3 failed (collect_errors keeps the rest)"
-    diff = next(t.value for t in at.table if list(t.value.columns) == ["op", "path", "old", "new"])
-    assert list(diff["path"]) == ["/results"] and diff["op"].iloc[0] == "add"
+    diff = _diff_rows(at)
+    assert [path for _, path, _, _ in diff] == ["/results"] and diff[0][0] == "add"
     assert "item `n3` failed" in _texts(at) or "item 3 is bad" in items["error"].str.cat()
     assert "**LLM call 1** · item `n2` · `offline`" in _texts(at) and "· 42 ms" in _texts(at), \
         "a foreach's calls say which item they belong to"
