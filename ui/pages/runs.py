@@ -52,6 +52,11 @@ st.session_state["_runs_filters"] = filters
 
 
 def _table() -> None:
+    # A click on a run's link re-runs this fragment with the run in the table's "open" trigger:
+    # its page opens before this one queries and draws anything again.
+    clicked = st.session_state.get("runs_table")
+    if isinstance(clicked, dict) and clicked.get("open"):
+        st.switch_page(nav.RUN, query_params={"run": clicked["open"]})
     page = st.session_state.get("runs_page", 1)
     rows, total = run_store.list_runs(statuses or None, definition, text.strip() or None, since, until,
                                       limit=size, offset=(page - 1) * size, light=True)
