@@ -35,6 +35,8 @@ FIRST = (
     "flows.store.runs", "flows.store.visits", "flows.store.tasks", "flows.prefect.server",
     # Streamlit reads the page icon with these, even an SVG one: 0.1-0.3 s of the first script run
     "numpy", "PIL.Image",
+    # the first page's own modules, and the icon names Streamlit checks an icon against
+    "ui.auth", "ui.boot", "ui.format", "ui.nav", "ui.runs_table", "streamlit.material_icon_names",
 )
 #: What the other pages import (pandas, its Styler and pyarrow for their tables, the graph
 #: renderer for a run's page): imported once the first page's script run has finished, so that
@@ -47,6 +49,7 @@ LATER = (
     # a run's page: its own modules, and the tools its plan's definitions are checked against
     "ui.graph", "ui.timeline", "ui.conversation", "ui.route", "ui.workstreams", "ui.artifact_view",
     "flows.tools.builtins", "flows.tools.skills", "flows.store.run_events",
+    "flows.runs.controls",  # a run's actions: it brings the engine and the model layer (0.1 s)
 )
 MODULES = FIRST + LATER
 #: How long the later imports wait for a first page at most (a server nobody opens yet).
