@@ -21,15 +21,15 @@ has a warm-up load first.
 
 With ``--first-load`` it measures only what a person meets first, over a store of ``--runs``
 runs: each repetition starts the dashboard afresh (``ergon ui``'s command), opens the Runs page in
-a new chromium once the health check answers — nothing warm on either side — then a run's page by
-its address (which reloads the app) and the sidebar's Task inbox, Definitions and Runs. Aims: the
+a new chromium once the health check answers — nothing warm on either side — then a run's page
+from its link in the table, the same page by its address (which reloads the app) and the
+sidebar's Task inbox, Definitions and Runs. Aims: the
 first page settled under 1.5 s, each later page under 0.5 s. On 2026-12-07, on this 2-core
-machine under other work (load 4–11), over 10,000 runs, 9 starts alternating with the code of the
-day before (medians): first page 3.03 s against 3.97 s (the Runs table plain HTML instead of
-``st.dataframe``, the first page's element code preloaded, ``ui/preload.py``), a run's page by
-address 2.95 s against 2.25 s (it now loads the grid's code itself), the sidebar's pages
-0.49–0.73 s — the aims not met; about a second of what is left is the browser starting
-Streamlit's JavaScript (``benchmarks/RESULTS.md``).
+machine otherwise idle, over 10,000 runs, 9 starts (medians): first page 1.41 s (1.30-1.68 s)
+against 1.72-1.79 s that morning, a run's page 0.68 s from its link in the table and 0.65 s by
+its address, the sidebar's pages 0.14-0.35 s (``benchmarks/RESULTS.md``: the server's sockets
+left Nagle's algorithm on, the preload tags never reached a browser, times in markdown loaded
+the emoji plugin, and more).
 
 Usage: ``python benchmarks/ui.py [--repeat N] [--runs 100000] [--visits 2000] [--browser | --first-load]``.
 """
