@@ -117,11 +117,17 @@ def database_url() -> str:
 
 #: The default URL per (ERGON_DATABASE_URL, ERGON_HOME, working folder): resolving the state
 #: folder touches the file system, and every store call asks for the engine.
-_default_urls: dict[tuple[str | None, str | None, str], str] = {}
+_default_urls: dict[tuple[str | None, str | None, str | None], str] = {}
 
 
 def _default_url() -> str:
-    key = (os.environ.get("ERGON_DATABASE_URL"), os.environ.get("ERGON_HOME"), os.getcwd())
+    url_set, home = os.environ.get("ERGON_DATABASE_URL"), os.environ.get("ERGON_HOME")
+    # The working folder is asked for only when the state folder is relative to it (no
+    # ERGON_HOME, or a relative one): os.getcwd releases the interpreter, and getting it back
+    # waits for whichever thread holds it — with one busy thread beside it this call took
+    # 0.35 ms instead of 5 µs (2026-12-07), on the path of every model call's record.
+    relative = not url_set and not (home and os.path.isabs(os.path.expanduser(home)))
+    key = (url_set, home, os.getcwd() if relative else None)
     url = _default_urls.get(key)
     if url is None:
         url = _default_urls[key] = database_url()

@@ -126,3 +126,26 @@ def test_a_database_at_head_is_not_migrated_again_and_one_behind_is(tmp_path, mo
             assert conn.exec_driver_sql("select version_num from alembic_version").scalar() == db.head_revision()
     finally:
         db.dispose_all()
+
+
+def test_the_default_store_follows_the_working_folder_only_when_its_home_is_relative(tmp_path, monkeypatch):
+    """The store's default address is cached per working folder only when it depends on it: a
+    relative (or unset) ERGON_HOME follows the folder; an absolute one does not move with it."""
+    from flows.store.db import _default_url
+
+    monkeypatch.delenv("ERGON_DATABASE_URL", raising=False)
+    for home in (None, "state"):
+        if home is None:
+            monkeypatch.delenv("ERGON_HOME", raising=False)
+        else:
+            monkeypatch.setenv("ERGON_HOME", home)
+        seen = set()
+        for folder in ("a", "b"):
+            (tmp_path / folder).mkdir(exist_ok=True)
+            monkeypatch.chdir(tmp_path / folder)
+            seen.add(_default_url())
+        assert seen == {f"sqlite:///{tmp_path / f / (home or '.ergon') / 'ergon.db'}" for f in ("a", "b")}, home
+    monkeypatch.setenv("ERGON_HOME", str(tmp_path / "fixed"))
+    for folder in ("a", "b"):
+        monkeypatch.chdir(tmp_path / folder)
+        assert _default_url() == f"sqlite:///{tmp_path / 'fixed' / 'ergon.db'}"
