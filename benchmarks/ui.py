@@ -25,9 +25,9 @@ a new chromium once the health check answers — nothing warm on either side —
 from its link in the table, the same page by its address (which reloads the app) and the
 sidebar's Task inbox, Definitions and Runs. Aims: the
 first page settled under 1.5 s, each later page under 0.5 s. On 2026-12-07, on this 2-core
-machine otherwise idle, over 10,000 runs, 9 starts (medians): first page 1.41 s (1.30-1.68 s)
-against 1.72-1.79 s that morning, a run's page 0.68 s from its link in the table and 0.65 s by
-its address, the sidebar's pages 0.14-0.35 s (``benchmarks/RESULTS.md``: the server's sockets
+machine otherwise idle, over 10,000 runs, 9 starts (medians): first page 1.24 s (1.02-1.29 s)
+against 1.72-1.79 s that morning, a run's page 0.65 s from its link in the table and 0.60 s by
+its address, the sidebar's pages 0.13-0.29 s (``benchmarks/RESULTS.md``: the server's sockets
 left Nagle's algorithm on, the preload tags never reached a browser, times in markdown loaded
 the emoji plugin, and more).
 
