@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import mimetypes
+import os
 import re
 from pathlib import Path
 
@@ -44,20 +45,41 @@ def _folder() -> Path:
 
 
 @functools.cache
+def _names() -> frozenset[tuple[str, str]]:
+    """(folder, file name) of every file in Streamlit's ``static/js``, ``css`` and ``media``: only
+    these are answered, so that a request for any other name neither touches the disk nor
+    grows :data:`_loaded`."""
+    found: set[tuple[str, str]] = set()
+    for folder in ("js", "css", "media"):
+        try:
+            found.update((folder, entry.name) for entry in os.scandir(_folder() / folder) if entry.is_file())
+        except OSError:
+            continue
+    return frozenset(found)
+
+
+#: The files answered so far: (folder, name) → (content, content type). At most the files of
+#: :func:`_names`; they never change while the server runs.
+_loaded: dict[tuple[str, str], tuple[bytes, bytes]] = {}
+
+
 def _asset(folder: str, name: str) -> tuple[bytes, bytes] | None:
     """``(content, content type)`` of Streamlit's ``static/<folder>/<name>``, or None if there is
-    no such file. Cached: the files never change while the server runs."""
-    if name.startswith("."):
+    no such file (then Streamlit answers as it would)."""
+    key = (folder, name)
+    if key not in _names():
         return None
-    path = _folder() / folder / name
-    try:
-        content = path.read_bytes()
-    except OSError:  # not there, a folder, unreadable: Streamlit answers as it would
-        return None
-    kind = mimetypes.guess_type(name)[0] or "text/plain"  # as Starlette's file response names it
-    if kind.startswith("text/"):
-        kind += "; charset=utf-8"
-    return content, kind.encode()
+    asset = _loaded.get(key)
+    if asset is None:
+        try:
+            content = (_folder() / folder / name).read_bytes()  # once per file, a few KB to 1 MB
+        except OSError:
+            return None
+        kind = mimetypes.guess_type(name)[0] or "text/plain"  # as Starlette's file response names it
+        if kind.startswith("text/"):
+            kind += "; charset=utf-8"
+        asset = _loaded[key] = (content, kind.encode())
+    return asset
 
 
 def _conditional(scope: Scope) -> bool:

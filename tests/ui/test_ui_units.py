@@ -197,3 +197,19 @@ def test_the_dashboard_server_answers_without_waiting_for_acknowledgements():
         return value
 
     assert asyncio.run(accepted_nodelay()) == 1
+
+
+def test_streamlit_files_in_memory_are_only_streamlits_own():
+    """Only files that exist in Streamlit's static folders are answered from memory and kept: a
+    request for any other name (made up, hidden, a path) is left to Streamlit and keeps nothing,
+    so asking for endless names cannot grow the server's memory."""
+    from ui import static_files
+
+    name = next(n for folder, n in static_files._names() if folder == "js" and n.startswith("index."))
+    content, kind = static_files._asset("js", name)
+    assert content == (static_files._folder() / "js" / name).read_bytes() and b"javascript" in kind
+    before = dict(static_files._loaded)
+    for made_up in ("no-such-file.js", ".hidden.js", "..", f"{name}x"):
+        assert static_files._asset("js", made_up) is None
+    assert static_files._asset("css", name) is None, "a js file is not served as css"
+    assert static_files._loaded == before
