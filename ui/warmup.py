@@ -93,16 +93,11 @@ def _prepare_store() -> None:
     (about 0.1 s of the first page's script run otherwise). Reads only: marking runs crashed is
     the session's, which reports what it found."""
     try:
-        from sqlalchemy.orm import configure_mappers
-
         from flows.store import db
         from flows.store import runs as run_store
 
         db.init_db()
-        configure_mappers()
-        run_store.mark_stale_runs_crashed(run_ids=())  # no candidates: compiles the query, marks nothing
-        run_store.ended_unsettled()
-        run_store.queued_on_deployments()
+        run_store.warm_crash_detection()
     except Exception:  # noqa: BLE001 - the first page runs it again and reports the failure there
         log.debug("warm-up schema check failed", exc_info=True)
 

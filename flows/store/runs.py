@@ -395,6 +395,16 @@ def mark_stale_runs_crashed(
     """
     now = now or utcnow()
     timeout = heartbeat_timeout if isinstance(heartbeat_timeout, timedelta) else timedelta(seconds=heartbeat_timeout)
+    crashed = []
+    for run in _crash_candidates(run_ids):
+        reason = _stale_reason(run, now, timeout)
+        if reason and (row := _crash(run.id, run.status, reason, now)) is not None:
+            crashed.append(row)
+    return crashed
+
+
+def _crash_candidates(run_ids: Iterable[str] | None = None) -> list[Run]:
+    """The runs :func:`mark_stale_runs_crashed` looks at (only ``run_ids`` when given)."""
     blocking = select(NodeVisit.run_id).where(col(NodeVisit.status) == "running")
     where: list[Any] = [or_(col(Run.status) == "running",
                             (col(Run.status) == "paused") & col(Run.id).in_(blocking),
@@ -402,13 +412,19 @@ def mark_stale_runs_crashed(
     if run_ids is not None:
         where.append(col(Run.id).in_(list(run_ids)))
     with session() as s:
-        candidates = s.exec(select(Run).where(*where)).all()
-    crashed = []
-    for run in candidates:
-        reason = _stale_reason(run, now, timeout)
-        if reason and (row := _crash(run.id, run.status, reason, now)) is not None:
-            crashed.append(row)
-    return crashed
+        return list(s.exec(select(Run).where(*where)).all())
+
+
+def warm_crash_detection() -> None:
+    """Ask once, for no run, what crash detection asks, so that SQLAlchemy has configured the
+    models and compiled the queries before anyone waits for them (the dashboard's warm-up: about
+    0.1 s of its first page otherwise). Reads only; marks nothing."""
+    from sqlalchemy.orm import configure_mappers
+
+    configure_mappers()
+    _crash_candidates(run_ids=())
+    ended_unsettled()
+    queued_on_deployments()
 
 
 def queued_on_deployments() -> list[Run]:
