@@ -30,6 +30,8 @@ from pathlib import Path
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ui.static_files import app_path
+
 #: The elements of the Runs page (the first page) whose code Streamlit loads lazily: its filters,
 #: its table (``ui/runs_table.py``), the sidebar's sign-in link (``st.html``) and its paging.
 ELEMENTS = ("Multiselect", "Selectbox", "DateInput", "TextInput", "Checkbox", "BidiComponent", "Html", "Pagination")
@@ -106,8 +108,6 @@ class Preload:
         if scope["type"] != "http" or scope.get("method") != "GET":
             await self.app(scope, receive, send)
             return
-        path, root = scope.get("path", ""), scope.get("root_path", "")
-        added = base_script(path[len(root):] if root and path.startswith(root) else path) + tags()
         start: Message | None = None
         body: list[bytes] = []
 
@@ -131,7 +131,7 @@ class Preload:
             gzipped = any(k.lower() == b"content-encoding" and v.strip().lower() == b"gzip" for k, v in headers)
             plain = _gunzip(page) if gzipped else page
             if plain is not None and b'src="./static/js/index.' in plain:  # Streamlit's page, not ours (sign-in)
-                page = plain.replace(b"</head>", added + b"</head>", 1)
+                page = plain.replace(b"</head>", base_script(app_path(scope)) + tags() + b"</head>", 1)
                 drop = {b"content-length", b"content-encoding"}
             else:
                 drop = {b"content-length"}

@@ -82,6 +82,13 @@ def _asset(folder: str, name: str) -> tuple[bytes, bytes] | None:
     return asset
 
 
+def app_path(scope: Scope) -> str:
+    """The request's path under the app's root path (``/run`` when the app is mounted at
+    ``/ergon`` and ``/ergon/run`` was asked for)."""
+    path, root = scope.get("path", ""), scope.get("root_path", "")
+    return path[len(root):] if root and path.startswith(root) else path
+
+
 def _conditional(scope: Scope) -> bool:
     """Whether the request asks only for a newer copy (``If-None-Match``, ``If-Modified-Since``):
     Streamlit answers those, with its validators."""
@@ -97,8 +104,7 @@ class StaticFiles:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope.get("method") == "GET" and not _conditional(scope):
-            path, root = scope.get("path", ""), scope.get("root_path", "")
-            found = _ASSET.fullmatch(path[len(root):] if root and path.startswith(root) else path)
+            found = _ASSET.fullmatch(app_path(scope))
             asset = _asset(found.group(1), found.group(2)) if found else None
             if asset is not None:
                 content, kind = asset
