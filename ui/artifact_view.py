@@ -13,6 +13,7 @@ from typing import Any
 import streamlit as st
 
 from flows.store.diff import context_diff
+from ui import json_view
 
 TEXT_TYPES = ("markdown", "file")
 
@@ -98,4 +99,4 @@ def show(type_: str, content: Any, *, key: str) -> None:
         st.download_button("Download", as_text(content), file_name=key.rsplit(":", 1)[-1] or "artifact.txt",
                            key=f"{key}:download")
     else:
-        st.json(content, expanded=2)
+        json_view.show(content, expanded=2)

@@ -15,6 +15,8 @@ from typing import Any
 
 import streamlit as st
 
+from ui import json_view
+
 _MAX_DEPTH = 4
 
 
@@ -56,7 +58,7 @@ def text_or_json(value: Any, expanded: int = 2) -> None:
     """A prompt or response: preformatted text as sent (line breaks and ``-`` lines kept), or the
     JSON it holds as a tree (open ``expanded`` levels deep)."""
     if isinstance(value, (dict, list)):
-        st.json(value, expanded=expanded)
+        json_view.show(value, expanded=expanded)
     elif value is None:
         st.caption("_empty_")
     else:
@@ -64,12 +66,12 @@ def text_or_json(value: Any, expanded: int = 2) -> None:
 
 
 def recorded(value: Any, empty: str) -> None:
-    """A recorded value: JSON as a tree, text as text, nothing as ``empty`` (``st.json`` draws
-    an error box for ``None`` and for text that is not JSON)."""
+    """A recorded value: JSON as a tree (``ui/json_view.py``), text as text, nothing as ``empty``
+    (a caption rather than an empty tree)."""
     if value is None:
         st.caption(f"_{empty}_")
     elif isinstance(value, (dict, list)):
-        st.json(value, expanded=1)
+        json_view.show(value, expanded=1)
     else:
         st.code(value if isinstance(value, str) else json.dumps(value), language=None, wrap_lines=True)
 
@@ -88,7 +90,7 @@ def show(calls: list[tuple[Any, str | None]], tools: list[tuple[Any, str | None]
                 st.caption(role)
                 text_or_json(content, expanded)
                 if isinstance(m, dict) and m.get("tool_calls"):
-                    st.json(unwrap(m["tool_calls"]), expanded=False)
+                    json_view.show(unwrap(m["tool_calls"]), expanded=False)
         if call.response is not None:
             with st.chat_message("assistant"):
                 st.caption("response")

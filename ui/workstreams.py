@@ -14,6 +14,7 @@ from typing import Any
 import streamlit as st
 
 from ui import format as fmt
+from ui import json_view
 from ui import nav
 
 ENDED = ("completed", "failed", "timeout", "canceled")
@@ -73,6 +74,6 @@ def show(visit: Any) -> None:
                 result = st.expander("Its result", key=f"ws_result:{item['id']}")
                 with result:
                     if isinstance(item["result"], (dict, list)):
-                        st.json(item["result"], expanded=1)
+                        json_view.show(item["result"], expanded=1)
                     else:
                         st.text(item["summary"])

@@ -151,7 +151,7 @@ def test_failed_run_page_shows_the_route_the_error_and_offers_resume(make_app, r
     recorded = {v.node_id: v.input for v in visit_store.visits_for_run(runs["failed"])}
     assert recorded == {"first": {"value": 2}, "explode": {"value": 3, "bad": 3}}, \
         "a tool node's visit keeps the arguments the tool received, also when the tool fails"
-    assert {"value": 3, "bad": 3} in [json.loads(j.proto.body) for j in at.json], "the inspector shows them"
+    assert {"value": 3, "bad": 3} in seed.json_trees(at), "the inspector shows them"
     assert at.get("download_button"), "export JSON"
 
     # Actions need a sign-in; signed in, a resume starts `ergon runs resume` in the background.
@@ -209,7 +209,7 @@ def test_paused_run_page_cancel_and_replay(make_app, runs):
     assert "Tool `increment`" in text, "the visit's tool calls"
     codes = [c.value for c in at.code]
     assert seed.PROMPT in codes and "Count, please." in codes, "prompts preformatted, as the model read them"
-    assert {"counter": 1} in [json.loads(j.value) for j in at.json], "a response written as JSON text reads as JSON"
+    assert {"counter": 1} in seed.json_trees(at), "a response written as JSON text reads as JSON"
     assert "· 840 ms" in text, "each call's latency"
     assert [m.name for m in at.chat_message][:2] == ["ai", "user"], "system prompt, then the user's message"
     at.session_state["run_tabs"] = "Artifacts"

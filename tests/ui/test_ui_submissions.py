@@ -5,7 +5,6 @@ input and its steps' output submissions. Also the page's pure helpers (``ui/subm
 
 from __future__ import annotations
 
-import json
 from contextlib import contextmanager
 
 import pytest
@@ -109,7 +108,7 @@ def test_a_value_shows_its_provenance_back_to_the_input_values(make_app, chain):
         "both points, and the contract's text once (under whichever point the walk reached it from first)"
     codes = [c.value for c in at.code]
     assert seed.DIGEST_PROMPT in codes and seed.EXTRACT_PROMPT in codes, "each step's prompt as the model read it"
-    answers = [json.loads(j.value) for j in at.json]
+    answers = seed.json_trees(at)
     assert any(a.get("digest", {}).get("headline", {}).get("refId") == [chain.versions["points[0].statement"],
                                                                            chain.versions["points[1].statement"]]
                for a in answers), "the answer, citing the input values by refId"

@@ -161,3 +161,14 @@ def template_chain(started_by: str = "starter") -> Chain:
     run_store.set_run_status(run.id, "completed", outcome="write_digest")
     return Chain(run.id, input_id, points_id, digest_id, versions, visits)
 
+
+
+def json_trees(at) -> list:
+    """The values a page shows as JSON trees (``ui/json_view.py``): each tree's text, which is the
+    value's JSON, read back."""
+    import html
+    import re
+
+    trees = [h.value for h in at.html if 'class="ergon-json"' in h.value]
+    return [json.loads(html.unescape(re.sub(r"<[^>]+>", "", re.sub(r"<style>.*?</style>", "", t, flags=re.S))))
+            for t in trees]

@@ -23,7 +23,7 @@ from flows import humans
 from flows.runs import answers
 from flows.store import runs as run_store
 from flows.store import tasks as task_store
-from ui import auth, forms, nav, taskcard
+from ui import auth, forms, json_view, nav, taskcard
 from ui import catalog as cat
 from ui import format as fmt
 
@@ -194,7 +194,7 @@ else:
         taskcard.show_value(task.answer or {})
 
 with st.expander("The run's whole context"):
-    st.json(run.context if run is not None else {}, expanded=2)
+    json_view.show(run.context if run is not None else {}, expanded=2)
 with st.expander("Audit trail"):
     st.dataframe([{"at": fmt.when(e.at), "who": e.actor or "", "action": e.action,
                    "detail": taskcard.detail_text(e.detail)} for e in task_store.task_events(task.id)],

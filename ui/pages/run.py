@@ -33,6 +33,7 @@ from ui import workstreams as workstream_view
 from ui import format as fmt
 from ui.artifact_view import show as show_artifact
 from ui import graph
+from ui import json_view
 from ui.route import first_inspected, node_state, route_highlight
 
 REFRESH_SECONDS = 2
@@ -305,7 +306,7 @@ def _inspector(run: Any, plan: Any, visits: list[dict], highlight: Any, nodes: l
             st.markdown(f"**Task** {task.title} · {fmt.status(task.status)}"
                         + (f" · answered by {task.answered_by} via {task.answered_via}" if task.answered_by else ""))
             if task.answer:
-                st.json(task.answer, expanded=False)
+                json_view.show(task.answer, expanded=False)
             nav.task_link(task.id, "Open in the task inbox")
     with right:
         total = counts.get(node_id, 0)
@@ -536,9 +537,9 @@ def _body() -> None:
     if context.open:
         with context:
             st.caption("inputs")
-            st.json(run.inputs or {}, expanded=1)
+            json_view.show(run.inputs or {}, expanded=1)
             st.caption("context")
-            st.json(run.context or {}, expanded=2)
+            json_view.show(run.context or {}, expanded=2)
     if tasks.open:
         with tasks:
             _tasks(run)
