@@ -180,7 +180,7 @@ def test_run_page_graph_shows_the_executed_route(server, page):
     assert edges["explode->done"][0] == "#555555" and edges["explode->done"][1] in (None, "1")
     expect(page.get_by_text("item 3 is bad").first).to_be_visible()
     # the inspector opens on the failed tool: the arguments it received, and no broken JSON box
-    expect(page.get_by_test_id("stJson").filter(has_text="bad").first).to_be_visible()
+    expect(page.locator(".ergon-json").filter(has_text='"bad": 3').first).to_be_visible()
     expect(page.get_by_text("src property must be a valid json object")).to_have_count(0)
     shot(page, "run-failed")
 
@@ -266,6 +266,9 @@ def test_runs_list_sorts_by_a_column_and_opens_a_run_in_one_click(server, page):
     page.wait_for_url(re.compile(rf"/run\?run={made[0]}$"))
     expect(page.get_by_test_id("stMetricValue").first).to_be_visible()
     expect(page.get_by_text(made[0]).first).to_be_visible()
+    page.go_back()  # the browser's Back returns to the list
+    expect(page.locator(".ergon-runs tbody tr").first).to_have_attribute("data-run", made[2])
+    assert not re.search(r"/run\?", page.url), page.url
 
 
 def _session_cookie(context) -> dict | None:
@@ -368,7 +371,7 @@ def test_inbox_rows_open_tasks_new_tasks_arrive_live_and_the_card_reads_as_text(
     expect(card).to_contain_text("Second pass on Hooli.")
     expect(card).to_contain_text("The other party")  # the field it is about, labelled from the schema…
     expect(card.get_by_test_id("stHorizontalBlock").get_by_text("Hooli", exact=True)).to_be_visible()  # …as text
-    expect(card.get_by_test_id("stJson")).to_have_count(0)
+    expect(card.locator(".ergon-json")).to_have_count(0)
     shot(page, "inbox-card")
 
 
@@ -380,7 +383,13 @@ def test_conversation_shows_prompts_as_sent_and_responses_as_json(server, page):
     expect(prompt).to_be_visible()
     assert "You count.\n\nRules:\n- add one\n- never skip a number" in prompt.inner_text(), "line breaks kept"
     expect(page.get_by_role("listitem").filter(has_text="add one")).to_have_count(0)  # not turned into bullets
-    expect(page.get_by_test_id("stChatMessage").filter(has_text="response").get_by_test_id("stJson")).to_contain_text("counter")
+    response = page.get_by_test_id("stChatMessage").filter(has_text="response").locator(".ergon-json")
+    expect(response).to_contain_text('"counter": 1')
+    response.locator("summary").first.click()  # the tree's top level closes: it says what it holds
+    expect(response.locator("details").first).not_to_have_attribute("open", "")
+    assert response.locator("summary").first.evaluate("s => getComputedStyle(s, '::after').content") == '" 1 key }"'
+    response.locator("summary").first.click()
+    expect(response).to_contain_text('"counter": 1')
     expect(page.get_by_text(re.compile(r"LLM call 1 · offline · 12\+7 tokens · \$0\.0020 · 840 ms"))).to_be_visible()
     shot(page, "run-conversation")
 

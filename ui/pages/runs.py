@@ -52,11 +52,6 @@ st.session_state["_runs_filters"] = filters
 
 
 def _table() -> None:
-    # A click on a run's link re-runs this fragment with the run in the table's "open" trigger:
-    # its page opens before this one queries and draws anything again.
-    clicked = st.session_state.get("runs_table")
-    if isinstance(clicked, dict) and clicked.get("open"):
-        st.switch_page(nav.RUN, query_params={"run": clicked["open"]})
     page = st.session_state.get("runs_page", 1)
     rows, total = run_store.list_runs(statuses or None, definition, text.strip() or None, since, until,
                                       limit=size, offset=(page - 1) * size, light=True)
@@ -88,9 +83,7 @@ def _table() -> None:
                 "No runs yet. Start one from **Definitions** (each process has a start form), with "
                 "`ergon run NAME`, or let a schedule start one (`ergon serve`).", icon=":material/info:")
         return
-    chosen, opened = runs_table(table, key="runs_table")
-    if opened:
-        st.switch_page(nav.RUN, query_params={"run": opened})
+    chosen = runs_table(table, key="runs_table")
     chosen_row = next((r for r in rows if r["id"] == chosen), None)
     if chosen_row is not None:
         nav.run_link(chosen, f"Open run {chosen} ({chosen_row['definition_name']}, {chosen_row['status']})")
