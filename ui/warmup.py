@@ -9,7 +9,8 @@ them in a daemon thread in two steps: what the Runs page (the first page) needs 
 Streamlit's runtime has started (so the health check answers as soon as without them, and they
 are done while the browser is still fetching and starting Streamlit's JavaScript, a second and
 more), the rest once the first page's script run has finished, so that the two do not share
-the interpreter. Importing is thread-safe: a page that needs a module still being imported
+the interpreter — a run's page first, the page most often opened next, then the tables' pandas
+and pyarrow. Importing is thread-safe: a page that needs a module still being imported
 waits for it, it never sees half of it.
 
 Beyond imports, the first step reads the queries of the crash detection each new session runs
@@ -38,20 +39,21 @@ FIRST = (
     # the first page's own modules, and the icon names Streamlit checks an icon against
     "ui.auth", "ui.boot", "ui.format", "ui.nav", "ui.runs_table", "streamlit.material_icon_names",
 )
-#: What the other pages import (pandas, its Styler and pyarrow for their tables, the graph
-#: renderer for a run's page): imported once the first page's script run has finished, so that
-#: it does not share the interpreter with that run (on two cores the first Runs page's script run
-#: took about twice as long while pandas and pyarrow were being imported beside it).
-LATER = (
-    "flows.store.artifacts", "flows.store.submissions", "flows.store.export",
-    "pandas", "pandas.io.formats.style", "pyarrow",
+#: What a run's page imports, the page most often opened from the first one (the graph renderer,
+#: its own modules, the tools its plan's definitions are checked against): imported once the
+#: first page's script run has finished, so that it does not share the interpreter with that run.
+NEXT = (
     "compiler.render", "flows.catalog", "yaml",
-    # a run's page: its own modules, and the tools its plan's definitions are checked against
-    "ui.graph", "ui.timeline", "ui.conversation", "ui.route", "ui.workstreams", "ui.artifact_view",
+    "ui.graph", "ui.json_view", "ui.timeline", "ui.conversation", "ui.route", "ui.workstreams", "ui.artifact_view",
     "flows.tools.builtins", "flows.tools.skills", "flows.store.run_events",
+    "flows.store.artifacts", "flows.store.submissions", "flows.store.export",
     "flows.runs.controls",  # a run's actions: it brings the engine and the model layer (0.1 s)
 )
-MODULES = FIRST + LATER
+#: What the pages with tables import (pandas, its Styler and pyarrow), after :data:`NEXT` and the
+#: definitions folder: a run opened from the first page as soon as it was drawn took 0.15 s of
+#: script run while pandas and pyarrow were still being imported before it (2026-12-07).
+LATER = ("pandas", "pandas.io.formats.style", "pyarrow")
+MODULES = FIRST + NEXT + LATER
 #: How long the later imports wait for a first page at most (a server nobody opens yet).
 LATER_AFTER = 20.0
 
@@ -131,21 +133,23 @@ def _import_all() -> None:
     _prepare_store()
     _freeze()
     _first_page.wait(LATER_AFTER)
-    _import(LATER)
+    _import(NEXT)
     _load_catalog()
+    _freeze()
+    _import(LATER)
     _freeze()
 
 
 def first_page_drawn() -> None:
     """The first page's script run has finished (called by ``ui/app.py`` after each page): the
-    imports of :data:`LATER` may start."""
+    imports of :data:`NEXT` and :data:`LATER` may start."""
     _first_page.set()
 
 
 def start() -> threading.Thread:
     """Import :data:`FIRST` in a daemon thread once the server has started and check the store's
-    schema, then import :data:`LATER`
-    once a first page has been drawn (or after :data:`LATER_AFTER` seconds); returns the thread."""
+    schema, then import :data:`NEXT`, load the definitions folder and import :data:`LATER` once a
+    first page has been drawn (or after :data:`LATER_AFTER` seconds); returns the thread."""
     thread = threading.Thread(target=_import_all, name="ergon-ui-warmup", daemon=True)
     thread.start()
     return thread
