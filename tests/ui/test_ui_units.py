@@ -94,8 +94,25 @@ def test_ergon_ui_command_line():
     cmd = streamlit_command(9999, "127.0.0.1")
     assert cmd[1:4] == ["-m", "ui.serve", "run"] and cmd[4] == str(SERVER) and SERVER.is_file() and APP.is_file()
     for flag in ("--server.address=127.0.0.1", "--server.port=9999", "--server.headless=true",
-                 "--browser.gatherUsageStats=false", "--server.fileWatcherType=none"):
+                 "--browser.gatherUsageStats=false", "--server.fileWatcherType=none", "--runner.magicEnabled=false"):
         assert flag in cmd
+
+
+def test_no_page_relies_on_streamlits_magic():
+    """The dashboard runs with magic off (ui/streamlit.toml): a bare expression in a page, which
+    magic would show with st.write, would show nothing. Magic's own rewrite finds none."""
+    import ast
+    from pathlib import Path
+
+    from streamlit.runtime.scriptrunner import magic
+
+    ui = Path(__file__).resolve().parents[2] / "ui"
+    for path in [ui / "app.py", *sorted((ui / "pages").glob("*.py"))]:
+        rewritten = magic.add_magic(path.read_text(encoding="utf-8"), str(path))
+        shown = [node.lineno for node in ast.walk(rewritten) if isinstance(node, ast.Call)
+                 and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
+                 and node.func.value.id == "__streamlitmagic__"]
+        assert not shown, f"{path.name}: bare expressions at lines {shown} are shown only with magic on; use st.write"
 
 
 
