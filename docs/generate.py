@@ -153,7 +153,13 @@ def definitions_page() -> str:
 def cli_page() -> str:
     from flows.cli import app
 
-    text = app.generate_docs(output_format="markdown", heading_level=1)
+    # cyclopts writes some usage lines from the running program's arguments: under
+    # `python -m pytest` they read "ergon documents add -m pytest …"
+    argv, sys.argv = sys.argv, ["ergon"]
+    try:
+        text = app.generate_docs(output_format="markdown", heading_level=1)
+    finally:
+        sys.argv = argv
     # the site's own "on this page" list already shows every command: drop cyclopts' copy of it
     text = re.sub(r"\n## Table of Contents\n.*?(?=\n\*\*Commands\*\*:)", "", text, count=1, flags=re.DOTALL)
     return _banner("the `ergon` command's cyclopts app (flows/cli)") + text.rstrip() + "\n"
