@@ -49,8 +49,7 @@ _CSS = """<style>
 def show(value: Any, *, expanded: bool | int = 2) -> None:
     """Draw ``value`` with its first ``expanded`` levels open (``True``: all, ``False``: none,
     as ``st.json`` counts them)."""
-    import os
-    if not _small(value) or os.environ.get("OLDJSON"):
+    if not _small(value):
         st.json(value, expanded=expanded)
         return
     st.html(tree_html(value, expanded=expanded))
