@@ -99,5 +99,6 @@ def _node(out: list[str], key: str | None, value: Any, level: int, depth: int, *
             _node(out, k, v, level + 1, depth, last=i == len(items) - 1)
         out.append(f"</div>{closer}{comma}</details>")
         return
-    kind = "s" if isinstance(value, str) else "n" if value is not None and not isinstance(value, (dict, list, tuple)) else "p"
+    # here a value is a scalar or an empty container: strings, then null and {} / [], then numbers and booleans
+    kind = "s" if isinstance(value, str) else "p" if value is None or isinstance(value, (dict, list, tuple)) else "n"
     out.append(f'<div>{label}<span class="{kind}">{_text(value)}</span>{comma}</div>')

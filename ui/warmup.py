@@ -50,8 +50,9 @@ NEXT = (
     "flows.runs.controls",  # a run's actions: it brings the engine and the model layer (0.1 s)
 )
 #: What the pages with tables import (pandas, its Styler and pyarrow), after :data:`NEXT` and the
-#: definitions folder: a run opened from the first page as soon as it was drawn took 0.15 s of
-#: script run while pandas and pyarrow were still being imported before it (2026-12-07).
+#: definitions folder: a run opened from the first page as soon as it was drawn took 0.2 s of
+#: script run (0.02-0.05 s alone) while pandas and pyarrow were still being imported before it
+#: (2026-12-07).
 LATER = ("pandas", "pandas.io.formats.style", "pyarrow")
 MODULES = FIRST + NEXT + LATER
 #: How long the later imports wait for a first page at most (a server nobody opens yet).
