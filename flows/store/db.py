@@ -427,7 +427,9 @@ def warm_up(url: str | None = None) -> None:
 
 
 def dispose_all() -> None:
-    """Close every pooled connection and forget engines (tests, forked workers)."""
+    """Close every pooled connection and forget engines (tests, forked workers). The log
+    checkpointer forgets them too: no connection to their databases opens after this returns."""
+    wal.forget_all()
     with _lock:
         for pid, writer in _writers.values():
             if pid == os.getpid():  # a forked child leaves its parent's connection alone

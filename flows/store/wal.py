@@ -14,6 +14,11 @@ thread of the process looks at the logs every :data:`EVERY_SECONDS` and, when on
 runs ``PRAGMA wal_checkpoint(PASSIVE)``: a passive checkpoint never waits for or blocks a reader
 or a writer, and the sqlite3 module releases the GIL while it runs. Any process may checkpoint
 what another wrote; SQLite lets one checkpoint run at a time.
+
+:func:`forget_all` (the store's ``dispose_all``) stops the watching and returns only when no
+checkpoint is running: a checkpoint opens a connection, which recreates the ``-wal`` and ``-shm``
+files, and a caller that disposes the engines before removing the database's folder (``ergon
+test``'s temporary store) must not see them appear while it removes it.
 """
 
 from __future__ import annotations
@@ -49,6 +54,12 @@ def watch(engine: Engine) -> None:
             _thread.start()
 
 
+def forget_all() -> None:
+    """Watch no file any more; when this returns, no checkpoint is running (see the module docstring)."""
+    with _lock:
+        _watched.clear()
+
+
 def checkpoint(engine: Engine) -> tuple[int, int, int] | None:
     """One passive checkpoint: SQLite's (busy, frames in the log, frames checkpointed), or None
     when it could not run (the database is gone, a transient error)."""
@@ -81,8 +92,10 @@ def _checkpoint_when_changed() -> None:
                         _watched.pop(wal_path, None)
                 continue
             now = (stat.st_size, stat.st_mtime_ns)
-            if now != seen:
+            if now == seen:
+                continue
+            with _lock:  # held through the checkpoint: forget_all waits for it
+                if _watched.get(wal_path, (None,))[0] is not engine:  # forgotten (or replaced) since
+                    continue
                 checkpoint(engine)
-                with _lock:
-                    if wal_path in _watched:
-                        _watched[wal_path] = (engine, now)
+                _watched[wal_path] = (engine, now)

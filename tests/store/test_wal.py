@@ -35,3 +35,31 @@ def test_writes_reach_the_database_file_without_a_commit_checkpointing_them(stor
         time.sleep(0.1)
     assert os.path.getsize(path) > before + 50_000
     assert run_store.list_runs(limit=1)[1] == 31  # nothing lost on the way
+
+
+def test_no_checkpoint_opens_a_disposed_engines_database(store):
+    """After ``dispose_all`` the thread leaves the database alone, even when its log changes: a
+    checkpoint's connection recreates the ``-wal`` and ``-shm`` files, and whoever disposed the
+    engines may be removing the database's folder (``ergon test``'s temporary store did, and its
+    removal failed on a folder that was not empty)."""
+    import sqlite3
+
+    from sqlalchemy import event
+
+    run_store.create_run("d")
+    engine = db.get_engine()
+    db.dispose_all()
+    connects: list[object] = []
+    event.listen(engine, "connect", lambda *_: connects.append(1))
+    other = sqlite3.connect(_database_file(store))  # another process's writes, as SQLite sees them
+    try:
+        other.execute("PRAGMA wal_autocheckpoint=0")
+        for i in range(5):
+            other.execute("CREATE TABLE IF NOT EXISTS scratch (n INTEGER)")
+            other.execute("INSERT INTO scratch VALUES (?)", (i,))
+            other.commit()
+            time.sleep(wal.EVERY_SECONDS)
+        assert os.path.exists(_database_file(store) + "-wal")  # the log changed under the thread's eyes
+        assert connects == []
+    finally:
+        other.close()
