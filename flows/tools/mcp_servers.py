@@ -11,11 +11,12 @@ Which tools exist, and what they take, is what ``ergon tools sync`` (:func:`sync
 ``tools/servers.lock.json``: :func:`configure` registers one :class:`~flows.tools.ToolSpec` per
 locked tool, with the locked input schema (so :func:`flows.tools.invoke.invoke` checks the
 arguments, and agents are offered the tool, without asking the server). Nothing connects until a
-call: each call opens a session of its own (for stdio, starts the process, which ends with the
-call), lists the server's tools and refuses the call if the tool is gone or its input or output
-schema differs from the lock — the message names ``ergon tools sync`` — then calls it. A session
-per call costs a connection (a process start for stdio) each time; in exchange nothing outlives a
-call, whatever event loop or worker thread it ran on.
+call. A run's first call to a server opens a session (for stdio, starts the process) and lists
+the server's tools; the run's later calls to that server use the same session
+(:mod:`flows.tools.mcp_sessions`: closed when the run ends, after a while unused, or when a call
+on it fails other than by the tool's own answer). Each call is refused if its tool is gone from
+the listing or its input or output schema differs from the lock — the message names ``ergon tools
+sync`` — then made.
 
 A call's result is the tool's structured content when it returns one (an MCP tool that declares
 an output schema), else its text: one text block parsed as JSON when it is a JSON object or array,
@@ -25,7 +26,7 @@ longer than the server's ``timeout`` (default 60 s; then also a :class:`TimeoutE
 ``retry_on``) are each a :class:`~flows.tools.errors.ToolError` naming the server.
 
 Header, bearer and ``env`` values may be ``secret:`` / ``env:`` / ``prefect-secret:`` /
-``prefect-var:`` references, resolved at each call (:func:`flows.tools.remote.resolve_header`),
+``prefect-var:`` references, resolved as each session opens (:func:`flows.tools.remote.resolve_header`),
 redacted from every record and never logged. A stdio server gets the SDK's default environment
 (``PATH``, ``HOME``…, not this process's secrets) plus its ``env``. As for HTTP tool servers, an
 MCP server's address may be local: an operator wrote it, a model never chooses it.
@@ -46,7 +47,7 @@ import yaml
 
 from compiler import mcp_lock
 from compiler.mcp_lock import LOCK_NAME, SYNC_COMMAND, McpServer
-from flows.tools import REGISTRY, ToolSpec
+from flows.tools import REGISTRY, ToolSpec, mcp_sessions
 from flows.tools.errors import ToolError
 
 log = logging.getLogger("ergon.tools")
@@ -219,17 +220,36 @@ async def list_tools(server: McpServer, folder: Path, errlog: TextIO | None = No
 async def call_tool(server: McpServer, folder: Path, locked: dict[str, Any], arguments: dict[str, Any]) -> Any:
     """Call the locked tool ``locked`` of ``server`` (see the module docs)."""
     import anyio
+    from mcp import MCPError
+    from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
     name = server.tool_name(locked["name"])
-    refused: list[int] = []
-    try:
-        with anyio.fail_after(server.timeout), open(os.devnull, "w") as errlog:
-            async with _client(server, folder, name, errlog, refused) as client:
-                live = {t["name"]: t for t in await _listing(client)}
-                _check_lock(server, name, locked, live.get(locked["name"]))
-                result = await client.call_tool(locked["name"], arguments)
-    except Exception as exc:  # noqa: BLE001
-        raise _failure(server, name, exc, refused) from None
+
+    @asynccontextmanager
+    async def connect(notes: dict[str, Any]) -> AsyncIterator[Any]:
+        with open(os.devnull, "w") as errlog:
+            async with _client(server, folder, name, errlog, notes.setdefault("refused", [])) as client:
+                yield client
+
+    async def prepare(client: Any) -> dict[str, dict[str, Any]]:
+        with anyio.fail_after(server.timeout):
+            return {t["name"]: t for t in await _listing(client)}
+
+    with mcp_sessions.session((server.id, str(folder)), connect, prepare, f"ergon-mcp-{server.id}") as session:
+        try:
+            with anyio.fail_after(server.timeout):
+                await session.ready()
+                assert session.client is not None and session.prepared is not None
+                _check_lock(server, name, locked, session.prepared.get(locked["name"]))
+                result = await session.client.call_tool(locked["name"], arguments)
+        except Exception as exc:  # noqa: BLE001
+            leaf = _leaf(exc)
+            # the server's answer to this request (the lock's check, a refused request) leaves the
+            # session as it was; anything else may have broken it: the next call opens a new one
+            if not (isinstance(leaf, McpServerError)
+                    or (isinstance(leaf, MCPError) and leaf.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT))):
+                session.drop()
+            raise _failure(server, name, exc, session.notes.get("refused", [])) from None
     if result.is_error:
         raise McpServerError(name, f"{_where(server)} answered with an error: {_text(result.content) or 'no detail'}")
     if result.structured_content is not None:

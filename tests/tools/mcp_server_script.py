@@ -60,6 +60,18 @@ def who() -> str:
     return "NOTES_TOKEN set" if os.environ.get("NOTES_TOKEN") == "s3cret-env" else "NOTES_TOKEN missing"
 
 
+@server.tool()
+def pid() -> int:
+    """The server's process id (which process answers a session's calls)."""
+    return os.getpid()
+
+
+@server.tool()
+def die() -> str:
+    """End the server's process at once, as a crash would, without answering."""
+    os._exit(3)
+
+
 def _http(port: int) -> None:
     import uvicorn
 

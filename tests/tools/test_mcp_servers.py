@@ -2,7 +2,7 @@
 
 Two real MCP servers written with the SDK's own server (``mcp_server_script.py``): one over
 streamable HTTP, started by the tests on a free localhost port and refusing requests without the
-right bearer token; one over stdio, started by each call as its ``command``.
+right bearer token; one over stdio, started as its ``command`` by a run's first call to it.
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def test_sync_writes_the_lock_of_both_servers(tmp_path, http_url, token_secret, 
     lock = json.loads((tools / "servers.lock.json").read_text())
     by_server = {ident: {t["name"]: t for t in entry["tools"]} for ident, entry in lock["servers"].items()}
     assert sorted(by_server) == ["crm", "notes"]  # the HTTP tool server `legacy` is not an MCP server
-    assert sorted(by_server["notes"]) == ["add", "lookup", "refuse", "shout", "slow", "who"]
+    assert sorted(by_server["notes"]) == ["add", "die", "lookup", "pid", "refuse", "shout", "slow", "who"]
     add = by_server["crm"]["add"]
     assert add["description"] == "Add two integers."
     assert add["input_schema"]["required"] == ["a", "b"] and add["input_schema"]["properties"]["a"]["type"] == "integer"
@@ -154,7 +154,7 @@ def test_sync_writes_the_lock_of_both_servers(tmp_path, http_url, token_secret, 
     assert TOKEN not in (tools / "servers.lock.json").read_text()
     assert "wrote" in capsys.readouterr().out
     listed = {row["name"]: row["server"] for row in json.loads(_list_json(tmp_path / "defs", capsys))}
-    assert listed["crm_lookup"] == "crm" and listed["notes_lookup"] == "notes" and len(listed) == 12
+    assert listed["crm_lookup"] == "crm" and listed["notes_lookup"] == "notes" and len(listed) == 16
 
 
 def _list_json(definitions: Path, capsys) -> str:
@@ -376,6 +376,41 @@ def test_a_process_runs_mcp_tool_nodes_into_its_context(tmp_path, http_url, toke
     assert TOKEN not in json.dumps([v.model_dump() for v in visits], default=str)
 
 
+PIDS = """
+format_version: 1
+process: mcp_pids
+initial: first
+context:
+  schema:
+    type: object
+    properties:
+      first: {type: object}
+      second: {type: object}
+  initial: {}
+nodes:
+  first: {type: tool, tool: notes_pid, output: first, writes: [first], transitions: [{to: second}]}
+  second: {type: tool, tool: notes_pid, output: second, writes: [second], transitions: [{to: done}]}
+  done: {type: final}
+"""
+
+
+@pytest.mark.prefect
+def test_a_runs_nodes_call_one_server_process_which_ends_with_the_run(tmp_path, run_def, definitions):
+    from flows.tools import mcp_sessions
+
+    write_servers(definitions / "tools")
+    assert sync(definitions) == 0
+    result = run_def({"mcp_pids.yaml": PIDS}, "mcp_pids")
+    assert result["status"] == "completed", result
+    pid = result["context"]["first"]["result"]
+    assert result["context"]["second"]["result"] == pid
+    deadline = time.monotonic() + 15
+    while not _process_ended(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _process_ended(pid)
+    assert not [s for s in mcp_sessions.open_sessions() if s.key[1] == result["run_id"]]
+
+
 def test_an_agent_calls_an_mcp_tool(tmp_path, store, monkeypatch):
     sys.path.insert(0, str(Path(__file__).parents[1] / "llm"))
     from fake_openai import FakeOpenAI
@@ -405,3 +440,110 @@ def test_an_agent_calls_an_mcp_tool(tmp_path, store, monkeypatch):
     assert offered["notes_add"]["parameters"]["required"] == ["a", "b"]
     (reply,) = [m for m in second.body["messages"] if m["role"] == "tool"]
     assert json.loads(reply["content"]) == {"result": 42}
+
+
+# --- sessions: one per run and server -------------------------------------------------------------
+
+
+def _process_ended(pid: int) -> bool:
+    """The process is gone or a zombie (ended, not yet reaped)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state in ("Z", "X")
+
+
+async def _ended_within(pid: int, seconds: float = 15) -> bool:
+    deadline = time.monotonic() + seconds
+    while not _process_ended(pid):
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.1)
+    return True
+
+
+def _in_run(run_id: str | None, call):
+    """``call()``'s awaitable, run as a call of the run ``run_id``."""
+    from flows.tools.context import CURRENT, ToolContext
+
+    async def inside():
+        CURRENT.set(ToolContext(run_id=run_id, record_calls=False))
+        return await call()
+    return inside()
+
+
+@pytest.fixture
+def notes(tmp_path):
+    tools = write_servers(tmp_path / "defs" / "tools")
+    assert sync(tmp_path / "defs") == 0
+    mcp_servers.configure(tools)
+
+
+async def _pid() -> int:
+    return (await invoke("notes_pid", {}))["result"]
+
+
+def test_a_runs_calls_share_one_server_process_until_its_end_is_recorded(notes):
+    from flows.tools import mcp_sessions
+
+    class Ended:
+        id = "run-a"
+
+    async def main():
+        first = await _in_run("run-a", _pid)
+        again = [await _in_run("run-a", _pid) for _ in range(3)]
+        side_by_side = await asyncio.gather(*(_in_run("run-a", _pid) for _ in range(5)))
+        other = await _in_run("run-b", _pid)  # another run: a process of its own
+        assert {first, *again, *side_by_side} == {first} and other != first
+        mcp_sessions.on_run_recorded(Ended())
+        assert await _ended_within(first)
+        assert not _process_ended(other)
+        assert [s.key[1] for s in mcp_sessions.open_sessions()] == ["run-b"]
+        assert await _in_run("run-b", _pid) == other
+
+    asyncio.run(main())
+
+
+def test_a_call_that_breaks_the_session_leaves_the_next_call_a_new_one(notes):
+    async def main():
+        first = await _in_run("run-a", _pid)
+        with pytest.raises(ToolError, match=r"MCP server `notes`"):
+            await _in_run("run-a", lambda: invoke("notes_die", {}))
+        assert await _ended_within(first)
+        second = await _in_run("run-a", _pid)
+        assert second != first and not _process_ended(second)
+
+    asyncio.run(main())
+
+
+def test_a_timed_out_call_does_not_stop_the_calls_beside_it(tmp_path):
+    tools = write_servers(tmp_path / "defs" / "tools")
+    assert sync(tmp_path / "defs") == 0
+    write_servers(tools, notes={"timeout": 3})
+    mcp_servers.configure(tools)
+
+    async def main():
+        first = await _in_run("run-a", _pid)
+        slow, beside = await asyncio.gather(_in_run("run-a", lambda: invoke("notes_slow", {"seconds": 30})),
+                                            _in_run("run-a", lambda: invoke("notes_slow", {"seconds": 1})),
+                                            return_exceptions=True)
+        assert isinstance(slow, TimeoutError) and beside == {"result": "late"}
+        assert await _ended_within(first)  # dropped once the call beside it ended
+        assert await _in_run("run-a", _pid) != first
+
+    asyncio.run(main())
+
+
+def test_a_session_unused_for_a_while_closes(notes, monkeypatch):
+    from flows.tools import mcp_sessions
+
+    monkeypatch.setattr(mcp_sessions, "IDLE_SECONDS", 0.5)
+
+    async def main():
+        first = await _in_run(None, _pid)  # outside any run: one session per loop
+        assert await _in_run(None, _pid) == first
+        assert await _ended_within(first, seconds=5)
+        assert mcp_sessions.open_sessions() == []
+
+    asyncio.run(main())
