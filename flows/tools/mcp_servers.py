@@ -170,6 +170,7 @@ def _leaf(exc: BaseException) -> BaseException:
 
 def _failure(server: McpServer, tool: str, exc: BaseException, refused: list[int]) -> McpServerError:
     from mcp import MCPError
+    from mcp.types import CONNECTION_CLOSED
 
     leaf = _leaf(exc)
     if isinstance(leaf, McpServerError):
@@ -180,6 +181,9 @@ def _failure(server: McpServer, tool: str, exc: BaseException, refused: list[int
         return McpServerError(tool, f"{_where(server)} answered HTTP {status}{why}")
     if isinstance(leaf, TimeoutError):
         return McpTimeout(tool, f"{_where(server)} did not answer within {server.timeout:g} s")
+    if isinstance(leaf, MCPError) and leaf.code == CONNECTION_CLOSED:
+        return McpServerError(tool, f"{_where(server)} closed the connection before it answered (its process "
+                                    f"ended, or it went away)")
     if isinstance(leaf, MCPError):
         return McpServerError(tool, f"{_where(server)} refused the request: {leaf}")
     return McpServerError(tool, f"{_where(server)} could not be reached: {type(leaf).__name__}: {leaf}")

@@ -18,6 +18,11 @@ SDK's client must be entered and left by the same task), which closes it
   next call opens a new one — a failure never sticks to a run;
 * when its loop ends (the task is cancelled with the loop's other tasks).
 
+A server that goes away between two calls (its process killed, an HTTP server restarted) is
+found out by the next call, which fails ("closed the connection") and drops the session: the
+SDK does not say whether a request on a closed connection reached the server, so that call is
+not repeated here — a node's ``retry`` takes it up, on a new session.
+
 What a session holds besides its client is what its opening prepared (the server's tool listing,
 which each call holds against the lock).
 """
