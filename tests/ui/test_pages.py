@@ -166,6 +166,40 @@ def test_failed_run_page_shows_the_route_the_error_and_offers_resume(make_app, r
         "the resume went on after the last completed node"
 
 
+def test_run_page_duration_leaves_out_the_time_a_failed_run_lay_stopped(make_app, store, ui_defs):
+    """A run that failed after 1 s, lay stopped a day, was resumed and completed 2 s later ran 3 s.
+    An item of its first visit (not a top-level visit) that ended hours later does not count."""
+    from datetime import UTC, datetime, timedelta
+
+    import sqlalchemy as sa
+
+    from flows.store.db import session
+    from flows.store.models import NodeVisit, Run
+
+    t0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+    run = run_store.create_run("boom")
+    first = visit_store.start_visit(run.id, "first", "tool")
+    item = visit_store.start_visit(run.id, "first", "tool", parent_visit_id=first.id, item_key="a")
+    visit_store.finish_visit(item.id, "failed", error="late item")
+    visit_store.finish_visit(first.id, "failed", error="boom")
+    again = visit_store.start_visit(run.id, "first", "tool")
+    visit_store.finish_visit(again.id, "completed")
+    times = {first.id: (t0, t0 + timedelta(seconds=1)),
+             item.id: (t0 + timedelta(seconds=0.5), t0 + timedelta(hours=11)),
+             again.id: (t0 + timedelta(days=1), t0 + timedelta(days=1, seconds=2))}
+    with session(write=True) as s:
+        for visit_id, (started, ended) in times.items():
+            s.exec(sa.update(NodeVisit.__table__).where(NodeVisit.__table__.c.id == visit_id)
+                   .values(started_at=started, ended_at=ended))
+        s.exec(sa.update(Run.__table__).where(Run.__table__.c.id == run.id)
+               .values(status="completed", started_at=t0, ended_at=t0 + timedelta(days=1, seconds=2)))
+    at = make_app(run=run.id)
+    at.run()
+    at.switch_page("pages/run.py").run()
+    assert not at.exception
+    assert {m.label: m.value for m in at.metric}["Duration"] == "3.0 s"
+
+
 def test_foreach_run_page_shows_items_diffs_and_tool_calls(make_app, runs):
     item = next(v for v in visit_store.visits_for_run(runs["foreach"]) if v.item_key == "n2")
     visit_store.record_llm_call(runs["foreach"], "offline", visit_id=item.id, messages=[{"role": "user", "content": "2?"}],

@@ -76,12 +76,13 @@ def _watch() -> None:
 LIVE = first.status in fmt.ACTIVE_RUN or _watching()
 
 
-def _header(run: Any) -> None:
+def _header(run: Any, visits: list[dict[str, Any]]) -> None:
     version = f" v{run.definition_version}" if run.definition_version is not None else ""
     st.title(f"{run.definition_name}{version}")
     st.caption(f"run `{run.id}`" + (" · refreshing while it runs" if LIVE else ""))
     now = datetime.now(UTC)
-    spans = visit_store.top_level_spans([run.id])[run.id]
+    # the spans `top_level_spans` gives the Runs page, from the visits this page reads anyway
+    spans = [(v["status"], v["started_at"], v["ended_at"]) for v in visits if v["parent_visit_id"] is None]
     # Each figure as wide as its text, in a row that wraps: six equal columns cut "completed",
     # an outcome's name or "3 min 12 s" short at 1280 px.
     with st.container(horizontal=True, gap="large", key="run_metrics"):
@@ -507,9 +508,9 @@ def _body() -> None:
     run = run_store.get_run(run_id)
     if (run.status in fmt.ACTIVE_RUN or _watching()) != LIVE:
         st.rerun()  # started or stopped being live: re-draw the whole page with(out) the timer
-    _header(run)
-    _actions(run)
     visits = visit_store.visits_for_run(run.id, light=True)
+    _header(run, visits)
+    _actions(run)
     plan, why = cat.run_plan(run)
     highlight = route_highlight(plan, visits, run.status) if plan is not None else None
     _operator(run, plan)
