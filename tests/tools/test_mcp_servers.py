@@ -520,7 +520,7 @@ def test_a_call_that_breaks_the_session_leaves_the_next_call_a_new_one(notes):
 def test_a_timed_out_call_does_not_stop_the_calls_beside_it(tmp_path):
     tools = write_servers(tmp_path / "defs" / "tools")
     assert sync(tmp_path / "defs") == 0
-    write_servers(tools, notes={"timeout": 3})
+    write_servers(tools, notes={"timeout": 5})  # 4 s to spare for the call beside it, on a busy machine
     mcp_servers.configure(tools)
 
     async def main():
@@ -543,7 +543,7 @@ def test_a_session_unused_for_a_while_closes(notes, monkeypatch):
     async def main():
         first = await _in_run(None, _pid)  # outside any run: one session per loop
         assert await _in_run(None, _pid) == first
-        assert await _ended_within(first, seconds=5)
+        assert await _ended_within(first)
         assert mcp_sessions.open_sessions() == []
 
     asyncio.run(main())
