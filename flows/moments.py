@@ -32,8 +32,7 @@ the run's, as if the body did it itself):
   run, else None.
 * ``run.ending`` — ``(template, context, outcome)``: the engine ended ``outcome`` (a completed
   template run's output is produced here); the reason the run fails instead, or None.
-* ``run.recorded`` — ``(run)``: the run's end is in the store (every end, crashes included);
-  its human tasks are settled and its MCP sessions closed.
+* ``run.recorded`` — ``(run)``: the run's end is in the store (every end, crashes included).
 * ``run.ended`` — ``(definition, result, catalog)``: the run returned from the body with
   ``result``, its :class:`~flows.runtime.effects.RunResult` (``on_complete`` chains start here;
   that hook never raises).
@@ -65,7 +64,7 @@ HOOKS: dict[str, tuple[str, ...]] = {
     "run.opened": ("flows.submissions.template_runs:on_run_opened",),
     "run.supervisor": ("flows.runtime.llm_supervisor:for_run",),
     "run.ending": ("flows.submissions.outputs:on_run_ending",),
-    "run.recorded": ("flows.runs.answers:on_run_recorded", "flows.tools.mcp_sessions:on_run_recorded"),
+    "run.recorded": ("flows.runs.answers:on_run_recorded",),
     "run.ended": ("flows.triggers.chaining:on_run_ended",),
 }
 

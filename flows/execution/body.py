@@ -43,6 +43,7 @@ from flows.runtime.engine import Engine, Executor
 from flows.runtime.errors import ErrorKind, NodeFailed
 from flows.settings import max_subprocess_depth
 from flows.store import definitions as definition_store
+from flows.tools import mcp_sessions
 
 #: How often a running run's record is touched, so that a dead process can be told from a slow one.
 HEARTBEAT_SECONDS = 15.0
@@ -171,6 +172,7 @@ async def _execute_once(plan: Plan, params: dict[str, Any], request: RunRequest,
     finally:
         heartbeat.cancel()
         REUSE_LOOKUP.reset(reuse_token)
+        await mcp_sessions.close_run(recorder.run_id)  # before the loop may end (flows.tools.mcp_sessions)
     problem = next((p for p in moments.call("run.ending", template, engine.context, outcome) if p), None)
     if problem is not None:  # before anyone sees the run completed
         outcome = replace(outcome, status="failed", error=problem, error_kind="definition")

@@ -14,7 +14,7 @@ arguments, and agents are offered the tool, without asking the server). Nothing 
 call. A run's first call to a server opens a session (for stdio, starts the process) and lists
 the server's tools; the run's later calls to that server use the same session
 (:mod:`flows.tools.mcp_sessions`: closed when the run ends, after a while unused, or when a call
-on it fails other than by the tool's own answer). Each call is refused if its tool is gone from
+on it fails other than by the tool's own answer; a call outside any run has its own). Each call is refused if its tool is gone from
 the listing or its input or output schema differs from the lock — the message names ``ergon tools
 sync`` — then made.
 
@@ -239,7 +239,7 @@ async def call_tool(server: McpServer, folder: Path, locked: dict[str, Any], arg
         with anyio.fail_after(server.timeout):
             return {t["name"]: t for t in await _listing(client)}
 
-    with mcp_sessions.session((server.id, str(folder)), connect, prepare, f"ergon-mcp-{server.id}") as session:
+    async with mcp_sessions.session((server.id, str(folder)), connect, prepare, f"ergon-mcp-{server.id}") as session:
         try:
             with anyio.fail_after(server.timeout):
                 await session.ready()

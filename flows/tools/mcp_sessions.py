@@ -6,17 +6,18 @@ benchmarks run on). So the first call of a run to a server opens a session; the 
 to it, one after another or side by side (the protocol numbers its requests), use the same one.
 
 A session belongs to one event loop and one run (:class:`~flows.tools.context.ToolContext`'s
-``run_id``; calls outside a run share one per loop): an MCP server may keep state between calls,
-and one run must not see another's. Its connection lives in a task of its own on that loop (the
-SDK's client must be entered and left by the same task), which closes it
+``run_id``; a call outside any run has a session of its own, closed as the call ends): an MCP
+server may keep state between calls, and one run must not see another's. Its connection lives in
+a task of its own on that loop (the SDK's client must be entered and left by the same task),
+which closes it
 
-* when the run's end is recorded (the ``run.recorded`` moment, :func:`on_run_recorded`);
-* after :data:`IDLE_SECONDS` without a call (a run that waits long between calls, a call outside
-  any run);
+* when the run ends: the run's body awaits :func:`close_run`. A session left to the end of its
+  loop would be closed by the loop's cancelling its task, and the SDK's shutdown, cancelled that
+  way, can wait for ever on the server's process (seen once in ten runs on a busy machine);
+* after :data:`IDLE_SECONDS` without a call (a run that waits long between calls);
 * when a call on it fails in any way but a tool's own error answer (a timeout, a server that went
   away, a refused token): the session is dropped at once, the calls already on it finish, and the
   next call opens a new one — a failure never sticks to a run;
-* when its loop ends (the task is cancelled with the loop's other tasks).
 
 A server that goes away between two calls (its process killed, an HTTP server restarted) is
 found out by the next call, which fails ("closed the connection") and drops the session: the
@@ -34,7 +35,7 @@ import contextlib
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Hashable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Generic, TypeVar
 
@@ -42,6 +43,9 @@ from flows.tools.context import current
 
 #: a session unused this long is closed (seconds)
 IDLE_SECONDS = 30.0
+#: the longest a run's end waits for its sessions to close (the SDK closes a stdio server's input,
+#: waits 2 s for it to exit, then ends it: about 4 s at most)
+CLOSE_SECONDS = 10.0
 
 C = TypeVar("C")
 P = TypeVar("P")
@@ -113,25 +117,32 @@ class Session(Generic[C, P]):
                 await asyncio.wait_for(self._stop.wait(), IDLE_SECONDS - idle if self._in_flight == 0 else IDLE_SECONDS)
 
 
-@contextlib.contextmanager
-def session(server_key: Hashable, connect: Callable[[dict[str, Any]], AbstractAsyncContextManager[C]],
-            prepare: Callable[[C], Awaitable[P]], name: str) -> Iterator[Session[C, P]]:
+@contextlib.asynccontextmanager
+async def session(server_key: Hashable, connect: Callable[[dict[str, Any]], AbstractAsyncContextManager[C]],
+                  prepare: Callable[[C], Awaitable[P]], name: str) -> AsyncIterator[Session[C, P]]:
     """The open session of the current run with the server ``server_key`` on this loop, or a new
     one: ``connect(notes)`` enters the connection, ``prepare(client)`` what the calls need of it.
-    Held for one call (await :meth:`Session.ready` first): it stays open until the block ends."""
+    Held for one call (await :meth:`Session.ready` first): it stays open until the block ends.
+    Outside a run the session is the call's own, closed (and waited for) as the block ends."""
     loop = asyncio.get_running_loop()
-    key = (server_key, current().run_id)
+    run_id = current().run_id
+    key = (server_key, run_id)
     with _lock:
         sessions = _open.setdefault(loop, {})
-        found = sessions.get(key)
+        found = sessions.get(key) if run_id is not None else None
         if found is None:
-            found = sessions[key] = Session(key, connect, prepare, name)
+            found = Session(key, connect, prepare, name)
+            if run_id is not None:
+                sessions[key] = found
         found._in_flight += 1
     try:
         yield found
     finally:
         found._in_flight -= 1
         found._last_used = time.monotonic()
+        if run_id is None:
+            found.drop()
+            await asyncio.wait([found.task], timeout=CLOSE_SECONDS)
 
 
 def _forget(session: Session[Any, Any]) -> None:
@@ -147,8 +158,16 @@ def open_sessions() -> list[Session[Any, Any]]:
         return [s for sessions in _open.values() for s in sessions.values()]
 
 
-def on_run_recorded(run: Any) -> None:
-    """The ``run.recorded`` moment: the run has ended, its sessions close (never raises)."""
-    for found in [s for s in open_sessions() if s.key[1] == run.id]:
+async def close_run(run_id: str) -> None:
+    """Close the sessions of ``run_id`` (its body calls this as the run ends) and wait, at most
+    :data:`CLOSE_SECONDS`, for those on this loop to be closed: the loop may end next, and a
+    session's task cancelled with it could leave its server's process behind (see the module
+    docstring)."""
+    loop = asyncio.get_running_loop()
+    mine = [s for s in open_sessions() if s.key[1] == run_id]
+    for found in mine:
         with contextlib.suppress(RuntimeError):  # its loop is already closed: nothing left to close
             found.drop()
+    waiting = [s.task for s in mine if s.loop is loop]
+    if waiting:
+        await asyncio.wait(waiting, timeout=CLOSE_SECONDS)

@@ -83,6 +83,17 @@ def wait_for_task(run_name: str, *, after: set[str] = frozenset(), timeout: floa
     raise AssertionError(f"no pending task for {run_name}")
 
 
+def wait_paused_in_prefect(flow_run_id: str, timeout: float = 60.0) -> None:
+    """Until Prefect has the flow run paused: only then does it take an answer through its resume API."""
+    from prefect.client.orchestration import get_client
+
+    deadline = time.monotonic() + timeout
+    with get_client(sync_client=True) as client:
+        while not client.read_flow_run(flow_run_id).state.is_paused():
+            assert time.monotonic() < deadline, "the run never paused in Prefect"
+            time.sleep(0.2)
+
+
 def finish(proc: subprocess.Popen) -> dict:
     out, err = proc.communicate(timeout=120)
     assert out.strip(), err
@@ -165,6 +176,7 @@ def test_answer_through_prefects_resume_api(env, definitions, tokens):
     try:
         task = wait_for_task("review_prefect")
         run = run_store.get_run(task.run_id)
+        wait_paused_in_prefect(run.prefect_flow_run_id)  # the task's row comes a moment before Prefect's pause
         with pytest.raises(RuntimeError):  # Prefect validates against the generated RunInput model
             resume_flow_run(run.prefect_flow_run_id, run_input={"decision": "perhaps", "answer_code": "code_x"})
         # the task is assigned (group:legal): the form asks an answer code (tests/humans/test_prefect_answers.py)

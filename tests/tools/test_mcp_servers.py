@@ -463,6 +463,19 @@ async def _ended_within(pid: int, seconds: float = 15) -> bool:
     return True
 
 
+async def _sessions_within(runs: list[str | None], seconds: float = 15) -> list[str | None]:
+    """The runs of the open sessions once they are ``runs`` (a closing session is listed until
+    its connection is closed, a moment after its server's process ended), or after ``seconds``."""
+    from flows.tools import mcp_sessions
+
+    deadline = time.monotonic() + seconds
+    while (now := sorted((s.key[1] for s in mcp_sessions.open_sessions()), key=str)) != runs:
+        if time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.1)
+    return now
+
+
 def _in_run(run_id: str | None, call):
     """``call()``'s awaitable, run as a call of the run ``run_id``."""
     from flows.tools.context import CURRENT, ToolContext
@@ -484,11 +497,8 @@ async def _pid() -> int:
     return (await invoke("notes_pid", {}))["result"]
 
 
-def test_a_runs_calls_share_one_server_process_until_its_end_is_recorded(notes):
+def test_a_runs_calls_share_one_server_process_until_it_ends(notes):
     from flows.tools import mcp_sessions
-
-    class Ended:
-        id = "run-a"
 
     async def main():
         first = await _in_run("run-a", _pid)
@@ -496,16 +506,19 @@ def test_a_runs_calls_share_one_server_process_until_its_end_is_recorded(notes):
         side_by_side = await asyncio.gather(*(_in_run("run-a", _pid) for _ in range(5)))
         other = await _in_run("run-b", _pid)  # another run: a process of its own
         assert {first, *again, *side_by_side} == {first} and other != first
-        mcp_sessions.on_run_recorded(Ended())
-        assert await _ended_within(first)
+        await mcp_sessions.close_run("run-a")  # what the run's body does as it ends
+        assert _process_ended(first), "closed and waited for"
         assert not _process_ended(other)
-        assert [s.key[1] for s in mcp_sessions.open_sessions()] == ["run-b"]
+        assert await _sessions_within(["run-b"]) == ["run-b"]
         assert await _in_run("run-b", _pid) == other
+        await mcp_sessions.close_run("run-b")
 
     asyncio.run(main())
 
 
 def test_a_call_that_breaks_the_session_leaves_the_next_call_a_new_one(notes):
+    from flows.tools import mcp_sessions
+
     async def main():
         first = await _in_run("run-a", _pid)
         with pytest.raises(ToolError, match=r"MCP server `notes` .* closed the connection before it answered"):
@@ -513,11 +526,14 @@ def test_a_call_that_breaks_the_session_leaves_the_next_call_a_new_one(notes):
         assert await _ended_within(first)
         second = await _in_run("run-a", _pid)
         assert second != first and not _process_ended(second)
+        await mcp_sessions.close_run("run-a")
 
     asyncio.run(main())
 
 
 def test_a_timed_out_call_does_not_stop_the_calls_beside_it(tmp_path):
+    from flows.tools import mcp_sessions
+
     tools = write_servers(tmp_path / "defs" / "tools")
     assert sync(tmp_path / "defs") == 0
     write_servers(tools, notes={"timeout": 5})  # 4 s to spare for the call beside it, on a busy machine
@@ -531,6 +547,20 @@ def test_a_timed_out_call_does_not_stop_the_calls_beside_it(tmp_path):
         assert isinstance(slow, TimeoutError) and beside == {"result": "late"}
         assert await _ended_within(first)  # dropped once the call beside it ended
         assert await _in_run("run-a", _pid) != first
+        await mcp_sessions.close_run("run-a")
+
+    asyncio.run(main())
+
+
+def test_a_call_outside_any_run_has_a_session_of_its_own(notes):
+    from flows.tools import mcp_sessions
+
+    async def main():
+        first = await _in_run(None, _pid)
+        assert _process_ended(first), "closed as the call ended"
+        second = await _in_run(None, _pid)
+        assert second != first and _process_ended(second)
+        assert mcp_sessions.open_sessions() == []
 
     asyncio.run(main())
 
@@ -541,9 +571,9 @@ def test_a_session_unused_for_a_while_closes(notes, monkeypatch):
     monkeypatch.setattr(mcp_sessions, "IDLE_SECONDS", 0.5)
 
     async def main():
-        first = await _in_run(None, _pid)  # outside any run: one session per loop
-        assert await _in_run(None, _pid) == first
+        first = await _in_run("run-a", _pid)
+        assert await _in_run("run-a", _pid) == first
         assert await _ended_within(first)
-        assert mcp_sessions.open_sessions() == []
+        assert await _sessions_within([]) == []
 
     asyncio.run(main())
