@@ -8,7 +8,7 @@ Each round, in turn:
   entered once, then the calls;
 * **Ergon**: the same calls through :func:`flows.tools.invoke.invoke` as one run's calls (a tool
   node's: checked against the locked schema, no tool-call row written), which opens the run's
-  session on its first call (:mod:`flows.tools.mcp_sessions`);
+  session on its first call and closes it as the run's end does (:mod:`flows.tools.mcp_sessions`);
 * **SDK, a session per call**: every call starts the server (what Ergon did before it kept
   sessions), fewer calls.
 
@@ -74,6 +74,7 @@ async def _sdk_session_per_call(calls: int, side_by_side: bool) -> None:
 
 def _ergon(run: int) -> Callable[[int, bool], Awaitable[None]]:
     async def calls_of_one_run(calls: int, side_by_side: bool) -> None:
+        from flows.tools import mcp_sessions
         from flows.tools.context import CURRENT, ToolContext
         from flows.tools.invoke import invoke
 
@@ -83,6 +84,7 @@ def _ergon(run: int) -> Callable[[int, bool], Awaitable[None]]:
         else:
             for i in range(calls):
                 await invoke("notes_add", {"a": i, "b": 1})
+        await mcp_sessions.close_run(f"bench-{run}")  # as a run's end does; the SDK's side closes too
     return calls_of_one_run
 
 
