@@ -14,9 +14,9 @@ arguments, and agents are offered the tool, without asking the server). Nothing 
 call. A run's first call to a server opens a session (for stdio, starts the process) and lists
 the server's tools; the run's later calls to that server use the same session
 (:mod:`flows.tools.mcp_sessions`: closed when the run ends, after a while unused, or when a call
-on it fails other than by the tool's own answer; a call outside any run has its own). Each call is refused if its tool is gone from
-the listing or its input or output schema differs from the lock — the message names ``ergon tools
-sync`` — then made.
+on it fails other than by the tool's own answer; a call outside any run has its own). Each call
+is refused if its tool is gone from the listing or its input or output schema differs from the
+lock — the message names ``ergon tools sync`` — then made.
 
 A call's result is the tool's structured content when it returns one (an MCP tool that declares
 an output schema), else its text: one text block parsed as JSON when it is a JSON object or array,
@@ -26,8 +26,8 @@ longer than the server's ``timeout`` (default 60 s; then also a :class:`TimeoutE
 ``retry_on``) are each a :class:`~flows.tools.errors.ToolError` naming the server.
 
 Header, bearer and ``env`` values may be ``secret:`` / ``env:`` / ``prefect-secret:`` /
-``prefect-var:`` references, resolved as each session opens (:func:`flows.tools.remote.resolve_header`),
-redacted from every record and never logged. A stdio server gets the SDK's default environment
+``prefect-var:`` references, resolved as each session opens
+(:func:`flows.tools.remote.resolve_header`), redacted from every record and never logged. A stdio server gets the SDK's default environment
 (``PATH``, ``HOME``…, not this process's secrets) plus its ``env``. As for HTTP tool servers, an
 MCP server's address may be local: an operator wrote it, a model never chooses it.
 """

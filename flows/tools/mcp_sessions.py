@@ -13,11 +13,12 @@ which closes it
 
 * when the run ends: the run's body awaits :func:`close_run`. A session left to the end of its
   loop would be closed by the loop's cancelling its task, and the SDK's shutdown, cancelled that
-  way, can wait for ever on the server's process (seen once in ten runs on a busy machine);
+  way, can wait for ever on the server's process (one of three test processes run side by side
+  on the 2-core machine hung so at its end);
 * after :data:`IDLE_SECONDS` without a call (a run that waits long between calls);
 * when a call on it fails in any way but a tool's own error answer (a timeout, a server that went
   away, a refused token): the session is dropped at once, the calls already on it finish, and the
-  next call opens a new one — a failure never sticks to a run;
+  next call opens a new one — a failure never sticks to a run.
 
 A server that goes away between two calls (its process killed, an HTTP server restarted) is
 found out by the next call, which fails ("closed the connection") and drops the session: the
