@@ -54,6 +54,9 @@ __all__ = ["OFFLINE_MODEL", "Target", "backoff_seconds", "complete", "default_en
 RETRIES = int(os.environ.get("ERGON_LLM_RETRIES", "2"))
 BACKOFF_BASE_SECONDS = 0.5
 BACKOFF_MAX_SECONDS = 8.0
+#: The backoff's jitter has its own generator, not :mod:`random`'s shared one (see
+#: :mod:`flows.runtime.attempts`).
+_RANDOM = random.Random()
 DEFAULT_TIMEOUT_SECONDS = 120.0
 #: All attempts of one call together (the ``deadline`` parameter): a hung endpoint fails the
 #: node within this, never after retries × timeout.
@@ -304,7 +307,7 @@ def backoff_seconds(retry: int, exc: BaseException | None = None) -> float:
     hinted = _retry_after(exc) if exc is not None else None
     if hinted is not None:
         return hinted
-    return min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** retry) * (0.75 + random.random() / 2)
+    return min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** retry) * (0.75 + _RANDOM.random() / 2)
 
 
 async def _call_model(req: LlmRequest, model: str, messages: list[dict[str, Any]], extra: dict[str, Any],

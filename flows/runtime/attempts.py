@@ -24,6 +24,11 @@ from flows.runtime.retries import retried_names, retries
 
 T = TypeVar("T")
 
+#: The jitter's own generator: the module-level functions of :mod:`random` share one state with
+#: the user's code in this process (a tool that seeds ``random`` for a reproducible draw), which a
+#: retry's jitter would otherwise move.
+_RANDOM = random.Random()
+
 
 def retry_delays(policy: RetryPolicy) -> list[float]:
     """The wait before each retry: delay, delay·backoff, delay·backoff², … each capped."""
@@ -32,7 +37,7 @@ def retry_delays(policy: RetryPolicy) -> list[float]:
 
 def _jittered(delay: float, jitter: float) -> float:
     """The delay plus up to ``jitter`` of it, drawn at random."""
-    return delay + random.uniform(0, delay * jitter) if jitter else delay
+    return delay + _RANDOM.uniform(0, delay * jitter) if jitter else delay
 
 
 async def run_attempts(policy: RetryPolicy, attempt_fn: Callable[[int], Awaitable[T]], *, wait: bool = True) -> T:

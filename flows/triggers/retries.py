@@ -24,6 +24,9 @@ from typing import Any
 from flows.runtime.attempts import retry_delays
 from flows.trigger_refs import TriggerRef
 
+#: The jitter's own generator, not :mod:`random`'s shared one (see :mod:`flows.runtime.attempts`).
+_RANDOM = random.Random()
+
 
 def around_run(plan: Any, request: Any, prefect_id: str | None,
                execute_once: Callable[[], Awaitable[Any]]) -> Awaitable[Any] | None:
@@ -39,7 +42,7 @@ def backoff_delays(policy: Any) -> list[float]:
     moved by up to ``jitter`` of itself either way."""
     if policy is None:
         return []
-    return [max(delay * (1 + random.uniform(-policy.jitter, policy.jitter)), 0.0) for delay in retry_delays(policy)]
+    return [max(delay * (1 + _RANDOM.uniform(-policy.jitter, policy.jitter)), 0.0) for delay in retry_delays(policy)]
 
 
 async def run_scheduled(plan: Any, request: Any, prefect_id: str | None,
