@@ -27,9 +27,10 @@ longer than the server's ``timeout`` (default 60 s; then also a :class:`TimeoutE
 
 Header, bearer and ``env`` values may be ``secret:`` / ``env:`` / ``prefect-secret:`` /
 ``prefect-var:`` references, resolved as each session opens
-(:func:`flows.tools.remote.resolve_header`), redacted from every record and never logged. A stdio server gets the SDK's default environment
-(``PATH``, ``HOME``…, not this process's secrets) plus its ``env``. As for HTTP tool servers, an
-MCP server's address may be local: an operator wrote it, a model never chooses it.
+(:func:`flows.tools.remote.resolve_header`), redacted from every record and never logged. A stdio
+server gets the SDK's default environment (``PATH``, ``HOME``…, not this process's secrets) plus
+its ``env``. As for HTTP tool servers, an MCP server's address may be local: an operator wrote
+it, a model never chooses it.
 """
 
 from __future__ import annotations
